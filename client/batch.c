@@ -1,0 +1,262 @@
+/* batch.c - libmcache's batches: many operations queued locally, sent in one
+ * request, answered with one result per operation.
+ *
+ * Invariants of an mc_batch (struct mc_batch in client_impl.h):
+ *  1. ops[0..nops) are the queued operations; each owns its path and path2
+ *     (malloc'd copies); stats[i] is where op i's attr goes (NULL if none).
+ *  2. packed is an upper bound of the bytes ops[0..nops) add to a Request
+ *     frame, so queueing can refuse with E2BIG before the frame limit.
+ *  3. errs[0..nerrs) are the results of the last run; the queue and the
+ *     results are independent (queueing does not clear results).
+ */
+#include "client_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+/* Frame header plus the Request's id field (tag + 10-byte varint). */
+#define BATCH_BASE (MC_FRAME_HDR + 11u)
+
+static size_t varint_len(size_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static void batch_link(mc_client *c, struct mc_batch *b)
+{
+	b->c = c;
+	b->prev = NULL;
+	b->next = c->batches;
+	if (c->batches)
+		c->batches->prev = b;
+	c->batches = b;
+}
+
+/* Free the queued ops (not the results). */
+static void batch_clear(struct mc_batch *b)
+{
+	for (size_t i = 0; i < b->nops; i++) {
+		free(b->ops[i].path.data);
+		free(b->ops[i].path2.data);
+	}
+	b->nops = 0;
+	b->packed = 0;
+}
+
+void batch_free(struct mc_batch *b)
+{
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		b->c->batches = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	batch_clear(b);
+	free(b->ops);
+	free(b->stats);
+	free(b->errs);
+	free(b);
+}
+
+mc_batch *mc_batch_new(mc_client *c)
+{
+	int err = client_check(c);
+	if (err < 0) {
+		errno = -err;
+		return NULL;
+	}
+	struct mc_batch *b = calloc(1, sizeof(*b));
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	batch_link(c, b);
+	return b;
+}
+
+void mc_batch_free(mc_batch *b)
+{
+	if (b)
+		batch_free(b);
+}
+
+static int batch_path(const char *path)
+{
+	int err = path_check(path);
+	/* The header promises EINVAL for a bad path, ENAMETOOLONG for a long one. */
+	return err == -ENAMETOOLONG ? err : err < 0 ? -EINVAL : 0;
+}
+
+static int batch_dup(ProtobufCBinaryData *f, const char *path)
+{
+	if (!path)
+		return 0;
+	size_t len = strlen(path);
+	f->data = malloc(len ? len : 1);
+	if (!f->data)
+		return -ENOMEM;
+	memcpy(f->data, path, len);
+	f->len = len;
+	return 0;
+}
+
+/* Queue one op. Returns its index, or -1 with errno. */
+static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
+                     const char *path2, mode_t mode, struct stat *st)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	int err;
+
+	if (!b)
+		return client_fail(-EINVAL);
+	err = batch_path(path);
+	if (err == 0 && code == MCACHE__OP_CODE__OP_RENAME)
+		err = batch_path(path2);
+	if (err < 0)
+		return client_fail(err);
+	if (b->nops >= (size_t)INT32_MAX)
+		return client_fail(-E2BIG);
+
+	op.code = code;
+	op.mode = (uint32_t)mode;
+	op.path.len = strlen(path);
+	op.path2.len = path2 ? strlen(path2) : 0;
+	/* The size with borrowed pointers: get_packed_size reads only lengths
+	 * and values. */
+	op.path.data = (uint8_t *)path;
+	op.path2.data = (uint8_t *)path2;
+	size_t sz = mcache__op__get_packed_size(&op);
+	sz += 1 + varint_len(sz);
+	if (BATCH_BASE + b->packed + sz > MC_FRAME_MAX)
+		return client_fail(-E2BIG);
+
+	if (b->nops == b->cap) {
+		size_t n = b->cap ? b->cap * 2 : 16;
+		Mcache__Op *ops = realloc(b->ops, n * sizeof(*ops));
+		if (!ops)
+			return client_fail(-ENOMEM);
+		b->ops = ops;
+		struct stat **stats = realloc(b->stats, n * sizeof(*stats));
+		if (!stats)
+			return client_fail(-ENOMEM);
+		b->stats = stats;
+		b->cap = n;
+	}
+	op.path.data = NULL;
+	op.path2.data = NULL;
+	op.path.len = op.path2.len = 0;
+	err = batch_dup(&op.path, path);
+	if (err == 0)
+		err = batch_dup(&op.path2, path2);
+	if (err < 0) {
+		free(op.path.data);
+		return client_fail(err);
+	}
+	b->ops[b->nops] = op;
+	b->stats[b->nops] = st;
+	b->packed += sz;
+	return (int)b->nops++;
+}
+
+int mc_batch_mkdir(mc_batch *b, const char *path, mode_t mode)
+{
+	return batch_add(b, MCACHE__OP_CODE__OP_MKDIR, path, NULL, mode, NULL);
+}
+
+int mc_batch_create(mc_batch *b, const char *path, mode_t mode)
+{
+	return batch_add(b, MCACHE__OP_CODE__OP_CREATE, path, NULL, mode, NULL);
+}
+
+int mc_batch_unlink(mc_batch *b, const char *path)
+{
+	return batch_add(b, MCACHE__OP_CODE__OP_UNLINK, path, NULL, 0, NULL);
+}
+
+int mc_batch_rmdir(mc_batch *b, const char *path)
+{
+	return batch_add(b, MCACHE__OP_CODE__OP_RMDIR, path, NULL, 0, NULL);
+}
+
+int mc_batch_rename(mc_batch *b, const char *oldpath, const char *newpath)
+{
+	return batch_add(b, MCACHE__OP_CODE__OP_RENAME, oldpath, newpath, 0, NULL);
+}
+
+int mc_batch_stat(mc_batch *b, const char *path, struct stat *st)
+{
+	if (b && !st)
+		return client_fail(-EINVAL);
+	return batch_add(b, MCACHE__OP_CODE__OP_STAT, path, NULL, 0, st);
+}
+
+int mc_batch_run(mc_batch *b)
+{
+	Mcache__Op **ptrs = NULL;
+	Mcache__Response *rsp = NULL;
+	int *errs = NULL;
+	int err;
+
+	if (!b)
+		return client_fail(-EINVAL);
+	err = client_check(b->c);
+	if (err < 0)
+		return client_fail(err);
+	/* The previous results are replaced whatever happens. */
+	free(b->errs);
+	b->errs = NULL;
+	b->nerrs = 0;
+	if (b->nops == 0)
+		return 0;
+	err = -ENOMEM;
+	ptrs = malloc(b->nops * sizeof(*ptrs));
+	errs = malloc(b->nops * sizeof(*errs));
+	if (!ptrs || !errs)
+		goto fail;
+	for (size_t i = 0; i < b->nops; i++)
+		ptrs[i] = &b->ops[i];
+	err = client_call(b->c, ptrs, b->nops, &rsp);
+	if (err < 0)
+		goto fail;
+	for (size_t i = 0; i < b->nops; i++) {
+		const Mcache__Result *r = rsp->results[i];
+		errs[i] = r->err;
+		if (r->err == 0 && b->stats[i]) {
+			if (r->attr)
+				attr_to_stat(r->attr, b->stats[i]);
+			else
+				errs[i] = EPROTO;
+		}
+	}
+	b->errs = errs;
+	b->nerrs = b->nops;
+	mcache__response__free_unpacked(rsp, NULL);
+	free(ptrs);
+	batch_clear(b);
+	return 0;
+fail:
+	free(ptrs);
+	free(errs);
+	/* Sent or not, the queue is spent: the caller re-queues what it wants. */
+	batch_clear(b);
+	return client_fail(err);
+}
+
+size_t mc_batch_count(const mc_batch *b)
+{
+	return b ? b->nerrs : 0;
+}
+
+int mc_batch_error(const mc_batch *b, size_t i)
+{
+	if (!b || i >= b->nerrs)
+		return EINVAL;
+	return b->errs[i];
+}

@@ -1,0 +1,526 @@
+/* client.c - libmcache's connection: connect and handshake, the shared-memory
+ * mapping, the RPC call, fork detection, and mc_open descriptors.
+ *
+ * Connection states (see struct mc_client for the invariants):
+ *
+ *   mc_connect() ──► ready ──(short read/write, bad id)──► broken (ENOTCONN)
+ *                      │                                      │
+ *                      └──(fork: in the child)──► forked (ECHILD)
+ *                                                             │
+ *   every state ──mc_disconnect()──► freed (only the parent sends nothing
+ *   either: closing the socket is the whole goodbye)
+ */
+#include "client_impl.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "mc_config.h"
+#include "mc_shm.h"
+
+/* ---- fork detection ---------------------------------------------------- */
+
+/* Bumped in the child by a pthread_atfork handler; never written elsewhere,
+ * so threads of the parent read a constant. Calls compare it with the value
+ * their client recorded at connect: no getpid() system call per call. */
+static volatile unsigned fork_generation;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+	fork_generation++;
+}
+
+static void fork_register(void)
+{
+	/* On failure (ENOMEM) forks go unnoticed; nothing better to do. */
+	(void)pthread_atfork(NULL, NULL, fork_child);
+}
+
+bool client_forked(const mc_client *c)
+{
+	return c->fork_gen != fork_generation;
+}
+
+int client_check(const mc_client *c)
+{
+	if (!c)
+		return -EFAULT;
+	if (client_forked(c))
+		return -ECHILD;
+	if (c->broken)
+		return -ENOTCONN;
+	return 0;
+}
+
+/* ---- connect ----------------------------------------------------------- */
+
+/* A transport error from frame_*: the stream may be out of step. */
+static int transport_error(mc_client *c, int err)
+{
+	c->broken = true;
+	if (err == -ENOMEM || err == -EPROTO)
+		return err;
+	if (err == -EMSGSIZE)
+		return -EPROTO;
+	return -ENOTCONN;
+}
+
+static int client_hello(mc_client *c, int *shm_fd, uint64_t *shm_size)
+{
+	Mcache__Hello hello = MCACHE__HELLO__INIT;
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	Mcache__Response *rsp = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int fd = -1;
+	int err;
+
+	hello.version = MC_PROTO_VERSION;
+	req.id = c->next_id++;
+	req.hello = &hello;
+	err = frame_pack_request(&req, MC_FRAME_MAX, &buf, &len);
+	if (err < 0)
+		goto fail;
+	err = frame_write(c->sock, buf, len, -1);
+	free(buf);
+	buf = NULL;
+	if (err < 0) {
+		err = transport_error(c, err);
+		goto fail;
+	}
+	err = frame_read(c->sock, MC_FRAME_MAX, &buf, &len, &fd);
+	if (err < 0) {
+		err = transport_error(c, err);
+		goto fail;
+	}
+	rsp = mcache__response__unpack(NULL, len, buf);
+	err = -EPROTO;
+	if (!rsp)
+		goto fail;
+	if (rsp->err > 0) {
+		err = -rsp->err;
+		goto fail;
+	}
+	if (rsp->id != req.id || !rsp->hello || rsp->hello->version != MC_PROTO_VERSION ||
+	    rsp->hello->shm_version != MC_SHM_VERSION || fd < 0 ||
+	    rsp->hello->shm_size < sizeof(struct mc_shm_header) ||
+	    rsp->hello->shm_size > MC_SHM_MAX_SIZE || rsp->hello->shm_size > SIZE_MAX)
+		goto fail;
+	*shm_fd = fd;
+	*shm_size = rsp->hello->shm_size;
+	mcache__response__free_unpacked(rsp, NULL);
+	free(buf);
+	return 0;
+fail:
+	if (rsp)
+		mcache__response__free_unpacked(rsp, NULL);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* Map the segment read-only and check its header. */
+static int client_map(mc_client *c, int fd, uint64_t size)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* A segment shorter than announced would SIGBUS a reader. */
+	if (st.st_size < 0 || (uint64_t)st.st_size < size)
+		return -EPROTO;
+	void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	const struct mc_shm_header *h = p;
+	if (h->magic != MC_SHM_MAGIC || h->version != MC_SHM_VERSION || h->size != size) {
+		munmap(p, (size_t)size);
+		return -EPROTO;
+	}
+	c->shm = p;
+	c->shm_size = (size_t)size;
+	return 0;
+}
+
+static const char *socket_default(const char *path)
+{
+	if (path)
+		return path;
+	const char *env = getenv("MCACHE_SOCKET");
+	if (env && *env)
+		return env;
+	return MC_DEFAULT_SOCKET;
+}
+
+mc_client *mc_connect(const char *socket_path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = socket_default(socket_path);
+	uint64_t shm_size = 0;
+	int shm_fd = -1;
+	int err;
+
+	pthread_once(&fork_once, fork_register);
+	if (!*path) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+
+	mc_client *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->fork_gen = fork_generation;
+	c->next_id = 1;
+	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->sock < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (connect(c->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = client_hello(c, &shm_fd, &shm_size);
+	if (err < 0)
+		goto fail;
+	err = client_map(c, shm_fd, shm_size);
+	close(shm_fd);
+	if (err < 0)
+		goto fail;
+	c->broken = false;
+	return c;
+fail:
+	if (c->sock >= 0)
+		close(c->sock);
+	free(c);
+	errno = -err;
+	return NULL;
+}
+
+void mc_disconnect(mc_client *c)
+{
+	if (!c)
+		return;
+	int saved = errno;
+	/* Directories and batches first: they point at c. Their server
+	 * handles die with the connection, so nothing is sent (and in a forked
+	 * child nothing may be). */
+	while (c->dirs)
+		dir_free(c->dirs);
+	while (c->batches)
+		batch_free(c->batches);
+	if (c->shm)
+		munmap((void *)c->shm, c->shm_size);
+	close(c->sock);
+	free(c->fds);
+	free(c);
+	errno = saved;
+}
+
+/* ---- the call ---------------------------------------------------------- */
+
+int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+{
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	Mcache__Response *rsp = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	err = client_check(c);
+	if (err < 0)
+		return err;
+	req.id = c->next_id++;
+	req.n_ops = n;
+	req.ops = ops;
+	err = frame_pack_request(&req, MC_FRAME_MAX, &buf, &len);
+	if (err < 0)
+		return err == -EMSGSIZE ? -E2BIG : err;
+	err = frame_write(c->sock, buf, len, -1);
+	free(buf);
+	buf = NULL;
+	if (err < 0)
+		return transport_error(c, err);
+	err = frame_read(c->sock, MC_FRAME_MAX, &buf, &len, NULL);
+	if (err < 0)
+		return transport_error(c, err);
+	rsp = mcache__response__unpack(NULL, len, buf);
+	free(buf);
+	if (!rsp) {
+		/* The frame boundary held, but we cannot tell whose answer it was. */
+		c->broken = true;
+		return -EPROTO;
+	}
+	if (rsp->err > 0) {
+		/* Whole-request error: the server closes the connection. */
+		err = -rsp->err;
+		c->broken = true;
+		goto fail;
+	}
+	if (rsp->id != req.id) {
+		c->broken = true;
+		err = -EPROTO;
+		goto fail;
+	}
+	if (rsp->n_results != n) {
+		err = -EPROTO;
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rsp->results[i] || rsp->results[i]->err < 0) {
+			err = -EPROTO;
+			goto fail;
+		}
+	}
+	*out = rsp;
+	return 0;
+fail:
+	mcache__response__free_unpacked(rsp, NULL);
+	return err;
+}
+
+int client_op(mc_client *c, Mcache__Op *op, Mcache__Response **out)
+{
+	Mcache__Response *rsp = NULL;
+	int err = client_call(c, &op, 1, &rsp);
+	if (err < 0)
+		return err;
+	if (rsp->results[0]->err) {
+		err = -rsp->results[0]->err;
+		mcache__response__free_unpacked(rsp, NULL);
+		return err;
+	}
+	*out = rsp;
+	return 0;
+}
+
+int client_op_simple(mc_client *c, Mcache__Op *op)
+{
+	Mcache__Response *rsp = NULL;
+	int err = client_op(c, op, &rsp);
+	if (err < 0)
+		return err;
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+void attr_to_stat(const Mcache__Attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)a->ino;
+	st->st_mode = (mode_t)a->mode;
+	st->st_nlink = (nlink_t)a->nlink;
+	st->st_uid = (uid_t)a->uid;
+	st->st_gid = (gid_t)a->gid;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = 4096;
+	st->st_blocks = 0;
+	st->st_atim.tv_sec = (time_t)a->atime_sec;
+	st->st_atim.tv_nsec = (long)a->atime_nsec;
+	st->st_mtim.tv_sec = (time_t)a->mtime_sec;
+	st->st_mtim.tv_nsec = (long)a->mtime_nsec;
+	st->st_ctim.tv_sec = (time_t)a->ctime_sec;
+	st->st_ctim.tv_nsec = (long)a->ctime_nsec;
+}
+
+/* ---- descriptors ------------------------------------------------------- */
+
+int client_fd_reserve(mc_client *c, int *fd)
+{
+	size_t i;
+	for (i = 0; i < c->nfds; i++) {
+		if (!c->fds[i].used) {
+			*fd = (int)i;
+			return 0;
+		}
+	}
+	if (c->nfds >= MC_CLIENT_FD_MAX)
+		return -EMFILE;
+	size_t n = c->nfds ? c->nfds * 2 : 16;
+	if (n > MC_CLIENT_FD_MAX)
+		n = MC_CLIENT_FD_MAX;
+	struct mc_fdslot *p = realloc(c->fds, n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + c->nfds, 0, (n - c->nfds) * sizeof(*p));
+	c->fds = p;
+	*fd = (int)c->nfds;
+	c->nfds = n;
+	return 0;
+}
+
+void client_fd_take(mc_client *c, int fd, uint64_t handle)
+{
+	c->fds[fd].handle = handle;
+	c->fds[fd].used = true;
+}
+
+int client_fd_handle(const mc_client *c, int fd, uint64_t *handle)
+{
+	if (fd < 0 || (size_t)fd >= c->nfds || !c->fds[fd].used)
+		return -EBADF;
+	*handle = c->fds[fd].handle;
+	return 0;
+}
+
+void client_fd_release(mc_client *c, int fd)
+{
+	c->fds[fd].used = false;
+	c->fds[fd].handle = 0;
+}
+
+int mc_open(mc_client *c, const char *path, int flags, mode_t mode)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	int fd;
+	int err = client_check(c);
+	if (err < 0)
+		return client_fail(err);
+	err = path_check(path);
+	if (err < 0)
+		return client_fail(err);
+	/* Reserve the slot first so a server handle is never left orphaned. */
+	err = client_fd_reserve(c, &fd);
+	if (err < 0)
+		return client_fail(err);
+	op.code = MCACHE__OP_CODE__OP_OPEN;
+	path_set(&op.path, path);
+	op.flags = (uint32_t)flags;
+	op.mode = (uint32_t)mode;
+	err = client_op(c, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	client_fd_take(c, fd, rsp->results[0]->handle);
+	mcache__response__free_unpacked(rsp, NULL);
+	return fd;
+}
+
+int mc_creat(mc_client *c, const char *path, mode_t mode)
+{
+	return mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+/* Run a handle op on descriptor fd. */
+static int fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
+{
+	int err = client_check(c);
+	if (err < 0)
+		return err;
+	err = client_fd_handle(c, fd, &op->handle);
+	if (err < 0)
+		return err;
+	return client_op(c, op, out);
+}
+
+int mc_close(mc_client *c, int fd)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_CLOSE;
+	int err = fd_op(c, fd, &op, &rsp);
+	if (err == -EBADF || err == -EFAULT || err == -ECHILD)
+		return client_fail(err);
+	/* As close(2): the descriptor is gone even when the call failed. */
+	client_fd_release(c, fd);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_fstat(mc_client *c, int fd, struct stat *st)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	if (!st)
+		return client_fail(-EFAULT);
+	op.code = MCACHE__OP_CODE__OP_FSTAT;
+	int err = fd_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	if (!rsp->results[0]->attr) {
+		mcache__response__free_unpacked(rsp, NULL);
+		return client_fail(-EPROTO);
+	}
+	attr_to_stat(rsp->results[0]->attr, st);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_ftruncate(mc_client *c, int fd, off_t length)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	int err = client_check(c);
+	if (err < 0)
+		return client_fail(err);
+	if (length < 0)
+		return client_fail(-EINVAL);
+	op.code = MCACHE__OP_CODE__OP_FTRUNCATE;
+	op.size = (uint64_t)length;
+	err = fd_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_fsync(mc_client *c, int fd)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_FSYNC;
+	int err = fd_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_sync(mc_client *c)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_SYNC;
+	int err = client_op_simple(c, &op);
+	return err < 0 ? client_fail(err) : 0;
+}
+
+char *mc_server_stats(mc_client *c)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_STATS;
+	int err = client_op(c, &op, &rsp);
+	if (err < 0) {
+		errno = -err;
+		return NULL;
+	}
+	const ProtobufCBinaryData *d = &rsp->results[0]->data;
+	char *s = malloc(d->len + 1);
+	if (!s) {
+		mcache__response__free_unpacked(rsp, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (d->len)
+		memcpy(s, d->data, d->len);
+	s[d->len] = 0;
+	mcache__response__free_unpacked(rsp, NULL);
+	return s;
+}

@@ -1,0 +1,135 @@
+/* client_impl.h - libmcache internals shared by client.c, path.c, dir.c and
+ * batch.c: the client object, the RPC call, the descriptor table.
+ *
+ * Internal functions return 0 or a negative errno; the public mc_* wrappers
+ * turn that into -1 and errno (client_fail()).
+ */
+#ifndef MC_CLIENT_IMPL_H
+#define MC_CLIENT_IMPL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "mcache.h"
+#include "mcache.pb-c.h"
+
+/* Largest path accepted (bytes, without the NUL); longer is ENAMETOOLONG. */
+#define MC_CLIENT_PATH_MAX 4095u
+/* Most descriptors one client may hold open (mc_open); beyond: EMFILE. */
+#define MC_CLIENT_FD_MAX   (1u << 20)
+
+/* One slot of the descriptor table. */
+struct mc_fdslot {
+	uint64_t handle;              /* the server's handle */
+	bool used;
+};
+
+/* A connection to mcached.
+ *
+ * Invariants:
+ *  1. At most one request is in flight: client_call() writes one frame and
+ *     reads its response before returning, so responses never need matching
+ *     beyond checking the id.
+ *  2. broken is set once the byte stream may be out of step with the server
+ *     (a short read or write, a wrong id, a whole-request error); every later
+ *     call fails with ENOTCONN without touching the socket.
+ *  3. fork_gen is the process fork generation at connect; a different
+ *     current generation means we are in a child: every call fails with
+ *     ECHILD and nothing is ever written to the socket again.
+ *  4. shm is a read-only MAP_SHARED mapping of shm_size bytes whose header
+ *     was checked at connect; it stays mapped until mc_disconnect().
+ *  5. dirs and batches list every MC_DIR and mc_batch made from this client
+ *     that is not yet freed, so mc_disconnect() can free them.
+ */
+struct mc_client {
+	int sock;
+	unsigned fork_gen;
+	bool broken;
+	uint64_t next_id;
+	const void *shm;
+	size_t shm_size;
+	struct mc_fdslot *fds;
+	size_t nfds;                  /* slots allocated */
+	struct mc_dir *dirs;
+	struct mc_batch *batches;
+};
+
+/* Linked into c->dirs; see dir.c. */
+struct mc_dir {
+	mc_client *c;
+	struct mc_dir *next, *prev;
+	uint64_t handle;
+	Mcache__Response *page;       /* the current page, or NULL */
+	size_t pos;                   /* next entry of page to return */
+	uint64_t cookie;              /* where the next page starts */
+	uint64_t index;               /* entries returned so far (d_off) */
+	bool eof;                     /* the server said there is no next page */
+	struct dirent ent;
+};
+
+/* Linked into c->batches; see batch.c. */
+struct mc_batch {
+	mc_client *c;
+	struct mc_batch *next, *prev;
+	Mcache__Op *ops;              /* queued ops, paths owned (malloc'd) */
+	struct stat **stats;          /* per queued op: where mc_batch_stat wants its attr */
+	size_t nops, cap;
+	size_t packed;                /* bytes the queued ops add to a Request */
+	int *errs;                    /* results of the last run */
+	size_t nerrs;
+};
+
+/* Set errno from a negative errno and return -1. */
+static inline int client_fail(int err)
+{
+	errno = -err;
+	return -1;
+}
+
+/* 0 when c may send a request; -EFAULT (c NULL), -ECHILD (forked),
+ * -ENOTCONN (broken). */
+int client_check(const mc_client *c);
+/* True when called in a child forked after c connected. */
+bool client_forked(const mc_client *c);
+
+/* Send ops[0..n) in one request and wait for the response, whose results
+ * must number n. On success *out is the response (free it with
+ * mcache__response__free_unpacked(*out, NULL)). Errors: -ECHILD, -ENOTCONN
+ * (transport failed or broken), -EPROTO (bad response), -E2BIG (frame too
+ * big), -ENOMEM, or the server's whole-request error. */
+int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
+/* client_call() for one op; a result error comes back as its -errno (the
+ * response already freed). On success *out is the response and
+ * (*out)->results[0] the result. */
+int client_op(mc_client *c, Mcache__Op *op, Mcache__Response **out);
+/* client_op() for ops whose result carries nothing but err. */
+int client_op_simple(mc_client *c, Mcache__Op *op);
+
+/* Path checks made before sending: 0, -EFAULT (NULL), -ENOENT (empty),
+ * -ENAMETOOLONG (longer than MC_CLIENT_PATH_MAX). */
+int path_check(const char *path);
+/* Point a protobuf bytes field at path (not copied). */
+void path_set(ProtobufCBinaryData *f, const char *path);
+
+/* Fill *st from an Attr (st_dev/st_rdev 0, st_blksize 4096, st_blocks 0). */
+void attr_to_stat(const Mcache__Attr *a, struct stat *st);
+
+/* Descriptor table. client_fd_reserve() finds the lowest free slot (growing
+ * the table) without taking it: 0 and *fd, or -EMFILE/-ENOMEM.
+ * client_fd_take() marks a reserved slot used with handle.
+ * client_fd_handle(): 0 and *handle, or -EBADF. client_fd_release() frees a
+ * used slot. */
+int client_fd_reserve(mc_client *c, int *fd);
+void client_fd_take(mc_client *c, int fd, uint64_t handle);
+int client_fd_handle(const mc_client *c, int fd, uint64_t *handle);
+void client_fd_release(mc_client *c, int fd);
+
+/* Free a directory / batch without talking to the server (used by
+ * mc_disconnect and in forked children). */
+void dir_free(struct mc_dir *d);
+void batch_free(struct mc_batch *b);
+
+#endif

@@ -1,0 +1,167 @@
+/* mcache.h - libmcache, the client library of the mcache metadata cache.
+ *
+ * A process connects to the local mcached with mc_connect() and then uses
+ * POSIX-like calls on the server's namespace. Paths are absolute ("/a/b"),
+ * at most 4096 bytes, with components of at most 255 bytes; "." and ".."
+ * and repeated or trailing slashes are understood, symlinks are followed
+ * (ELOOP after 40).
+ *
+ * Errors follow POSIX: a call that fails returns -1 (or NULL) and sets errno
+ * to the value Linux gives on tmpfs for the same operation (ENOENT, EEXIST,
+ * ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, ENAMETOOLONG, ELOOP, EACCES, EPERM,
+ * EBUSY, ...). On failure the namespace is unchanged. Besides those, any call
+ * may fail with ENOTCONN (the connection to the server is gone; reconnect
+ * with a new mc_connect()), ENOMEM, or EPROTO (the server sent something this
+ * library does not understand).
+ *
+ * Permissions: the server checks every operation against the credentials of
+ * the connecting process (taken from the socket at connect time), as Linux
+ * does, including supplementary groups and sticky directories.
+ *
+ * Durability: a successful mutation is visible to every client at once; it
+ * is durable after the server's next group commit (a few milliseconds), or
+ * when mc_sync()/mc_fsync() returns, or at once if the server runs with
+ * --sync.
+ *
+ * Threads: an mc_client may be used by one thread at a time; use one client
+ * per thread (a process may hold many). MC_DIR and mc_batch objects belong to
+ * the client that made them.
+ *
+ * fork(): a child must not use its parent's mc_client. The library notices
+ * (the pid changed) and every call in the child fails with ECHILD; the child
+ * calls mc_disconnect() on it (which then only frees memory) and connects
+ * anew.
+ */
+#ifndef MCACHE_H
+#define MCACHE_H
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MC_EXPORT __attribute__((visibility("default")))
+#else
+#define MC_EXPORT
+#endif
+
+typedef struct mc_client mc_client;
+typedef struct mc_dir MC_DIR;
+typedef struct mc_batch mc_batch;
+
+/* Connect to mcached. socket_path NULL: $MCACHE_SOCKET if set, else the
+ * build's default (/run/mcache/mcached.sock). Returns a new client (free with
+ * mc_disconnect()), or NULL with errno: ENOENT/ECONNREFUSED (no server),
+ * EACCES (socket permissions), EPROTO (server speaks another protocol or
+ * segment version), ENAMETOOLONG (path too long for a unix socket), ENOMEM. */
+MC_EXPORT mc_client *mc_connect(const char *socket_path);
+
+/* Close the connection and free the client, its open descriptors, open
+ * directories and batches. NULL is a no-op. */
+MC_EXPORT void mc_disconnect(mc_client *c);
+
+/* mkdir(2). EEXIST, ENOENT (a parent missing), ENOTDIR, EACCES, ENAMETOOLONG. */
+MC_EXPORT int mc_mkdir(mc_client *c, const char *path, mode_t mode);
+/* rmdir(2). ENOTEMPTY, ENOTDIR, EBUSY (the root), EINVAL (last component "."). */
+MC_EXPORT int mc_rmdir(mc_client *c, const char *path);
+
+/* open(2) for metadata: flags O_RDONLY/O_WRONLY/O_RDWR with O_CREAT, O_EXCL,
+ * O_TRUNC, O_DIRECTORY, O_NOFOLLOW. Returns a descriptor >= 0 private to this
+ * client (not a kernel fd) for mc_fstat/mc_ftruncate/mc_fsync/mc_close; the
+ * file stays reachable through it after it is unlinked, as on Linux.
+ * EEXIST (O_CREAT|O_EXCL), EISDIR (writing a directory), ENOTDIR
+ * (O_DIRECTORY), ELOOP (O_NOFOLLOW on a symlink), EMFILE (too many open). */
+MC_EXPORT int mc_open(mc_client *c, const char *path, int flags, mode_t mode);
+/* mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode). */
+MC_EXPORT int mc_creat(mc_client *c, const char *path, mode_t mode);
+/* Release a descriptor. EBADF if it is not open. */
+MC_EXPORT int mc_close(mc_client *c, int fd);
+
+/* unlink(2). EISDIR (a directory), ENOENT, EACCES/EPERM (sticky). */
+MC_EXPORT int mc_unlink(mc_client *c, const char *path);
+/* rename(2): atomic; replaces a file, or an empty directory with a directory.
+ * EINVAL (a directory into its own subtree), ENOTEMPTY, EISDIR, ENOTDIR,
+ * EBUSY (the root). */
+MC_EXPORT int mc_rename(mc_client *c, const char *oldpath, const char *newpath);
+/* link(2). EPERM (a directory), EEXIST. */
+MC_EXPORT int mc_link(mc_client *c, const char *oldpath, const char *newpath);
+/* symlink(2). target is stored as given (1..4095 bytes). */
+MC_EXPORT int mc_symlink(mc_client *c, const char *target, const char *linkpath);
+/* readlink(2): copies at most size bytes, no terminating NUL; returns the
+ * number of bytes copied. EINVAL (not a symlink). */
+MC_EXPORT ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size);
+
+/* stat(2), lstat(2), fstat(2). st_dev is 0, st_blksize 4096, st_blocks 0. */
+MC_EXPORT int mc_stat(mc_client *c, const char *path, struct stat *st);
+MC_EXPORT int mc_lstat(mc_client *c, const char *path, struct stat *st);
+MC_EXPORT int mc_fstat(mc_client *c, int fd, struct stat *st);
+
+/* chmod(2), chown(2) ((uid_t)-1 / (gid_t)-1 leave a field), utimensat(2)
+ * with UTIME_NOW and UTIME_OMIT (times NULL: both now). EPERM when not the
+ * owner. chmod and chown follow symlinks. */
+MC_EXPORT int mc_chmod(mc_client *c, const char *path, mode_t mode);
+MC_EXPORT int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid);
+MC_EXPORT int mc_utimens(mc_client *c, const char *path, const struct timespec times[2]);
+/* truncate(2), ftruncate(2): set the size. EISDIR, EINVAL (negative). */
+MC_EXPORT int mc_truncate(mc_client *c, const char *path, off_t length);
+MC_EXPORT int mc_ftruncate(mc_client *c, int fd, off_t length);
+
+/* opendir(3)/readdir(3)/closedir(3). Entries carry d_ino, d_type and d_name;
+ * "." and ".." are not listed. An entry present for the whole listing is
+ * returned exactly once even while others are created or removed. The
+ * struct dirent returned is valid until the next mc_readdir or mc_closedir on
+ * the same MC_DIR. readdir returns NULL at the end (errno unchanged) or on
+ * error (errno set). */
+MC_EXPORT MC_DIR *mc_opendir(mc_client *c, const char *path);
+MC_EXPORT struct dirent *mc_readdir(MC_DIR *dir);
+MC_EXPORT int mc_closedir(MC_DIR *dir);
+
+/* Wait until every mutation acknowledged to any client so far is durable. */
+MC_EXPORT int mc_fsync(mc_client *c, int fd);
+MC_EXPORT int mc_sync(mc_client *c);
+
+/* Remove path and everything below it, on the server, in bounded batches
+ * (rm -rf in one call). ENOENT if path is absent; a file is unlinked. */
+MC_EXPORT int mc_rmtree(mc_client *c, const char *path);
+
+/* The server's statistics as a JSON document (the same as GET /stats).
+ * Returns a malloc'd NUL-terminated string the caller frees, or NULL. */
+MC_EXPORT char *mc_server_stats(mc_client *c);
+
+/* Batches: many operations, one round trip, one result per operation.
+ * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
+ * each result with mc_batch_error(). Operations run in order on the server;
+ * one failing does not stop the others. Queueing fails only with ENOMEM,
+ * ENAMETOOLONG, EINVAL (bad path) or E2BIG (the batch would exceed the frame
+ * limit); it returns the index of the queued operation. */
+MC_EXPORT mc_batch *mc_batch_new(mc_client *c);
+MC_EXPORT int mc_batch_mkdir(mc_batch *b, const char *path, mode_t mode);
+MC_EXPORT int mc_batch_create(mc_batch *b, const char *path, mode_t mode); /* a regular file; EEXIST if present */
+MC_EXPORT int mc_batch_unlink(mc_batch *b, const char *path);
+MC_EXPORT int mc_batch_rmdir(mc_batch *b, const char *path);
+MC_EXPORT int mc_batch_rename(mc_batch *b, const char *oldpath, const char *newpath);
+/* st is filled when mc_batch_run() succeeds and the operation succeeded. */
+MC_EXPORT int mc_batch_stat(mc_batch *b, const char *path, struct stat *st);
+/* Send every queued operation and wait for the results. Returns 0 when the
+ * server answered (see mc_batch_error for each), -1 with errno on transport
+ * failure. The queue is then empty; results stay until the next run. */
+MC_EXPORT int mc_batch_run(mc_batch *b);
+/* Number of operations in the last run. */
+MC_EXPORT size_t mc_batch_count(const mc_batch *b);
+/* The errno value of operation i of the last run (0 for success), or EINVAL
+ * for an index out of range. */
+MC_EXPORT int mc_batch_error(const mc_batch *b, size_t i);
+MC_EXPORT void mc_batch_free(mc_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

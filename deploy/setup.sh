@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# setup.sh - install mcache's build dependencies, build it, and run the
+# server in the foreground (`run`) or the test suite (`test`).
+#
+#   deploy/setup.sh run [MCACHED-OPTION...]   build, then start mcached on ./var
+#   deploy/setup.sh test                      build, then meson test; prints
+#                                             "N passed, N failed" last
+#
+# Run as root, it installs the Debian packages that are missing (and only
+# those) with apt-get; otherwise it names them and goes on. The build
+# directory is ./build (MCACHE_BUILD_DIR overrides it); extra `meson setup`
+# arguments for a new build directory may be given in MCACHE_MESON_ARGS
+# (for example "-Dwerror=true").
+set -euo pipefail
+
+PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
+          protobuf-c-compiler liblmdb-dev libcmocka-dev)
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${MCACHE_BUILD_DIR:-build}
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+usage() {
+	cat >&2 <<'USAGE'
+usage: deploy/setup.sh run [MCACHED-OPTION...]
+       deploy/setup.sh test
+USAGE
+	exit 2
+}
+
+# Is Debian package $1 installed (not merely known to dpkg)?
+pkg_installed() {
+	dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+}
+
+install_deps() {
+	if ! command -v dpkg >/dev/null 2>&1; then
+		say "no dpkg here: not a Debian system; install by hand: ${PACKAGES[*]}"
+		return 0
+	fi
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		pkg_installed "$p" || missing+=("$p")
+	done
+	if ((${#missing[@]} == 0)); then
+		return 0
+	fi
+	if [[ $(id -u) -ne 0 ]]; then
+		say "missing packages: ${missing[*]}"
+		say "not root, so not installing them; run: sudo apt-get install ${missing[*]}"
+		return 0
+	fi
+	say "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -y -q update </dev/null
+	apt-get -y -q install --no-install-recommends "${missing[@]}" </dev/null
+}
+
+build() {
+	cd "$ROOT"
+	if [[ ! -f $BUILD/build.ninja ]]; then
+		local wipe=()
+		# A directory left by an interrupted setup: start it afresh.
+		[[ -d $BUILD/meson-private ]] && wipe=(--wipe)
+		# shellcheck disable=SC2086 # MCACHE_MESON_ARGS is split on purpose
+		meson setup "${wipe[@]}" ${MCACHE_MESON_ARGS:-} "$BUILD" . ||
+			die "meson setup failed"
+	fi
+	ninja -C "$BUILD" || die "build failed"
+}
+
+# "N passed, N failed" from meson's testlog.json (one JSON object a line).
+summarize() {
+	local log=$1
+	if [[ ! -f $log ]]; then
+		echo "0 passed, 0 failed"
+		return
+	fi
+	if command -v python3 >/dev/null 2>&1; then
+		python3 - "$log" <<'PY'
+import json, sys
+passed = failed = 0
+bad = []
+with open(sys.argv[1]) as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            t = json.loads(line)
+        except ValueError:
+            continue
+        r = t.get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r in ("FAIL", "UNEXPECTEDPASS", "TIMEOUT", "ERROR"):
+            failed += 1
+            bad.append("%s (%s)" % (t.get("name", "?"), r))
+if bad:
+    print("failed: " + ", ".join(bad))
+print("%d passed, %d failed" % (passed, failed))
+PY
+	else
+		local passed failed
+		passed=$(grep -cE '"result": *"(OK|EXPECTEDFAIL)"' "$log" || true)
+		failed=$(grep -cE '"result": *"(FAIL|UNEXPECTEDPASS|TIMEOUT|ERROR)"' "$log" || true)
+		echo "${passed:-0} passed, ${failed:-0} failed"
+	fi
+}
+
+cmd_run() {
+	install_deps
+	build
+	cd "$ROOT"
+	mkdir -p var/data
+	say "socket: $ROOT/var/mcached.sock  (export MCACHE_SOCKET=$ROOT/var/mcached.sock)"
+	say "data:   $ROOT/var/data"
+	say "admin:  $ROOT/var/admin.sock  (curl --unix-socket var/admin.sock http://localhost/stats)"
+	say "client: $BUILD/client/mcachectl -s var/mcached.sock ls /"
+	say "starting $BUILD/server/mcached in the foreground; stop it with Ctrl-C"
+	exec "$BUILD/server/mcached" --socket ./var/mcached.sock --data ./var/data \
+		--admin unix:./var/admin.sock "$@"
+}
+
+cmd_test() {
+	install_deps
+	build
+	cd "$ROOT"
+	local log=$BUILD/meson-logs/testlog.json rc=0
+	rm -f "$log"
+	meson test -C "$BUILD" --print-errorlogs </dev/null || rc=$?
+	local out line
+	out=$(summarize "$log")
+	echo "$out"
+	line=${out##*$'\n'}
+	local failed=${line#*, }
+	failed=${failed%% *}
+	if [[ $failed != 0 || $rc != 0 ]]; then
+		exit 1
+	fi
+}
+
+case ${1:-} in
+run) shift; cmd_run "$@" ;;
+test) shift; [[ $# -eq 0 ]] || usage; cmd_test ;;
+*) usage ;;
+esac

@@ -1,0 +1,217 @@
+/* mc_shm.h - layout of the shared-memory segment, the one contract between
+ * mcached (which writes it) and libmcache (which reads it, mapped read-only).
+ *
+ * NOTES ON THE LAYOUT
+ *  1. Everything is addressed by 32-bit offsets in units of MC_OFF_UNIT bytes
+ *     from the start of the segment (mc_off_t); 0 is "none". Nothing in the
+ *     segment is a pointer.
+ *  2. The segment is divided into pages of MC_PAGE_SIZE bytes. Each page,
+ *     once handed out, belongs forever to one slot type (page_types[] says
+ *     which): a slot may be reused for another object of the same type, never
+ *     of another type. A reader checks that an offset lies inside the segment
+ *     and inside a page of the expected type before following it.
+ *  3. Every dentry, inode and dirx slot starts with a sequence counter. The
+ *     server makes it odd before a change and even after (C11 release/acquire
+ *     pairs); freeing and reusing a slot are changes. A reader reads the seq
+ *     (odd: retry), copies what it needs, and re-reads the seq; any
+ *     difference means retry. Hash buckets have their own seq, bumped around
+ *     every insert into or removal from their chain.
+ *  4. rename_seq is bumped (odd/even) around every rename; a path walk
+ *     reads it first and re-checks it last.
+ *  5. A positive dentry keeps its inode slot and its parent's inode slot
+ *     alive: an inode is freed only when no cached dentry names it and, for a
+ *     directory, when it has no cached children. So a dentry's (parent slot,
+ *     name) identifies it exactly while its seq is unchanged.
+ *  6. Blobs (long names, symlink targets) are owned by one dentry or inode;
+ *     they change only together with their owner's seq.
+ *  7. The hash table never resizes while the segment exists.
+ */
+#ifndef MC_SHM_H
+#define MC_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
+#define MC_SHM_VERSION 1u
+
+#define MC_OFF_SHIFT 4u
+#define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
+#define MC_PAGE_SHIFT 16u
+#define MC_PAGE_SIZE  (1u << MC_PAGE_SHIFT)
+/* 32-bit offsets in 16-byte units address at most 64 GiB. */
+#define MC_SHM_MAX_SIZE ((uint64_t)UINT32_MAX << MC_OFF_SHIFT)
+
+#define MC_NAME_MAX   255u
+#define MC_PATH_MAX   4096u
+#define MC_SYMLINK_MAX 4095u
+#define MC_NAME_INLINE 16u     /* names up to this length live in the dentry */
+
+typedef uint32_t mc_off_t;
+
+/* Page types (page_types[] entries). Blob classes hold 2^k bytes. */
+enum mc_page_type {
+	MC_PT_FREE = 0,   /* not handed out yet */
+	MC_PT_META = 1,   /* header, page table, hash buckets */
+	MC_PT_DENTRY = 2,
+	MC_PT_INODE = 3,
+	MC_PT_DIRX = 4,
+	MC_PT_BLOB32 = 5, /* MC_PT_BLOB32 + k holds slots of 32 << k bytes */
+	MC_PT_BLOB_LAST = MC_PT_BLOB32 + 7, /* 4096-byte slots */
+};
+#define MC_BLOB_CLASSES 8u
+
+struct mc_shm_header {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t size;            /* bytes in the segment */
+	uint32_t npages;
+	uint32_t page_types_off;  /* byte offset of uint8_t page_types[npages] */
+	uint32_t dbuckets_off;    /* byte offset of struct mc_bucket[dbucket_mask + 1] */
+	uint32_t dbucket_mask;
+	uint32_t ibuckets_off;    /* byte offset of struct mc_bucket[ibucket_mask + 1] */
+	uint32_t ibucket_mask;
+	uint64_t hash_seed;
+	mc_off_t root;            /* inode slot of ino 1 */
+	uint32_t server_pid;
+	_Atomic uint32_t rename_seq;
+	uint32_t pad0;
+	_Atomic uint64_t committed_seq; /* last journal batch known durable */
+	uint8_t reserved[64];
+};
+
+struct mc_bucket {
+	_Atomic uint32_t seq;
+	mc_off_t head;            /* first dentry (or inode) in the chain */
+};
+
+/* Dentry flags. */
+#define MC_D_POSITIVE  (1u << 0)  /* names an inode (else negative: name is absent) */
+#define MC_D_LONGNAME  (1u << 1)  /* name lives in a blob (name.blob) */
+#define MC_D_DIRTY0    (1u << 2)  /* changed in an uncommitted batch of even number */
+#define MC_D_DIRTY1    (1u << 3)  /* changed in an uncommitted batch of odd number */
+#define MC_D_LIVE      (1u << 4)  /* slot in use */
+
+/* 48 bytes. Key: (parent inode slot, name); hashed as (parent ino, name). */
+struct mc_dentry {
+	_Atomic uint32_t seq;
+	mc_off_t hnext;           /* next dentry in the hash chain */
+	mc_off_t parent;          /* inode slot of the parent directory */
+	mc_off_t inode;           /* inode slot, 0 when negative */
+	mc_off_t sib_next;        /* parent's child list, in cookie order */
+	mc_off_t sib_prev;
+	uint32_t cookie;          /* per-directory monotonic child id (readdir cursor) */
+	uint8_t namelen;          /* 1..255 */
+	uint8_t dtype;            /* DT_* of the inode, 0 when negative */
+	uint16_t flags;           /* MC_D_* */
+	union {
+		char inl[MC_NAME_INLINE];
+		mc_off_t blob;        /* MC_D_LONGNAME: blob slot holding namelen bytes */
+	} name;
+};
+
+/* Inode flags. */
+#define MC_I_DIRTY0   (1u << 0)
+#define MC_I_DIRTY1   (1u << 1)
+#define MC_I_LIVE     (1u << 2)
+
+/* 64 bytes. Times are nanoseconds since the epoch (the range of a signed
+ * 64-bit count: 1677..2262; values outside are clamped, as Linux clamps to a
+ * file system's range). */
+struct mc_inode {
+	_Atomic uint32_t seq;
+	mc_off_t hnext;           /* next inode in its ino hash chain */
+	uint64_t ino;
+	uint16_t mode;            /* S_IFMT | permission bits */
+	uint16_t flags;           /* MC_I_* */
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	union {
+		uint64_t size;        /* regular file */
+		struct {
+			uint32_t nentries; /* directory: entries in it (st_size = 40 + 20 * n, as tmpfs) */
+			mc_off_t dirx;     /* directory: its mc_dirx slot, 0 if none */
+		} dir;
+		struct {
+			uint32_t len;      /* symlink: target length (st_size) */
+			mc_off_t blob;     /* symlink: blob slot holding the target */
+		} lnk;
+	} u;
+	int64_t atime_ns;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+};
+
+/* Directory flags. */
+#define MC_X_COMPLETE (1u << 0)  /* every child is cached: a miss is ENOENT */
+
+/* 32 bytes. Cached-children state of a directory. */
+struct mc_dirx {
+	_Atomic uint32_t seq;
+	uint32_t flags;           /* MC_X_* */
+	mc_off_t head;            /* first child dentry (lowest cookie) */
+	mc_off_t tail;
+	uint32_t ncached;         /* cached child dentries, positive and negative */
+	uint32_t nneg;            /* of which negative */
+	uint32_t next_cookie;
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct mc_dentry) == 48, "dentry slot is 48 bytes");
+_Static_assert(sizeof(struct mc_inode) == 64, "inode slot is 64 bytes");
+_Static_assert(sizeof(struct mc_dirx) == 32, "dirx slot is 32 bytes");
+_Static_assert(sizeof(struct mc_shm_header) <= 256, "header fits its first 256 bytes");
+
+static inline size_t mc_blob_size(unsigned cls) { return (size_t)32 << cls; }
+
+/* Byte address of an offset; the caller has range-checked it. */
+static inline void *mc_shm_at(const void *base, mc_off_t off)
+{
+	return (char *)base + ((size_t)off << MC_OFF_SHIFT);
+}
+
+/* Is [off, off + size) inside the segment and inside a page of type t? */
+static inline int mc_shm_valid(const void *base, uint64_t seg_size, const uint8_t *page_types,
+                               mc_off_t off, size_t size, unsigned t)
+{
+	uint64_t b = (uint64_t)off << MC_OFF_SHIFT;
+	if (off == 0 || b + size > seg_size)
+		return 0;
+	if ((b >> MC_PAGE_SHIFT) != ((b + size - 1) >> MC_PAGE_SHIFT))
+		return 0;
+	return page_types[b >> MC_PAGE_SHIFT] == t;
+}
+
+/* The dentry hash: both sides compute the same bucket for (parent ino, name). */
+static inline uint64_t mc_hash_name(uint64_t seed, uint64_t parent_ino, const char *name, size_t len)
+{
+	const uint64_t m = 0x9e3779b97f4a7c15ull;
+	uint64_t h = seed ^ (parent_ino * m) ^ len;
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, name, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+		name += 8;
+		len -= 8;
+	}
+	if (len) {
+		uint64_t w = 0;
+		memcpy(&w, name, len);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h *= m;
+	return h ^ (h >> 32);
+}
+
+static inline uint64_t mc_hash_ino(uint64_t seed, uint64_t ino)
+{
+	uint64_t h = (ino ^ seed) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 31);
+}
+
+#endif

@@ -1,0 +1,33 @@
+/* admin.h - the HTTP admin endpoint: GET /stats (JSON), GET /metrics
+ * (Prometheus text), GET /healthz. It runs its own thread and event loop. */
+#ifndef MC_ADMIN_H
+#define MC_ADMIN_H
+
+#include <stdbool.h>
+
+#include "stats.h"
+
+struct admin;
+
+/* Fill a snapshot; called on the admin thread for every request. */
+typedef void (*admin_fill_fn)(void *arg, struct stats_snapshot *out);
+
+/* Listen on addr ("unix:PATH" or "HOST:PORT"; port 0 picks one) and serve.
+ * A HOST that is not a loopback address is refused with -EPERM unless
+ * allow_remote. Errors: -EINVAL (bad address), -EPERM (remote host),
+ * -EADDRINUSE (port taken; a live server, or a file that is not a socket, at
+ * PATH), -EACCES, -ENOENT (PATH's directory missing), -ENOMEM, or another
+ * -errno from socket/bind. A stale socket file at PATH is replaced; the new
+ * one has mode 0660. *out is set only on success.
+ * Routes: GET (or HEAD) /stats, /metrics, /healthz; other paths 404, other
+ * methods 405. fill is called once per /stats or /metrics request. */
+int admin_start(const char *addr, bool allow_remote, admin_fill_fn fill, void *arg,
+                struct admin **out);
+/* The bound address as "unix:PATH" or "HOST:PORT" (the real port). */
+const char *admin_address(const struct admin *a);
+/* Stop serving, join the thread, remove a unix socket it created. Safe to
+ * call from any thread but the admin thread itself (not from fill). NULL is
+ * a no-op. */
+void admin_stop(struct admin *a);
+
+#endif

@@ -1,0 +1,289 @@
+/* commit.c - the group committer.
+ *
+ * One thread. Every interval (or at once when someone waits for
+ * durability) it runs one commit:
+ *
+ *     swap (ns_swap, O(1), excludes writers)
+ *       -> write (store_commit: log append + table updates + fsync, no lock)
+ *       -> publish (ns_publish: entries clean, committed_seq advances)
+ *       -> wake (waiters whose batch is now durable)
+ *
+ * Invariants:
+ *  1. Batches are committed in sequence order; at most one is between swap
+ *     and publish.
+ *  2. A batch whose write failed stays `pending` and is retried before any
+ *     new swap: the journal is never dropped and never reordered. Its
+ *     waiters keep waiting; the failure is counted and logged.
+ *  3. `durable` only grows; a waiter for seq <= durable is answered at once.
+ */
+#include "commit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "ns.h"
+#include "store.h"
+
+struct waiter {
+	uint64_t seq;
+	commit_done_fn fn;
+	void *arg;
+	struct waiter *next;
+};
+
+struct commit {
+	struct ns *ns;
+	struct store *st;
+	unsigned interval_ms;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	bool kick;
+	uint64_t durable;
+	struct journal_batch *pending;  /* swapped, write failed: retry first */
+	struct waiter *waiters;
+	struct commit_stats stats;
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void stat_set(_Atomic uint64_t *v, uint64_t x) { atomic_store_explicit(v, x, memory_order_relaxed); }
+static void stat_add(_Atomic uint64_t *v, uint64_t x) { atomic_fetch_add_explicit(v, x, memory_order_relaxed); }
+
+/* Answer the waiters whose batch is durable. */
+static void wake(struct commit *c)
+{
+	struct waiter *ready = NULL;
+	pthread_mutex_lock(&c->mu);
+	struct waiter **pp = &c->waiters;
+	while (*pp) {
+		struct waiter *w = *pp;
+		if (w->seq <= c->durable) {
+			*pp = w->next;
+			w->next = ready;
+			ready = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	while (ready) {
+		struct waiter *w = ready;
+		ready = w->next;
+		stat_add(&c->stats.sync_waits, 1);
+		w->fn(w->arg, 0);
+		free(w);
+	}
+}
+
+/* One commit. Returns 0, 1 when nothing was pending, or the store error. */
+static int commit_once(struct commit *c)
+{
+	uint64_t t0 = mono_us();
+	struct journal_batch *b = c->pending;
+	if (!b)
+		b = ns_swap(c->ns);
+	uint64_t t1 = mono_us();
+	if (!b)
+		return 1;
+	struct store_commit_times tm = { 0 };
+	int rc = store_commit(c->st, b, &tm);
+	uint64_t t2 = mono_us();
+	if (rc < 0) {
+		c->pending = b;
+		stat_add(&c->stats.failures, 1);
+		log_error("commit of batch %llu (%u records) failed: %s; will retry",
+		          (unsigned long long)b->seq, b->nrecs, strerror(-rc));
+		return rc;
+	}
+	c->pending = NULL;
+	uint64_t seq = b->seq;
+	uint32_t nrecs = b->nrecs;
+	ns_publish(c->ns, b);
+	uint64_t t3 = mono_us();
+
+	pthread_mutex_lock(&c->mu);
+	c->durable = seq;
+	pthread_mutex_unlock(&c->mu);
+
+	struct commit_stats *s = &c->stats;
+	uint64_t swap = t1 - t0, publish = t3 - t2;
+	uint64_t logu = tm.log_ns / 1000, apply = tm.apply_ns / 1000, sync = tm.sync_ns / 1000;
+	stat_add(&s->count, 1);
+	stat_add(&s->records, nrecs);
+	hist_add(&s->batch_records, nrecs);
+	hist_add(&s->latency_us, t3 - t0);
+	hist_add(&s->blocked_us, swap + publish);
+	stat_add(&s->swap_us, swap);
+	stat_add(&s->log_us, logu);
+	stat_add(&s->apply_us, apply);
+	stat_add(&s->sync_us, sync);
+	stat_add(&s->publish_us, publish);
+	stat_set(&s->last_swap_us, swap);
+	stat_set(&s->last_log_us, logu);
+	stat_set(&s->last_apply_us, apply);
+	stat_set(&s->last_sync_us, sync);
+	stat_set(&s->last_publish_us, publish);
+	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
+	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
+	          (unsigned long long)swap, (unsigned long long)logu, (unsigned long long)apply,
+	          (unsigned long long)sync, (unsigned long long)publish);
+	return 0;
+}
+
+static void *commit_main(void *arg)
+{
+	struct commit *c = arg;
+	unsigned failures = 0;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		if (!c->stop && !c->kick) {
+			unsigned ms = c->interval_ms ? c->interval_ms : 1;
+			if (failures)
+				ms = failures > 10 ? 1000 : ms * (1u << failures);
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+			ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		}
+		c->kick = false;
+		bool stopping = c->stop;
+		pthread_mutex_unlock(&c->mu);
+
+		int rc;
+		while ((rc = commit_once(c)) == 0)
+			wake(c);
+		wake(c);
+		failures = rc < 0 ? failures + 1 : 0;
+
+		pthread_mutex_lock(&c->mu);
+		if (stopping && (rc == 1 || failures >= 3)) {
+			if (rc < 0)
+				log_error("stopping with uncommitted changes: the store keeps failing");
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out)
+{
+	struct commit *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ns = ns;
+	c->st = st;
+	c->interval_ms = interval_ms;
+	struct store_meta meta;
+	int rc = store_get_meta(st, &meta);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	c->durable = meta.last_seq;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	rc = pthread_create(&c->thread, NULL, commit_main, c);
+	if (rc != 0) {
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return -rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void commit_stop(struct commit *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	/* Whoever still waits will never see durability. */
+	struct waiter *w = c->waiters;
+	while (w) {
+		struct waiter *n = w->next;
+		w->fn(w->arg, -EIO);
+		free(w);
+		w = n;
+	}
+	if (c->pending)
+		log_error("batch %llu was never committed", (unsigned long long)c->pending->seq);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *arg)
+{
+	pthread_mutex_lock(&c->mu);
+	if (seq <= c->durable) {
+		pthread_mutex_unlock(&c->mu);
+		fn(arg, 0);
+		return 0;
+	}
+	struct waiter *w = malloc(sizeof(*w));
+	if (!w) {
+		pthread_mutex_unlock(&c->mu);
+		return -ENOMEM;
+	}
+	*w = (struct waiter){ seq, fn, arg, c->waiters };
+	c->waiters = w;
+	c->kick = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+struct sync_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int err;
+};
+
+static void sync_done(void *arg, int err)
+{
+	struct sync_wait *sw = arg;
+	pthread_mutex_lock(&sw->mu);
+	sw->done = true;
+	sw->err = err;
+	pthread_cond_signal(&sw->cv);
+	pthread_mutex_unlock(&sw->mu);
+}
+
+int commit_wait(struct commit *c, uint64_t seq)
+{
+	struct sync_wait sw = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
+	int rc = commit_wait_async(c, seq, sync_done, &sw);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&sw.mu);
+	while (!sw.done)
+		pthread_cond_wait(&sw.cv, &sw.mu);
+	pthread_mutex_unlock(&sw.mu);
+	return sw.err;
+}
+
+const struct commit_stats *commit_get_stats(const struct commit *c)
+{
+	return &c->stats;
+}

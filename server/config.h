@@ -1,0 +1,44 @@
+/* config.h - mcached's settings: defaults, the config file, the command line
+ * (which wins). */
+#ifndef MC_CONFIG_H
+#define MC_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct mcd_config {
+	char *socket_path;          /* --socket; default "./var/mcached.sock" */
+	char *data_dir;             /* --data; default "./var/data" */
+	char *admin_addr;           /* --admin; default "unix:<socket dir>/admin.sock"; "none" disables */
+	bool admin_remote;          /* --admin-allow-remote */
+	uint64_t cache_size;        /* --cache-size; default 256M */
+	unsigned workers;           /* --workers; default 2 */
+	unsigned commit_interval_ms;/* --commit-interval-ms; default 5 */
+	bool sync;                  /* --sync */
+	unsigned max_conns;         /* --max-connections; default 1024 */
+	unsigned idle_timeout_s;    /* --idle-timeout; default 0 (none) */
+	uint32_t max_frame;         /* --max-frame; default 16M */
+	uint64_t map_size;          /* --store-map-size; default 256M (grows) */
+	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
+	int log_level;              /* --log-level; enum log_level; default info */
+	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
+};
+
+/* Set defaults. */
+void config_defaults(struct mcd_config *c);
+
+/* Parse argv (and --config FILE, whose settings the command line
+ * overrides). Returns 0 to run, 1 when --help or --version was printed to
+ * out (exit 0), or -EINVAL after printing a one-line error to err (exit 2).
+ * The config file holds `key = value` lines with the long option names
+ * (`cache-size = 1G`), `#` comments and blank lines. -ENOMEM (after a
+ * message) when memory runs out. On error *c may hold some of the new
+ * settings; config_free it as usual. Not thread-safe (getopt). */
+int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *err);
+void config_free(struct mcd_config *c);
+
+/* "64K", "256M", "2G", "1T", or bytes. -EINVAL / -ERANGE. */
+int config_parse_size(const char *s, uint64_t *out);
+
+#endif

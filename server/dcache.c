@@ -1,0 +1,252 @@
+/* dcache.c - the dentry cache: (parent, name) -> inode, in shared memory.
+ *
+ * Invariants (with proto/mc_shm.h's):
+ *  1. A dentry is in exactly one hash chain and in its parent's child list
+ *     from dcache_add until dcache_del.
+ *  2. A child list is in increasing cookie order; cookies of one directory
+ *     are never reused while it is cached (next_cookie only grows).
+ *  3. A directory is complete only if every name it holds has a positive
+ *     dentry; lookups of other names in it are answered ENOENT.
+ *  4. Every change to a dentry, a chain or a list is inside the seq of the
+ *     dentry, the bucket or the dirx it changes.
+ */
+#include "dcache.h"
+
+#include <string.h>
+
+static struct mc_bucket *dbucket(const struct shm *s, uint64_t parent_ino, const char *name,
+                                 size_t len)
+{
+	uint64_t h = mc_hash_name(s->hdr->hash_seed, parent_ino, name, len);
+	return &s->dbuckets[h & s->hdr->dbucket_mask];
+}
+
+const char *dcache_name(const struct shm *s, mc_off_t d)
+{
+	const struct mc_dentry *e = dentry_at(s, d);
+	if (e->flags & MC_D_LONGNAME)
+		return shm_at(s, e->name.blob);
+	return e->name.inl;
+}
+
+mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t len)
+{
+	uint64_t pino = inode_at(s, dir)->ino;
+	for (mc_off_t d = dbucket(s, pino, name, len)->head; d; d = dentry_at(s, d)->hnext) {
+		const struct mc_dentry *e = dentry_at(s, d);
+		if (e->parent == dir && e->namelen == len && memcmp(dcache_name(s, d), name, len) == 0)
+			return d;
+	}
+	return 0;
+}
+
+struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
+{
+	struct mc_inode *i = inode_at(s, dir);
+	if (i->u.dir.dirx)
+		return shm_at(s, i->u.dir.dirx);
+	if (!create)
+		return NULL;
+	mc_off_t x = shm_alloc(s, SLAB_DIRX);
+	if (!x)
+		return NULL;
+	struct mc_dirx *dx = shm_at(s, x);
+	shm_write_begin(&dx->seq);
+	dx->next_cookie = 1;
+	shm_write_end(&dx->seq);
+	shm_write_begin(&i->seq);
+	i->u.dir.dirx = x;
+	shm_write_end(&i->seq);
+	return dx;
+}
+
+bool dcache_complete(const struct shm *s, mc_off_t dir)
+{
+	const struct mc_inode *i = inode_at(s, dir);
+	if (!i->u.dir.dirx)
+		return false;
+	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
+	return dx->flags & MC_X_COMPLETE;
+}
+
+bool dcache_set_complete(struct shm *s, mc_off_t dir)
+{
+	struct mc_dirx *dx = dcache_dirx(s, dir, true);
+	if (!dx)
+		return false;
+	if (!(dx->flags & MC_X_COMPLETE)) {
+		shm_write_begin(&dx->seq);
+		dx->flags |= MC_X_COMPLETE;
+		shm_write_end(&dx->seq);
+		s->dirs_complete++;
+	}
+	return true;
+}
+
+/* Link d at the tail of dir's child list with a new cookie. */
+static void list_append(struct shm *s, struct mc_dirx *dx, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	shm_write_begin(&dx->seq);
+	e->cookie = dx->next_cookie++;
+	e->sib_prev = dx->tail;
+	e->sib_next = 0;
+	if (dx->tail)
+		dentry_at(s, dx->tail)->sib_next = d;
+	else
+		dx->head = d;
+	dx->tail = d;
+	dx->ncached++;
+	shm_write_end(&dx->seq);
+}
+
+static void list_unlink(struct shm *s, struct mc_dirx *dx, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	shm_write_begin(&dx->seq);
+	if (e->sib_prev)
+		dentry_at(s, e->sib_prev)->sib_next = e->sib_next;
+	else
+		dx->head = e->sib_next;
+	if (e->sib_next)
+		dentry_at(s, e->sib_next)->sib_prev = e->sib_prev;
+	else
+		dx->tail = e->sib_prev;
+	dx->ncached--;
+	shm_write_end(&dx->seq);
+}
+
+mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
+                    mc_off_t inode, uint8_t dtype)
+{
+	struct mc_dirx *dx = dcache_dirx(s, dir, true);
+	if (!dx)
+		return 0;
+	mc_off_t blob = 0;
+	if (len > MC_NAME_INLINE) {
+		blob = shm_blob_new(s, name, len);
+		if (!blob)
+			return 0;
+	}
+	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
+	if (!d) {
+		shm_blob_free(s, blob, len);
+		return 0;
+	}
+	struct mc_dentry *e = dentry_at(s, d);
+	struct mc_bucket *b = dbucket(s, inode_at(s, dir)->ino, name, len);
+	shm_write_begin(&e->seq);
+	e->parent = dir;
+	e->inode = inode;
+	e->namelen = (uint8_t)len;
+	e->dtype = inode ? dtype : 0;
+	e->flags = MC_D_LIVE | (inode ? MC_D_POSITIVE : 0);
+	if (blob) {
+		e->flags |= MC_D_LONGNAME;
+		e->name.blob = blob;
+	} else {
+		memcpy(e->name.inl, name, len);
+	}
+	e->hnext = b->head;
+	list_append(s, dx, d);
+	shm_write_end(&e->seq);
+	shm_write_begin(&b->seq);
+	b->head = d;
+	shm_write_end(&b->seq);
+	if (inode)
+		s->d_positive++;
+	else {
+		s->d_negative++;
+		dx->nneg++;
+	}
+	return d;
+}
+
+void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
+	bool was = e->flags & MC_D_POSITIVE;
+	shm_write_begin(&e->seq);
+	if (inode) {
+		/* A new entry under this name: a fresh cookie at the list's end so a
+		 * listing in progress neither repeats nor skips the old ones. */
+		list_unlink(s, dx, d);
+		list_append(s, dx, d);
+		e->flags |= MC_D_POSITIVE;
+	} else {
+		e->flags &= (uint16_t)~MC_D_POSITIVE;
+	}
+	e->inode = inode;
+	e->dtype = inode ? dtype : 0;
+	shm_write_end(&e->seq);
+	if (was && !inode) {
+		s->d_positive--;
+		s->d_negative++;
+		dx->nneg++;
+	} else if (!was && inode) {
+		s->d_negative--;
+		s->d_positive++;
+		dx->nneg--;
+	}
+}
+
+void dcache_del(struct shm *s, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	struct mc_inode *dir = inode_at(s, e->parent);
+	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
+	const char *name = dcache_name(s, d);
+	struct mc_bucket *b = dbucket(s, dir->ino, name, e->namelen);
+
+	shm_write_begin(&b->seq);
+	if (b->head == d) {
+		b->head = e->hnext;
+	} else {
+		for (mc_off_t p = b->head; p; p = dentry_at(s, p)->hnext) {
+			if (dentry_at(s, p)->hnext == d) {
+				dentry_at(s, p)->hnext = e->hnext;
+				break;
+			}
+		}
+	}
+	shm_write_end(&b->seq);
+	list_unlink(s, dx, d);
+	if (e->flags & MC_D_POSITIVE) {
+		s->d_positive--;
+	} else {
+		s->d_negative--;
+		dx->nneg--;
+	}
+	if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
+		s->d_dirty--;
+	shm_write_begin(&e->seq);
+	if (e->flags & MC_D_LONGNAME)
+		shm_blob_free(s, e->name.blob, e->namelen);
+	e->flags = 0;
+	e->parent = 0;
+	e->inode = 0;
+	shm_write_end(&e->seq);
+	shm_free(s, SLAB_DENTRY, d);
+}
+
+size_t dcache_prune(struct shm *s, mc_off_t dir)
+{
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (!dx)
+		return 0;
+	size_t n = 0;
+	while (dx->head) {
+		dcache_del(s, dx->head);
+		n++;
+	}
+	if (dx->flags & MC_X_COMPLETE) {
+		shm_write_begin(&dx->seq);
+		dx->flags &= ~MC_X_COMPLETE;
+		shm_write_end(&dx->seq);
+		s->dirs_complete--;
+	}
+	s->prunes++;
+	s->pruned += n;
+	return n;
+}

@@ -1,0 +1,52 @@
+/* dcache.h - the dentry cache in shared memory: dentries hashed by (parent,
+ * name), each directory's cached children in a list in cookie order, the
+ * complete flag, and subtree pruning. Called with the namespace lock held. */
+#ifndef MC_DCACHE_H
+#define MC_DCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inode.h"
+#include "shm.h"
+
+static inline struct mc_dentry *dentry_at(const struct shm *s, mc_off_t off)
+{
+	return shm_at(s, off);
+}
+
+/* The cached dentry (positive or negative) of name in directory slot dir, or
+ * 0 when the cache does not know the name. */
+mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t len);
+
+/* Cache name in dir as naming inode (0: a negative entry) of type dtype.
+ * It gets the directory's next cookie and goes to the end of its child
+ * list. 0 when the segment is full. */
+mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
+                    mc_off_t inode, uint8_t dtype);
+
+/* Make d name inode (0: negative). A name that becomes positive is a new
+ * entry for readdir: it takes a fresh cookie and moves to the list's end. */
+void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype);
+
+/* Forget d: unhash, unlink from its parent's list, free. */
+void dcache_del(struct shm *s, mc_off_t d);
+
+/* Free every cached child of dir (rule 1 of DESIGN.md: a removed directory's
+ * children go at once, in O(children)); clears the complete flag. Returns the
+ * number freed. The children must not be positive directories with cached
+ * children of their own (the caller prunes bottom-up). */
+size_t dcache_prune(struct shm *s, mc_off_t dir);
+
+/* The directory state of dir, created when missing and create is set;
+ * NULL when absent (or the segment is full). */
+struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create);
+bool dcache_complete(const struct shm *s, mc_off_t dir);
+/* Mark dir complete (every child cached). false when the segment is full. */
+bool dcache_set_complete(struct shm *s, mc_off_t dir);
+
+/* The name of d (not NUL-terminated). */
+const char *dcache_name(const struct shm *s, mc_off_t d);
+
+#endif

@@ -1,0 +1,124 @@
+/* inode.c - the inode cache: type-stable 64-byte slots in shared memory,
+ * hashed by inode number for the server (clients reach inodes through
+ * dentries). Writers hold the namespace lock and wrap every change in the
+ * slot's seq (proto/mc_shm.h). */
+#include "inode.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+static struct mc_bucket *ibucket(const struct shm *s, uint64_t ino)
+{
+	return &s->ibuckets[mc_hash_ino(s->hdr->hash_seed, ino) & s->hdr->ibucket_mask];
+}
+
+mc_off_t inode_find(const struct shm *s, uint64_t ino)
+{
+	for (mc_off_t off = ibucket(s, ino)->head; off; off = inode_at(s, off)->hnext)
+		if (inode_at(s, off)->ino == ino)
+			return off;
+	return 0;
+}
+
+mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
+                   size_t target_len)
+{
+	mc_off_t blob = 0;
+	if (S_ISLNK(rec->mode)) {
+		blob = shm_blob_new(s, target, target_len);
+		if (!blob)
+			return 0;
+	}
+	mc_off_t off = shm_alloc(s, SLAB_INODE);
+	if (!off) {
+		shm_blob_free(s, blob, target_len);
+		return 0;
+	}
+	struct mc_inode *i = inode_at(s, off);
+	shm_write_begin(&i->seq);
+	i->ino = rec->ino;
+	i->mode = (uint16_t)rec->mode;
+	i->flags = MC_I_LIVE;
+	i->nlink = rec->nlink;
+	i->uid = rec->uid;
+	i->gid = rec->gid;
+	if (S_ISDIR(rec->mode)) {
+		i->u.dir.nentries = (uint32_t)rec->size;
+		i->u.dir.dirx = 0;
+	} else if (S_ISLNK(rec->mode)) {
+		i->u.lnk.len = (uint32_t)target_len;
+		i->u.lnk.blob = blob;
+	} else {
+		i->u.size = rec->size;
+	}
+	i->atime_ns = rec->atime_ns;
+	i->mtime_ns = rec->mtime_ns;
+	i->ctime_ns = rec->ctime_ns;
+	struct mc_bucket *b = ibucket(s, rec->ino);
+	i->hnext = b->head;
+	shm_write_end(&i->seq);
+	shm_write_begin(&b->seq);
+	b->head = off;
+	shm_write_end(&b->seq);
+	return off;
+}
+
+void inode_del(struct shm *s, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(s, off);
+	struct mc_bucket *b = ibucket(s, i->ino);
+	shm_write_begin(&b->seq);
+	if (b->head == off) {
+		b->head = i->hnext;
+	} else {
+		for (mc_off_t p = b->head; p; p = inode_at(s, p)->hnext) {
+			if (inode_at(s, p)->hnext == off) {
+				inode_at(s, p)->hnext = i->hnext;
+				break;
+			}
+		}
+	}
+	shm_write_end(&b->seq);
+	if (S_ISLNK(i->mode))
+		shm_blob_free(s, i->u.lnk.blob, i->u.lnk.len);
+	else if (S_ISDIR(i->mode) && i->u.dir.dirx) {
+		struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
+		if (dx->flags & MC_X_COMPLETE)
+			s->dirs_complete--;
+		shm_free(s, SLAB_DIRX, i->u.dir.dirx);
+	}
+	if (i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1))
+		s->i_dirty--;
+	shm_write_begin(&i->seq);
+	i->flags = 0;
+	i->ino = 0;
+	shm_write_end(&i->seq);
+	shm_free(s, SLAB_INODE, off);
+}
+
+void inode_rec(const struct shm *s, mc_off_t off, struct mc_inode_rec *out)
+{
+	const struct mc_inode *i = inode_at(s, off);
+	memset(out, 0, sizeof(*out));
+	out->ino = i->ino;
+	out->mode = i->mode;
+	out->nlink = i->nlink;
+	out->uid = i->uid;
+	out->gid = i->gid;
+	if (S_ISDIR(i->mode))
+		out->size = i->u.dir.nentries;
+	else if (S_ISLNK(i->mode))
+		out->size = i->u.lnk.len;
+	else
+		out->size = i->u.size;
+	out->atime_ns = i->atime_ns;
+	out->mtime_ns = i->mtime_ns;
+	out->ctime_ns = i->ctime_ns;
+}
+
+const char *inode_target(const struct shm *s, mc_off_t off, size_t *len)
+{
+	const struct mc_inode *i = inode_at(s, off);
+	*len = i->u.lnk.len;
+	return shm_at(s, i->u.lnk.blob);
+}

@@ -1,0 +1,29 @@
+/* inode.h - the inode cache in shared memory: slots hashed by inode number.
+ * Every function is called with the namespace lock held. */
+#ifndef MC_INODE_H
+#define MC_INODE_H
+
+#include <stdint.h>
+
+#include "journal.h"
+#include "shm.h"
+
+static inline struct mc_inode *inode_at(const struct shm *s, mc_off_t off)
+{
+	return shm_at(s, off);
+}
+
+/* The slot of ino, or 0 when it is not cached. */
+mc_off_t inode_find(const struct shm *s, uint64_t ino);
+/* Cache an inode (and a symlink's target). 0 when the segment is full. */
+mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
+                   size_t target_len);
+/* Drop a cached inode: unhash it and free its slot, its symlink target and
+ * its directory state. The caller has removed every dentry naming it. */
+void inode_del(struct shm *s, mc_off_t off);
+/* The persistent record of a cached inode. */
+void inode_rec(const struct shm *s, mc_off_t off, struct mc_inode_rec *out);
+/* A symlink's target (not NUL-terminated) and its length. */
+const char *inode_target(const struct shm *s, mc_off_t off, size_t *len);
+
+#endif

@@ -1,0 +1,318 @@
+/* journal.c - encode and decode the commit-log records of one group-commit batch.
+ *
+ * NOTES
+ *  1. Every multi-byte field is written and read byte by byte, little-endian;
+ *     no struct is ever copied to or from the buffer.
+ *  2. b->buf[0..b->len) always holds whole, valid records: the append
+ *     functions check their arguments with the same rules journal_next
+ *     applies, so whatever is appended decodes. A failed append (-EINVAL,
+ *     -ENOMEM) leaves the batch exactly as it was.
+ *  3. The buffer only grows (doubling); journal_batch_reset keeps it.
+ *  4. journal_next trusts nothing: every length is checked against the
+ *     remaining bytes before it is used, and any inconsistency is -EPROTO.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "journal.h"
+#include "mc_shm.h"
+
+#define JOURNAL_HDR_SIZE 8u          /* u8 type, u8 dtype, u16 namelen, u32 body_len */
+#define JOURNAL_BUF_MIN 4096u
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void journal_inode_encode(const struct mc_inode_rec *rec, uint8_t out[JOURNAL_INODE_DISK_SIZE])
+{
+	put_le64(out + 0, rec->ino);
+	put_le32(out + 8, rec->mode);
+	put_le32(out + 12, rec->nlink);
+	put_le32(out + 16, rec->uid);
+	put_le32(out + 20, rec->gid);
+	put_le64(out + 24, rec->size);
+	put_le64(out + 32, (uint64_t)rec->atime_ns);
+	put_le64(out + 40, (uint64_t)rec->mtime_ns);
+	put_le64(out + 48, (uint64_t)rec->ctime_ns);
+}
+
+void journal_inode_decode(const uint8_t in[JOURNAL_INODE_DISK_SIZE], struct mc_inode_rec *rec)
+{
+	rec->ino = get_le64(in + 0);
+	rec->mode = get_le32(in + 8);
+	rec->nlink = get_le32(in + 12);
+	rec->uid = get_le32(in + 16);
+	rec->gid = get_le32(in + 20);
+	rec->size = get_le64(in + 24);
+	rec->atime_ns = (int64_t)get_le64(in + 32);
+	rec->mtime_ns = (int64_t)get_le64(in + 40);
+	rec->ctime_ns = (int64_t)get_le64(in + 48);
+}
+
+void journal_batch_init(struct journal_batch *b, uint64_t seq)
+{
+	memset(b, 0, sizeof(*b));
+	b->seq = seq;
+}
+
+void journal_batch_reset(struct journal_batch *b, uint64_t seq)
+{
+	b->seq = seq;
+	b->nrecs = 0;
+	b->len = 0;
+}
+
+void journal_batch_free(struct journal_batch *b)
+{
+	free(b->buf);
+	b->buf = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->nrecs = 0;
+}
+
+/* Make room for need more bytes; 0 or -ENOMEM with the batch unchanged. */
+static int journal_reserve(struct journal_batch *b, size_t need)
+{
+	if (need > SIZE_MAX - b->len)
+		return -ENOMEM;
+	size_t want = b->len + need;
+	if (want <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : JOURNAL_BUF_MIN;
+	while (cap < want) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	uint8_t *nb = realloc(b->buf, cap);
+	if (!nb)
+		return -ENOMEM;
+	b->buf = nb;
+	b->cap = cap;
+	return 0;
+}
+
+/* Reserve and write a record header; returns the body pointer or NULL. */
+static uint8_t *journal_begin(struct journal_batch *b, enum journal_type type, uint8_t dtype,
+                              uint16_t namelen, uint32_t body_len)
+{
+	if (journal_reserve(b, JOURNAL_HDR_SIZE + (size_t)body_len) < 0)
+		return NULL;
+	uint8_t *p = b->buf + b->len;
+	p[0] = (uint8_t)type;
+	p[1] = dtype;
+	put_le16(p + 2, namelen);
+	put_le32(p + 4, body_len);
+	return p + JOURNAL_HDR_SIZE;
+}
+
+static void journal_end(struct journal_batch *b, uint32_t body_len)
+{
+	b->len += JOURNAL_HDR_SIZE + (size_t)body_len;
+	b->nrecs++;
+}
+
+static bool journal_name_ok(const char *name, size_t namelen)
+{
+	if (namelen < 1 || namelen > MC_NAME_MAX)
+		return false;
+	return memchr(name, '/', namelen) == NULL && memchr(name, '\0', namelen) == NULL;
+}
+
+static bool journal_mode_ok(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFIFO:
+	case S_IFCHR: case S_IFBLK: case S_IFSOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool journal_dtype_ok(uint8_t dtype)
+{
+	switch (dtype) {
+	case DT_UNKNOWN: case DT_FIFO: case DT_CHR: case DT_DIR:
+	case DT_BLK: case DT_REG: case DT_LNK: case DT_SOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int journal_put_inode(struct journal_batch *b, const struct mc_inode_rec *rec,
+                      const char *target, size_t target_len)
+{
+	if (rec->ino == 0 || !journal_mode_ok(rec->mode) || target_len > MC_SYMLINK_MAX ||
+	    (target_len != 0 && (!target || !S_ISLNK(rec->mode))))
+		return -EINVAL;
+
+	uint32_t body_len = JOURNAL_INODE_DISK_SIZE + (uint32_t)target_len;
+	uint8_t *p = journal_begin(b, JR_INODE_PUT, 0, 0, body_len);
+	if (!p)
+		return -ENOMEM;
+	journal_inode_encode(rec, p);
+	if (target_len)
+		memcpy(p + JOURNAL_INODE_DISK_SIZE, target, target_len);
+	journal_end(b, body_len);
+	return 0;
+}
+
+int journal_del_inode(struct journal_batch *b, uint64_t ino)
+{
+	if (ino == 0)
+		return -EINVAL;
+	uint8_t *p = journal_begin(b, JR_INODE_DEL, 0, 0, 8);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, ino);
+	journal_end(b, 8);
+	return 0;
+}
+
+int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *name,
+                       size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	if (parent == 0 || ino == 0 || !journal_name_ok(name, namelen) || !journal_dtype_ok(dtype))
+		return -EINVAL;
+
+	uint32_t body_len = 16 + (uint32_t)namelen;
+	uint8_t *p = journal_begin(b, JR_DENTRY_PUT, dtype, (uint16_t)namelen, body_len);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, parent);
+	put_le64(p + 8, ino);
+	memcpy(p + 16, name, namelen);
+	journal_end(b, body_len);
+	return 0;
+}
+
+int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *name,
+                       size_t namelen)
+{
+	if (parent == 0 || !journal_name_ok(name, namelen))
+		return -EINVAL;
+
+	uint32_t body_len = 8 + (uint32_t)namelen;
+	uint8_t *p = journal_begin(b, JR_DENTRY_DEL, 0, (uint16_t)namelen, body_len);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, parent);
+	memcpy(p + 8, name, namelen);
+	journal_end(b, body_len);
+	return 0;
+}
+
+int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec *out)
+{
+	size_t at = *pos;
+	if (at > len)
+		return -EPROTO;
+	if (at == len)
+		return 0;
+	if (len - at < JOURNAL_HDR_SIZE)
+		return -EPROTO;
+
+	const uint8_t *h = buf + at;
+	uint8_t type = h[0];
+	uint8_t dtype = h[1];
+	size_t namelen = get_le16(h + 2);
+	size_t body_len = get_le32(h + 4);
+	if (body_len > len - at - JOURNAL_HDR_SIZE)
+		return -EPROTO;
+	const uint8_t *body = h + JOURNAL_HDR_SIZE;
+
+	struct journal_rec r;
+	memset(&r, 0, sizeof(r));
+	switch (type) {
+	case JR_INODE_PUT:
+		if (dtype != 0 || namelen != 0 || body_len < JOURNAL_INODE_DISK_SIZE ||
+		    body_len - JOURNAL_INODE_DISK_SIZE > MC_SYMLINK_MAX)
+			return -EPROTO;
+		journal_inode_decode(body, &r.inode);
+		if (r.inode.ino == 0 || !journal_mode_ok(r.inode.mode))
+			return -EPROTO;
+		r.target_len = body_len - JOURNAL_INODE_DISK_SIZE;
+		if (S_ISLNK(r.inode.mode))
+			r.target = (const char *)body + JOURNAL_INODE_DISK_SIZE;
+		else if (r.target_len != 0)
+			return -EPROTO;
+		r.ino = r.inode.ino;
+		break;
+	case JR_INODE_DEL:
+		if (dtype != 0 || namelen != 0 || body_len != 8)
+			return -EPROTO;
+		r.ino = get_le64(body);
+		if (r.ino == 0)
+			return -EPROTO;
+		break;
+	case JR_DENTRY_PUT:
+		if (!journal_dtype_ok(dtype) || body_len != 16 + namelen)
+			return -EPROTO;
+		r.parent = get_le64(body);
+		r.ino = get_le64(body + 8);
+		r.name = (const char *)body + 16;
+		r.namelen = namelen;
+		r.dtype = dtype;
+		if (r.parent == 0 || r.ino == 0 || !journal_name_ok(r.name, namelen))
+			return -EPROTO;
+		break;
+	case JR_DENTRY_DEL:
+		if (dtype != 0 || body_len != 8 + namelen)
+			return -EPROTO;
+		r.parent = get_le64(body);
+		r.name = (const char *)body + 8;
+		r.namelen = namelen;
+		if (r.parent == 0 || !journal_name_ok(r.name, namelen))
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
+	r.type = (enum journal_type)type;
+	*out = r;
+	*pos = at + JOURNAL_HDR_SIZE + body_len;
+	return 1;
+}

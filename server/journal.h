@@ -1,0 +1,96 @@
+/* journal.h - the records of the commit log: what changed in the namespace,
+ * encoded into one byte buffer per group-commit batch.
+ *
+ * The namespace appends a record for every change while it holds the
+ * namespace lock; the committer swaps the running batch for an empty one and
+ * hands the full one to the store, which writes it to the `log` database and
+ * applies it to the tables. Records are self-delimiting and little-endian:
+ *
+ *   u8 type, u8 dtype, u16 namelen, u32 body_len, then the body:
+ *   INODE_PUT:  struct journal_inode_disk, then the symlink target
+ *   INODE_DEL:  u64 ino
+ *   DENTRY_PUT: u64 parent, u64 ino, name
+ *   DENTRY_DEL: u64 parent, name
+ */
+#ifndef MC_JOURNAL_H
+#define MC_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A persistent inode: the value of the `inodes` table (plus the symlink
+ * target after it) and the body of an INODE_PUT record. */
+struct mc_inode_rec {
+	uint64_t ino;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;            /* regular file size; symlink target length; directory entry count */
+	int64_t atime_ns;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+};
+
+enum journal_type {
+	JR_INODE_PUT = 1,
+	JR_INODE_DEL = 2,
+	JR_DENTRY_PUT = 3,
+	JR_DENTRY_DEL = 4,
+};
+
+/* One group-commit batch. */
+struct journal_batch {
+	uint64_t seq;             /* batch number, assigned when it starts running */
+	uint64_t next_ino;        /* the inode counter after the batch's changes */
+	uint32_t nrecs;
+	uint8_t *buf;             /* encoded records */
+	size_t len;
+	size_t cap;
+};
+
+/* A decoded record; pointers point into the batch buffer. */
+struct journal_rec {
+	enum journal_type type;
+	struct mc_inode_rec inode;   /* INODE_PUT */
+	const char *target;          /* INODE_PUT of a symlink, else NULL */
+	size_t target_len;
+	uint64_t ino;                /* INODE_DEL; DENTRY_PUT: the child */
+	uint64_t parent;             /* DENTRY_PUT, DENTRY_DEL */
+	const char *name;
+	size_t namelen;
+	uint8_t dtype;               /* DENTRY_PUT: DT_* */
+};
+
+void journal_batch_init(struct journal_batch *b, uint64_t seq);
+/* Empty the batch for reuse as batch number seq; keeps its buffer and
+ * next_ino. */
+void journal_batch_reset(struct journal_batch *b, uint64_t seq);
+void journal_batch_free(struct journal_batch *b);
+
+/* Append a record. 0, or -ENOMEM (the batch is unchanged), or -EINVAL (the
+ * batch is unchanged) when the record would not decode: ino or parent 0, a
+ * name not 1..MC_NAME_MAX bytes or containing '/' or NUL, a mode whose type
+ * is not a file type, a dtype that is not a DT_* value, a target longer than
+ * MC_SYMLINK_MAX or given for an inode that is not a symlink. */
+int journal_put_inode(struct journal_batch *b, const struct mc_inode_rec *rec,
+                      const char *target, size_t target_len);
+int journal_del_inode(struct journal_batch *b, uint64_t ino);
+int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *name,
+                       size_t namelen, uint64_t ino, uint8_t dtype);
+int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *name,
+                       size_t namelen);
+
+/* Decode the record at *pos of buf[0..len). Returns 1 and advances *pos, 0 at
+ * the end, -EPROTO if the bytes are not a valid record (truncated, bad
+ * type, lengths out of range, any check of the append functions fails);
+ * *pos and *out are unchanged then. Never reads outside buf[0..len). */
+int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec *out);
+
+/* The on-disk encoding of an inode record (fixed 56 bytes, little-endian);
+ * shared by the journal and the store's `inodes` table. */
+#define JOURNAL_INODE_DISK_SIZE 56u
+void journal_inode_encode(const struct mc_inode_rec *rec, uint8_t out[JOURNAL_INODE_DISK_SIZE]);
+void journal_inode_decode(const uint8_t in[JOURNAL_INODE_DISK_SIZE], struct mc_inode_rec *rec);
+
+#endif

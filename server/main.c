@@ -1,0 +1,157 @@
+/* main.c - mcached: parse the settings, bring the modules up in order, serve
+ * until SIGTERM or SIGINT, then stop accepting, commit what is pending and
+ * exit 0. */
+#include <errno.h>
+#include <event2/thread.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "commit.h"
+#include "config.h"
+#include "log.h"
+#include "mc_config.h"
+#include "mcd.h"
+#include "ns.h"
+#include "rpc.h"
+#include "shm.h"
+#include "store.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	struct mcd_config cfg;
+	struct mcd m = { .cfg = &cfg };
+	int rc, status = 1;
+
+	config_defaults(&cfg);
+	rc = config_parse(&cfg, argc, argv, stdout, stderr);
+	if (rc != 0) {
+		config_free(&cfg);
+		return rc > 0 ? 0 : 2;
+	}
+	log_set_level((enum log_level)cfg.log_level);
+	m.start_ns = mono_ns();
+
+	/* Signals: SIGPIPE ignored; SIGTERM/SIGINT/SIGHUP blocked in every
+	 * thread and taken with sigwait below. */
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	if (evthread_use_pthreads() < 0) {
+		log_error("cannot enable libevent threading");
+		goto out;
+	}
+
+	struct store_opts so = {
+		.map_size = cfg.map_size,
+		.log_retention = cfg.log_retention,
+		.root_mode = cfg.root_mode,
+		.root_uid = (uint32_t)geteuid(),
+		.root_gid = (uint32_t)getegid(),
+	};
+	rc = store_open(cfg.data_dir, &so, &m.store);
+	if (rc < 0) {
+		if (rc == -EBUSY)
+			log_error("data directory %s is in use by another mcached", cfg.data_dir);
+		else
+			log_error("cannot open data directory %s: %s", cfg.data_dir, strerror(-rc));
+		goto out;
+	}
+	rc = shm_create(cfg.cache_size, &m.shm);
+	if (rc < 0) {
+		log_error("cannot create a %llu-byte shared-memory segment: %s",
+		          (unsigned long long)cfg.cache_size, strerror(-rc));
+		goto out;
+	}
+	rc = ns_new(m.shm, m.store, NULL, &m.ns);
+	if (rc < 0) {
+		log_error("cannot load the namespace: %s", strerror(-rc));
+		goto out;
+	}
+	rc = commit_start(m.ns, m.store, cfg.commit_interval_ms, &m.commit);
+	if (rc < 0) {
+		log_error("cannot start the committer: %s", strerror(-rc));
+		goto out;
+	}
+	struct rpc_opts ro = {
+		.socket_path = cfg.socket_path,
+		.workers = cfg.workers,
+		.max_conns = cfg.max_conns,
+		.idle_timeout_s = cfg.idle_timeout_s,
+		.max_frame = cfg.max_frame,
+		.shm_fd = m.shm->fd,
+		.shm_size = m.shm->size,
+		.shm_version = MC_SHM_VERSION,
+	};
+	rc = rpc_start(&ro, &m, &m.rpc);
+	if (rc < 0) {
+		if (rc == -EADDRINUSE)
+			log_error("socket %s is in use by another server", cfg.socket_path);
+		else
+			log_error("cannot listen on %s: %s", cfg.socket_path, strerror(-rc));
+		goto out;
+	}
+	if (strcmp(cfg.admin_addr, "none") != 0) {
+		rc = admin_start(cfg.admin_addr, cfg.admin_remote, mcd_fill_stats, &m, &m.admin);
+		if (rc < 0) {
+			log_error("cannot serve the admin endpoint on %s: %s", cfg.admin_addr,
+			          strerror(-rc));
+			goto out;
+		}
+	}
+	log_info("mcached %s serving: socket %s, data %s, admin %s, cache %llu bytes, %u workers%s",
+	         MC_VERSION, cfg.socket_path, cfg.data_dir,
+	         m.admin ? admin_address(m.admin) : "none", (unsigned long long)m.shm->size,
+	         cfg.workers, cfg.sync ? ", synchronous durability" : "");
+
+	for (;;) {
+		int sig;
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			log_info("SIGHUP ignored (settings are read at start)");
+			continue;
+		}
+		log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		break;
+	}
+	status = 0;
+out:
+	/* Reverse order: no new requests, then the last commit, then the rest.
+	 * rpc_stop first, since it waits for replies held for a commit. */
+	if (m.admin)
+		admin_stop(m.admin);
+	if (m.rpc)
+		rpc_stop(m.rpc);
+	if (m.commit)
+		commit_stop(m.commit);
+	if (m.ns) {
+		uint64_t left = ns_journal_records(m.ns);
+		if (left)
+			log_error("%llu journal records could not be committed",
+			          (unsigned long long)left);
+		else if (status == 0)
+			log_info("all changes committed; bye");
+	}
+	ns_free(m.ns);
+	shm_destroy(m.shm);
+	store_close(m.store);
+	config_free(&cfg);
+	return status;
+}

@@ -1,0 +1,83 @@
+/* mcd.c - the server as a whole: gathering one statistics snapshot from
+ * every module (what /stats, /metrics and OP_STATS show). */
+#include "mcd.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "commit.h"
+#include "mc_config.h"
+#include "ns.h"
+#include "rpc.h"
+#include "store.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void copy_u64(_Atomic uint64_t *dst, const _Atomic uint64_t *src)
+{
+	atomic_store_explicit(dst, atomic_load_explicit(src, memory_order_relaxed),
+	                      memory_order_relaxed);
+}
+
+static void commit_stats_copy(struct commit_stats *d, const struct commit_stats *s)
+{
+	memset(d, 0, sizeof(*d));
+	copy_u64(&d->count, &s->count);
+	copy_u64(&d->records, &s->records);
+	copy_u64(&d->failures, &s->failures);
+	copy_u64(&d->sync_waits, &s->sync_waits);
+	hist_merge(&d->batch_records, &s->batch_records);
+	hist_merge(&d->latency_us, &s->latency_us);
+	hist_merge(&d->blocked_us, &s->blocked_us);
+	copy_u64(&d->swap_us, &s->swap_us);
+	copy_u64(&d->log_us, &s->log_us);
+	copy_u64(&d->apply_us, &s->apply_us);
+	copy_u64(&d->sync_us, &s->sync_us);
+	copy_u64(&d->publish_us, &s->publish_us);
+	copy_u64(&d->last_swap_us, &s->last_swap_us);
+	copy_u64(&d->last_log_us, &s->last_log_us);
+	copy_u64(&d->last_apply_us, &s->last_apply_us);
+	copy_u64(&d->last_sync_us, &s->last_sync_us);
+	copy_u64(&d->last_publish_us, &s->last_publish_us);
+}
+
+void mcd_fill_stats(void *arg, struct stats_snapshot *out)
+{
+	struct mcd *m = arg;
+	memset(out, 0, sizeof(*out));
+	out->uptime_s = (mono_ns() - m->start_ns) / 1000000000ull;
+	out->version = MC_VERSION;
+
+	struct ns_counts nc;
+	ns_get_counts(m->ns, &nc);
+	out->dentries_positive = nc.positive;
+	out->dentries_negative = nc.negative;
+	out->dentries_dirty = nc.dentries_dirty;
+	out->dirs_complete = nc.dirs_complete;
+	out->inodes_cached = nc.inodes;
+	out->inodes_dirty = nc.inodes_dirty;
+	out->subtree_prunes = nc.prunes;
+	out->pruned_entries = nc.pruned;
+	out->shm_bytes_total = nc.shm_total;
+	out->shm_bytes_used = nc.shm_used;
+	out->shm_alloc_failures = nc.alloc_failures;
+	out->journal_records = nc.journal_records;
+	out->committed_seq = nc.committed_seq;
+
+	if (m->commit)
+		commit_stats_copy(&out->commits, commit_get_stats(m->commit));
+	struct store_info si;
+	if (m->store && store_info(m->store, &si) == 0) {
+		out->store_map_bytes = si.map_size;
+		out->store_used_bytes = si.used_bytes;
+	}
+	if (m->rpc) {
+		rpc_get_stats(m->rpc, &out->rpc);
+		out->clients = rpc_clients(m->rpc);
+	}
+}

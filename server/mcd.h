@@ -1,0 +1,24 @@
+/* mcd.h - the server as a whole: the modules one mcached process runs. */
+#ifndef MC_MCD_H
+#define MC_MCD_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "stats.h"
+
+struct mcd {
+	struct mcd_config *cfg;
+	struct shm *shm;
+	struct ns *ns;
+	struct store *store;
+	struct commit *commit;
+	struct rpc *rpc;
+	struct admin *admin;
+	uint64_t start_ns;           /* CLOCK_MONOTONIC at start */
+};
+
+/* Gather a statistics snapshot of the whole server (admin_fill_fn). */
+void mcd_fill_stats(void *arg, struct stats_snapshot *out);
+
+#endif

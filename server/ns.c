@@ -1,0 +1,1341 @@
+/* ns.c - namespace operations on the cached tree, with Linux/tmpfs
+ * semantics, and the journal they feed.
+ *
+ * NOTES ON THE DESIGN OF THE NAMESPACE
+ *  1. One mutex (ns->lock) orders every change; clients read the segment
+ *     without it (seq counters). An operation first resolves and checks,
+ *     then allocates what it needs (and may still fail with -ENOSPC, undoing
+ *     its allocations), and only then changes anything: nothing in the
+ *     change step can fail, so an error leaves the namespace unchanged.
+ *  2. Every change appends journal records to the running batch and marks
+ *     the slots it touched dirty with the batch's parity bit (DIRTY0/1). A
+ *     dirty slot is pinned: it is newer than the store. ns_publish() clears
+ *     the bits of a committed batch; at most two batches are open (one
+ *     committing, one running), so two bits suffice.
+ *  3. Removing a name from a complete directory frees the dentry at once:
+ *     the directory answers misses itself. Elsewhere the name becomes a
+ *     dirty negative dentry, pinned until its removal is committed, so a
+ *     miss can never fall through to a store that still has the name.
+ *     (Whoever clears a directory's complete flag must not do so while the
+ *     directory inode is dirty: its uncommitted removals are not in the
+ *     store yet.)
+ *  4. An inode whose link count reaches 0 is deleted from the store at once
+ *     (INODE_DEL) and freed from the cache when no open handle holds it.
+ *  5. A removed directory's cached children are pruned at once (rule 1 of
+ *     DESIGN.md).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <fcntl.h>
+
+#include "log.h"
+#include "ns_impl.h"
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Running out of memory for the journal would lose acknowledged changes:
+ * there is no way to continue safely. */
+static void must(int rc, const char *what)
+{
+	if (rc < 0) {
+		log_error("out of memory while %s; stopping", what);
+		abort();
+	}
+}
+
+static void offvec_push(struct offvec *v, mc_off_t off)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 256;
+		mc_off_t *p = realloc(v->v, cap * sizeof(*p));
+		must(p ? 0 : -ENOMEM, "recording dirty entries");
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = off;
+}
+
+/* ---- holds: inodes kept by open handles ---------------------------------- */
+
+static size_t hold_slot(const struct holdmap *h, uint64_t ino)
+{
+	size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) & (h->cap - 1);
+	while (h->keys[i] && h->keys[i] != ino)
+		i = (i + 1) & (h->cap - 1);
+	return i;
+}
+
+static uint32_t hold_count(const struct holdmap *h, uint64_t ino)
+{
+	if (!h->cap)
+		return 0;
+	size_t i = hold_slot(h, ino);
+	return h->keys[i] ? h->counts[i] : 0;
+}
+
+static int hold_add(struct holdmap *h, uint64_t ino)
+{
+	if ((h->n + 1) * 2 > h->cap) {
+		struct holdmap n = { 0 };
+		n.cap = h->cap ? h->cap * 2 : 64;
+		n.keys = calloc(n.cap, sizeof(*n.keys));
+		n.counts = calloc(n.cap, sizeof(*n.counts));
+		if (!n.keys || !n.counts) {
+			free(n.keys);
+			free(n.counts);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < h->cap; i++) {
+			if (h->keys[i]) {
+				size_t j = hold_slot(&n, h->keys[i]);
+				n.keys[j] = h->keys[i];
+				n.counts[j] = h->counts[i];
+				n.n++;
+			}
+		}
+		free(h->keys);
+		free(h->counts);
+		*h = n;
+	}
+	size_t i = hold_slot(h, ino);
+	if (!h->keys[i]) {
+		h->keys[i] = ino;
+		h->counts[i] = 0;
+		h->n++;
+	}
+	h->counts[i]++;
+	return 0;
+}
+
+/* Drop one hold; returns the count left. */
+static uint32_t hold_drop(struct holdmap *h, uint64_t ino)
+{
+	if (!h->cap)
+		return 0;
+	size_t i = hold_slot(h, ino);
+	if (!h->keys[i] || --h->counts[i] > 0)
+		return h->keys[i] ? h->counts[i] : 0;
+	/* Remove with backward-shift deletion. */
+	size_t j = i;
+	for (;;) {
+		h->keys[i] = 0;
+		for (;;) {
+			j = (j + 1) & (h->cap - 1);
+			if (!h->keys[j]) {
+				h->n--;
+				return 0;
+			}
+			size_t k = (size_t)(h->keys[j] * 0x9e3779b97f4a7c15ull) & (h->cap - 1);
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		h->keys[i] = h->keys[j];
+		h->counts[i] = h->counts[j];
+		i = j;
+	}
+}
+
+/* ---- dirtying and journaling --------------------------------------------- */
+
+static void dentry_dirty(struct ns *ns, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(ns->shm, d);
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint16_t bit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
+	if (e->flags & bit)
+		return;
+	if (!(e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1)))
+		ns->shm->d_dirty++;
+	e->flags |= bit;
+	offvec_push(&ns->dirty_d[p], d);
+}
+
+static void inode_dirty(struct ns *ns, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint16_t bit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
+	if (i->flags & bit)
+		return;
+	if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
+		ns->shm->i_dirty++;
+	i->flags |= bit;
+	offvec_push(&ns->dirty_i[p], off);
+}
+
+/* Journal the current state of a cached inode. An inode without links was
+ * deleted from the store when it lost its last one: nothing to write. */
+static void inode_changed(struct ns *ns, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	inode_dirty(ns, off);
+	if (i->nlink == 0)
+		return;
+	struct mc_inode_rec rec;
+	inode_rec(ns->shm, off, &rec);
+	const char *t = NULL;
+	size_t tlen = 0;
+	if (S_ISLNK(i->mode))
+		t = inode_target(ns->shm, off, &tlen);
+	must(journal_put_inode(ns->running, &rec, t, tlen), "journaling an inode");
+}
+
+static void inode_gone(struct ns *ns, mc_off_t off)
+{
+	inode_dirty(ns, off);
+	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
+}
+
+/* Free an inode without links once nothing holds it. */
+static void inode_maybe_free(struct ns *ns, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	if (i->nlink > 0 || hold_count(&ns->holds, i->ino) > 0)
+		return;
+	if (S_ISDIR(i->mode))
+		dcache_prune(ns->shm, off);
+	inode_del(ns->shm, off);
+}
+
+/* Change fields of a cached inode inside its seq. */
+#define INODE_EDIT(ns, off, body)                                   \
+	do {                                                        \
+		struct mc_inode *ie_ = inode_at((ns)->shm, (off));   \
+		shm_write_begin(&ie_->seq);                         \
+		{ body; }                                           \
+		shm_write_end(&ie_->seq);                           \
+	} while (0)
+
+static void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
+{
+	INODE_EDIT(ns, dir, {
+		ie_->u.dir.nentries = (uint32_t)((int64_t)ie_->u.dir.nentries + delta);
+		ie_->nlink = (uint32_t)((int64_t)ie_->nlink + nlink_delta);
+		ie_->mtime_ns = now;
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, dir);
+}
+
+/* Name d (in dir) now names inode off of type dtype. */
+static void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
+{
+	struct shm *s = ns->shm;
+	struct mc_inode *i = inode_at(s, off);
+	uint8_t dtype = (uint8_t)IFTODT(i->mode);
+	dcache_set(s, d, off, dtype);
+	dentry_dirty(ns, d);
+	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
+	                        dentry_at(s, d)->namelen, i->ino, dtype),
+	     "journaling a dentry");
+}
+
+/* Remove name d from dir (note 3). */
+static void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
+{
+	struct shm *s = ns->shm;
+	must(journal_del_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
+	                        dentry_at(s, d)->namelen),
+	     "journaling a dentry delete");
+	if (dcache_complete(s, dir)) {
+		dcache_del(s, d);
+	} else {
+		dcache_set(s, d, 0, 0);
+		dentry_dirty(ns, d);
+	}
+}
+
+/* A dentry slot for a new name in dir: the cached negative one, or a new
+ * negative placeholder. */
+static int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
+                     mc_off_t *out)
+{
+	if (!d) {
+		d = dcache_add(ns->shm, dir, name, len, 0, 0);
+		if (!d)
+			return -ENOSPC;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns **out)
+{
+	struct store_meta meta;
+	int rc = store_get_meta(st, &meta);
+	if (rc < 0)
+		return rc;
+	struct ns *ns = calloc(1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	pthread_mutex_init(&ns->lock, NULL);
+	ns->shm = shm;
+	ns->store = st;
+	ns->next_ino = meta.next_ino;
+	ns->neg_max = o && o->neg_max ? o->neg_max : shm->size / 112 / 8;
+	ns->running = calloc(1, sizeof(*ns->running));
+	ns->spare = calloc(1, sizeof(*ns->spare));
+	if (!ns->running || !ns->spare) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	journal_batch_init(ns->running, meta.last_seq + 1);
+	journal_batch_init(ns->spare, 0);
+	mc_off_t root;
+	rc = ns_load_inode(ns, 1, &root);
+	if (rc < 0)
+		goto fail;
+	shm->hdr->root = root;
+	atomic_store_explicit(&shm->hdr->committed_seq, meta.last_seq, memory_order_release);
+	*out = ns;
+	return 0;
+fail:
+	ns_free(ns);
+	return rc;
+}
+
+void ns_free(struct ns *ns)
+{
+	if (!ns)
+		return;
+	if (ns->running)
+		journal_batch_free(ns->running);
+	if (ns->spare)
+		journal_batch_free(ns->spare);
+	free(ns->running);
+	free(ns->spare);
+	for (int p = 0; p < 2; p++) {
+		free(ns->dirty_d[p].v);
+		free(ns->dirty_i[p].v);
+	}
+	free(ns->holds.keys);
+	free(ns->holds.counts);
+	pthread_mutex_destroy(&ns->lock);
+	free(ns);
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+int ns_stat(struct ns *ns, const struct cred *c, const char *path, size_t len, bool follow,
+            ns_attr *out)
+{
+	struct nd nd;
+	mc_off_t res;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_path(&nd, path, len, follow, &res);
+	if (rc == 0)
+		inode_rec(ns->shm, res, out);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_readlink(struct ns *ns, const struct cred *c, const char *path, size_t len, char *buf,
+                size_t *out_len)
+{
+	struct nd nd;
+	mc_off_t res;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_path(&nd, path, len, false, &res);
+	if (rc == 0) {
+		if (!S_ISLNK(inode_at(ns->shm, res)->mode)) {
+			rc = -EINVAL;
+		} else {
+			size_t tlen;
+			const char *t = inode_target(ns->shm, res, &tlen);
+			memcpy(buf, t, tlen);
+			*out_len = tlen;
+		}
+	}
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out)
+{
+	pthread_mutex_lock(&ns->lock);
+	mc_off_t off = inode_find(ns->shm, ino);
+	if (off)
+		inode_rec(ns->shm, off, out);
+	pthread_mutex_unlock(&ns->lock);
+	return off ? 0 : -ENOENT;
+}
+
+int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
+               ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof)
+{
+	(void)c;
+	struct shm *s = ns->shm;
+	int rc = 0;
+	pthread_mutex_lock(&ns->lock);
+	mc_off_t dir = inode_find(s, ino);
+	if (!dir) {
+		rc = -EBADF;
+		goto out;
+	}
+	if (!S_ISDIR(inode_at(s, dir)->mode)) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	uint64_t last = cookie;
+	bool end = true;
+	if (inode_at(s, dir)->nlink > 0) {
+		rc = ns_load_dir(ns, dir);
+		if (rc < 0)
+			goto out;
+		struct mc_dirx *dx = dcache_dirx(s, dir, false);
+		unsigned n = 0;
+		for (mc_off_t d = dx ? dx->head : 0; d; d = dentry_at(s, d)->sib_next) {
+			struct mc_dentry *e = dentry_at(s, d);
+			if (e->cookie <= cookie || !(e->flags & MC_D_POSITIVE))
+				continue;
+			if (n == max) {
+				end = false;
+				break;
+			}
+			rc = fn(arg, dcache_name(s, d), e->namelen, inode_at(s, e->inode)->ino, e->dtype);
+			if (rc < 0)
+				goto out;
+			last = e->cookie;
+			n++;
+		}
+	}
+	*next = last;
+	*eof = end;
+out:
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ---- creating ------------------------------------------------------------ */
+
+/* inode_init_owner(): uid from the caller; gid from the caller, or from a
+ * setgid parent (whose bit new directories inherit). */
+static void init_owner(const struct cred *c, const struct mc_inode *dir, struct mc_inode_rec *r)
+{
+	r->uid = c->uid;
+	if (dir->mode & S_ISGID) {
+		r->gid = dir->gid;
+		if (S_ISDIR(r->mode))
+			r->mode |= S_ISGID;
+		else if ((r->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && c->uid != 0 &&
+		         !in_group(c, r->gid))
+			r->mode &= ~(uint32_t)S_ISGID;
+	} else {
+		r->gid = c->gid;
+	}
+}
+
+/* Create an inode of rec's type named name in dir (the checks are done).
+ * d: the name's cached negative dentry, or 0. */
+static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t d,
+                     const char *name, size_t len, uint32_t mode, const char *target,
+                     size_t tlen, mc_off_t *out)
+{
+	struct shm *s = ns->shm;
+	int64_t now = now_ns();
+	struct mc_inode_rec r = { 0 };
+	r.ino = ns->next_ino;
+	r.mode = mode;
+	r.nlink = S_ISDIR(mode) ? 2 : 1;
+	r.size = S_ISLNK(mode) ? tlen : 0;
+	r.atime_ns = r.mtime_ns = r.ctime_ns = now;
+	init_owner(c, inode_at(s, dir), &r);
+
+	mc_off_t off = inode_add(s, &r, target, tlen);
+	if (!off)
+		return -ENOSPC;
+	if (S_ISDIR(mode) && !dcache_set_complete(s, off)) {
+		inode_del(s, off);
+		return -ENOSPC;
+	}
+	mc_off_t nd_;
+	if (name_slot(ns, dir, d, name, len, &nd_) < 0) {
+		inode_del(s, off);
+		return -ENOSPC;
+	}
+	ns->next_ino++;
+	inode_changed(ns, off);
+	name_set(ns, dir, nd_, off);
+	dir_entries(ns, dir, +1, S_ISDIR(mode) ? 1 : 0, now);
+	*out = off;
+	return 0;
+}
+
+/* filename_create(): the checks before creating the last component. */
+static int create_checks(struct nd *nd, bool is_dir, mc_off_t *d)
+{
+	if (nd->last_type != LAST_NORM)
+		return -EEXIST;
+	mc_off_t ino;
+	int rc = ns_lookup(nd->ns, nd_top(nd), nd->last, nd->lastlen, d, &ino);
+	if (rc < 0)
+		return rc;
+	if (ino)
+		return -EEXIST;
+	if (nd->slash && !is_dir)
+		return -ENOENT;
+	return permission(nd->cred, inode_at(nd->ns->shm, nd_top(nd)), MAY_WRITE | MAY_EXEC);
+}
+
+int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
+             ns_attr *out)
+{
+	struct nd nd;
+	mc_off_t d, off;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_parent(&nd, path, len);
+	if (rc == 0)
+		rc = create_checks(&nd, true, &d);
+	if (rc == 0)
+		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen,
+		               S_IFDIR | (mode & 01777), NULL, 0, &off);
+	if (rc == 0 && out)
+		inode_rec(ns->shm, off, out);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t target_len,
+               const char *path, size_t len)
+{
+	if (target_len == 0)
+		return -ENOENT;
+	if (target_len > MC_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	if (memchr(target, 0, target_len))
+		return -EINVAL;
+	struct nd nd;
+	mc_off_t d, off;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_parent(&nd, path, len);
+	if (rc == 0)
+		rc = create_checks(&nd, false, &d);
+	if (rc == 0)
+		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, S_IFLNK | 0777, target,
+		               target_len, &off);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+static void set_size(struct ns *ns, mc_off_t off, uint64_t size)
+{
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		ie_->u.size = size;
+		ie_->mtime_ns = now;
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+}
+
+static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint32_t mode,
+                   mc_off_t *out)
+{
+	struct ns *ns = nd->ns;
+	struct shm *s = ns->shm;
+	int acc = (flags & O_ACCMODE) == O_RDONLY ? MAY_READ
+	        : (flags & O_ACCMODE) == O_WRONLY ? MAY_WRITE : MAY_READ | MAY_WRITE;
+	if (flags & O_TRUNC)
+		acc |= MAY_WRITE;
+	bool created = false;
+	mc_off_t target = 0;
+	int rc = walk_parent(nd, path, len);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		if (nd->last_type != LAST_NORM) {
+			if (flags & O_CREAT)
+				return -EISDIR;
+			rc = walk_last(nd, true, &target);
+			if (rc < 0)
+				return rc;
+			break;
+		}
+		mc_off_t d, ino;
+		rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &ino);
+		if (rc < 0)
+			return rc;
+		if (!ino) {
+			if (!(flags & O_CREAT))
+				return -ENOENT;
+			if (nd->slash)
+				return -EISDIR;
+			rc = permission(nd->cred, inode_at(s, nd_top(nd)), MAY_WRITE | MAY_EXEC);
+			if (rc < 0)
+				return rc;
+			rc = create_in(ns, nd->cred, nd_top(nd), d, nd->last, nd->lastlen,
+			               S_IFREG | (mode & 07777), NULL, 0, &target);
+			if (rc < 0)
+				return rc;
+			created = true;
+			break;
+		}
+		if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+			return -EEXIST;
+		struct mc_inode *i = inode_at(s, ino);
+		if (S_ISLNK(i->mode)) {
+			if (flags & O_NOFOLLOW)
+				return -ELOOP;
+			if (++nd->nlinks > NS_MAX_SYMLINKS)
+				return -ELOOP;
+			size_t tlen;
+			const char *t = inode_target(s, ino, &tlen);
+			rc = walk_parent(nd, t, tlen);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (nd->slash && !S_ISDIR(i->mode))
+			return -ENOTDIR;
+		target = ino;
+		break;
+	}
+	struct mc_inode *i = inode_at(s, target);
+	if (!created) {
+		if ((flags & O_CREAT) && S_ISDIR(i->mode))
+			return -EISDIR;
+		if ((flags & O_DIRECTORY) && !S_ISDIR(i->mode))
+			return -ENOTDIR;
+		if (S_ISDIR(i->mode) && (acc & MAY_WRITE))
+			return -EISDIR;
+		rc = permission(nd->cred, i, acc);
+		if (rc < 0)
+			return rc;
+		if ((flags & O_TRUNC) && S_ISREG(i->mode))
+			set_size(ns, target, 0);
+	} else if ((flags & O_DIRECTORY)) {
+		/* open(O_CREAT | O_DIRECTORY) of a new name: Linux refuses it
+		 * before creating anything. */
+	}
+	*out = target;
+	return 0;
+}
+
+int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, int flags,
+            uint32_t mode, bool hold, ns_attr *out)
+{
+	struct nd nd;
+	mc_off_t off;
+	if ((flags & O_CREAT) && (flags & O_DIRECTORY))
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = do_open(&nd, path, len, flags, mode, &off);
+	if (rc == 0 && hold) {
+		rc = hold_add(&ns->holds, inode_at(ns->shm, off)->ino);
+	}
+	if (rc == 0 && out)
+		inode_rec(ns->shm, off, out);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+void ns_release(struct ns *ns, uint64_t ino)
+{
+	pthread_mutex_lock(&ns->lock);
+	if (hold_drop(&ns->holds, ino) == 0) {
+		mc_off_t off = inode_find(ns->shm, ino);
+		if (off)
+			inode_maybe_free(ns, off);
+	}
+	pthread_mutex_unlock(&ns->lock);
+}
+
+int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+            const char *to, size_t tlen)
+{
+	struct nd nd, nd2;
+	mc_off_t src, d;
+	struct shm *s = ns->shm;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	nd_init(&nd2, ns, c);
+	int rc = walk_path(&nd, from, flen, false, &src);
+	if (rc < 0)
+		goto out;
+	rc = walk_parent(&nd2, to, tlen);
+	if (rc < 0)
+		goto out;
+	if (nd2.last_type != LAST_NORM) {
+		rc = -EEXIST;
+		goto out;
+	}
+	mc_off_t ino;
+	rc = ns_lookup(ns, nd_top(&nd2), nd2.last, nd2.lastlen, &d, &ino);
+	if (rc < 0)
+		goto out;
+	if (ino) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (nd2.slash) {
+		rc = -ENOENT;
+		goto out;
+	}
+	struct mc_inode *i = inode_at(s, src);
+	/* may_linkat() with protected_hardlinks: others' files need to be
+	 * regular, not setuid/setgid-executable, and readable and writable. */
+	if (c->uid != 0 && c->uid != i->uid) {
+		if (!S_ISREG(i->mode) || (i->mode & S_ISUID) ||
+		    (i->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||
+		    permission(c, i, MAY_READ | MAY_WRITE) < 0) {
+			rc = -EPERM;
+			goto out;
+		}
+	}
+	rc = permission(c, inode_at(s, nd_top(&nd2)), MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		goto out;
+	if (S_ISDIR(i->mode)) {
+		rc = -EPERM;
+		goto out;
+	}
+	mc_off_t slot;
+	rc = name_slot(ns, nd_top(&nd2), d, nd2.last, nd2.lastlen, &slot);
+	if (rc < 0)
+		goto out;
+	int64_t now = now_ns();
+	INODE_EDIT(ns, src, {
+		ie_->nlink++;
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, src);
+	name_set(ns, nd_top(&nd2), slot, src);
+	dir_entries(ns, nd_top(&nd2), +1, 0, now);
+out:
+	nd_free(&nd);
+	nd_free(&nd2);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ---- removing ------------------------------------------------------------ */
+
+/* may_delete(): may c remove victim (named by d) from dir? */
+static int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim,
+                         bool isdir)
+{
+	int rc = permission(c, inode_at(s, dir), MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		return rc;
+	if (sticky_denies(c, inode_at(s, dir), inode_at(s, victim)))
+		return -EPERM;
+	bool vdir = S_ISDIR(inode_at(s, victim)->mode);
+	if (isdir && !vdir)
+		return -ENOTDIR;
+	if (!isdir && vdir)
+		return -EISDIR;
+	if (victim == s->hdr->root)
+		return -EBUSY;
+	return 0;
+}
+
+/* Remove name d (naming victim) from dir; the checks are done. */
+static void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
+{
+	int64_t now = now_ns();
+	bool isdir = S_ISDIR(inode_at(ns->shm, victim)->mode);
+	INODE_EDIT(ns, victim, {
+		ie_->nlink = isdir ? 0 : ie_->nlink - 1;
+		ie_->ctime_ns = now;
+	});
+	if (inode_at(ns->shm, victim)->nlink == 0) {
+		inode_gone(ns, victim);
+		if (isdir)
+			dcache_prune(ns->shm, victim);
+	} else {
+		inode_changed(ns, victim);
+	}
+	name_drop(ns, dir, d);
+	dir_entries(ns, dir, -1, isdir ? -1 : 0, now);
+	inode_maybe_free(ns, victim);
+}
+
+int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
+{
+	struct nd nd;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_parent(&nd, path, len);
+	if (rc < 0)
+		goto out;
+	if (nd.last_type != LAST_NORM) {
+		rc = -EISDIR;
+		goto out;
+	}
+	mc_off_t d, victim;
+	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
+	if (rc < 0)
+		goto out;
+	if (!victim || nd.slash) {
+		rc = !victim ? -ENOENT : S_ISDIR(inode_at(ns->shm, victim)->mode) ? -EISDIR : -ENOTDIR;
+		goto out;
+	}
+	rc = delete_checks(c, ns->shm, nd_top(&nd), victim, false);
+	if (rc == 0)
+		remove_entry(ns, nd_top(&nd), d, victim);
+out:
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
+{
+	struct nd nd;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_parent(&nd, path, len);
+	if (rc < 0)
+		goto out;
+	switch (nd.last_type) {
+	case LAST_DOTDOT: rc = -ENOTEMPTY; goto out;
+	case LAST_DOT: rc = -EINVAL; goto out;
+	case LAST_ROOT: rc = -EBUSY; goto out;
+	case LAST_NORM: break;
+	}
+	mc_off_t d, victim;
+	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
+	if (rc < 0)
+		goto out;
+	if (!victim) {
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = delete_checks(c, ns->shm, nd_top(&nd), victim, true);
+	if (rc < 0)
+		goto out;
+	if (inode_at(ns->shm, victim)->u.dir.nentries > 0) {
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	remove_entry(ns, nd_top(&nd), d, victim);
+out:
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ---- rename -------------------------------------------------------------- */
+
+static bool on_stack(const struct nd *nd, mc_off_t dir)
+{
+	for (unsigned i = 0; i < nd->depth; i++)
+		if (nd->stack[i] == dir)
+			return true;
+	return false;
+}
+
+int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+              const char *to, size_t tlen)
+{
+	struct nd o, n;
+	struct shm *s = ns->shm;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&o, ns, c);
+	nd_init(&n, ns, c);
+	int rc = walk_parent(&o, from, flen);
+	if (rc < 0)
+		goto out;
+	rc = walk_parent(&n, to, tlen);
+	if (rc < 0)
+		goto out;
+	if (o.last_type != LAST_NORM || n.last_type != LAST_NORM) {
+		rc = -EBUSY;
+		goto out;
+	}
+	mc_off_t p1 = nd_top(&o), p2 = nd_top(&n);
+	mc_off_t d1, x, d2, y;
+	rc = ns_lookup(ns, p1, o.last, o.lastlen, &d1, &x);
+	if (rc < 0)
+		goto out;
+	if (!x) {
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = ns_lookup(ns, p2, n.last, n.lastlen, &d2, &y);
+	if (rc < 0)
+		goto out;
+	bool isdir = S_ISDIR(inode_at(s, x)->mode);
+	if (!isdir && (o.slash || n.slash)) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	/* lock_rename()'s trap: the source may not be an ancestor of the
+	 * target's parent, nor the target an ancestor of the source's. */
+	if (p1 != p2 && isdir && on_stack(&n, x)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (p1 != p2 && y && on_stack(&o, y)) {
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	if (x == y) {
+		rc = 0; /* the same inode: nothing to do, as Linux */
+		goto out;
+	}
+	rc = delete_checks(c, s, p1, x, isdir);
+	if (rc < 0)
+		goto out;
+	if (!y) {
+		rc = permission(c, inode_at(s, p2), MAY_WRITE | MAY_EXEC);
+	} else {
+		rc = delete_checks(c, s, p2, y, isdir);
+	}
+	if (rc < 0)
+		goto out;
+	if (isdir && p1 != p2) {
+		rc = permission(c, inode_at(s, x), MAY_WRITE);
+		if (rc < 0)
+			goto out;
+	}
+	if (y && isdir && inode_at(s, y)->u.dir.nentries > 0) {
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	mc_off_t slot;
+	rc = name_slot(ns, p2, d2, n.last, n.lastlen, &slot);
+	if (rc < 0)
+		goto out;
+
+	int64_t now = now_ns();
+	atomic_fetch_add_explicit(&s->hdr->rename_seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	if (y) {
+		INODE_EDIT(ns, y, {
+			ie_->nlink = isdir ? 0 : ie_->nlink - 1;
+			ie_->ctime_ns = now;
+		});
+		if (inode_at(s, y)->nlink == 0) {
+			inode_gone(ns, y);
+			if (isdir)
+				dcache_prune(s, y);
+		} else {
+			inode_changed(ns, y);
+		}
+	}
+	INODE_EDIT(ns, x, { ie_->ctime_ns = now; });
+	inode_changed(ns, x);
+	name_set(ns, p2, slot, x);
+	name_drop(ns, p1, d1);
+	if (p1 == p2) {
+		dir_entries(ns, p1, y ? -1 : 0, (y && isdir) ? -1 : 0, now);
+	} else {
+		dir_entries(ns, p1, -1, isdir ? -1 : 0, now);
+		dir_entries(ns, p2, y ? 0 : 1, (isdir && !y) ? 1 : 0, now);
+	}
+	if (y)
+		inode_maybe_free(ns, y);
+	atomic_fetch_add_explicit(&s->hdr->rename_seq, 1, memory_order_release);
+out:
+	nd_free(&o);
+	nd_free(&n);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+/* Resolve path (following symlinks) under the lock, then run fn on it. */
+static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                      int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
+                      const void *arg)
+{
+	struct nd nd;
+	mc_off_t off;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_path(&nd, path, len, true, &off);
+	if (rc == 0)
+		rc = fn(ns, c, off, arg);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+static int do_chmod(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	uint32_t mode = *(const uint32_t *)arg & 07777;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	if (c->uid != 0 && c->uid != i->uid)
+		return -EPERM;
+	if (c->uid != 0 && !in_group(c, i->gid))
+		mode &= ~(uint32_t)S_ISGID;
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		ie_->mode = (uint16_t)((ie_->mode & S_IFMT) | mode);
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_chmod(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode)
+{
+	return with_inode(ns, c, path, len, do_chmod, &mode);
+}
+
+static int do_chown(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	const uint32_t *ug = arg;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	uint32_t uid = ug[0], gid = ug[1];
+	if (c->uid != 0) {
+		if (uid != (uint32_t)-1 && !(c->uid == i->uid && uid == i->uid))
+			return -EPERM;
+		if (gid != (uint32_t)-1 &&
+		    !(c->uid == i->uid && (gid == i->gid || in_group(c, gid))))
+			return -EPERM;
+	}
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		if (uid != (uint32_t)-1)
+			ie_->uid = uid;
+		if (gid != (uint32_t)-1)
+			ie_->gid = gid;
+		if (!S_ISDIR(ie_->mode) && (uid != (uint32_t)-1 || gid != (uint32_t)-1)) {
+			ie_->mode &= (uint16_t)~S_ISUID;
+			if (ie_->mode & S_IXGRP)
+				ie_->mode &= (uint16_t)~S_ISGID;
+		}
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
+             uint32_t gid)
+{
+	uint32_t ug[2] = { uid, gid };
+	return with_inode(ns, c, path, len, do_chown, ug);
+}
+
+static int64_t clamp_ns(const struct timespec *t)
+{
+	if (t->tv_sec > INT64_MAX / 1000000000 - 1)
+		return INT64_MAX;
+	if (t->tv_sec < INT64_MIN / 1000000000 + 1)
+		return INT64_MIN;
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	const struct timespec *t = arg;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	bool touch = t[0].tv_nsec == UTIME_NOW && t[1].tv_nsec == UTIME_NOW;
+	if (c->uid != 0 && c->uid != i->uid) {
+		if (!touch)
+			return -EPERM;
+		if (permission(c, i, MAY_WRITE) < 0)
+			return -EACCES;
+	}
+	int64_t now = now_ns();
+	int64_t v[2];
+	for (int k = 0; k < 2; k++)
+		v[k] = t[k].tv_nsec == UTIME_NOW ? now : clamp_ns(&t[k]);
+	INODE_EDIT(ns, off, {
+		if (t[0].tv_nsec != UTIME_OMIT)
+			ie_->atime_ns = v[0];
+		if (t[1].tv_nsec != UTIME_OMIT)
+			ie_->mtime_ns = v[1];
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
+               const struct timespec times[2])
+{
+	struct timespec t[2];
+	for (int k = 0; k < 2; k++) {
+		t[k] = times ? times[k] : (struct timespec){ 0, UTIME_NOW };
+		if (t[k].tv_nsec != UTIME_NOW && t[k].tv_nsec != UTIME_OMIT &&
+		    (t[k].tv_nsec < 0 || t[k].tv_nsec > 999999999))
+			return -EINVAL;
+	}
+	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) {
+		ns_attr a;
+		return ns_stat(ns, c, path, len, true, &a);
+	}
+	return with_inode(ns, c, path, len, do_utimens, t);
+}
+
+static int do_truncate(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	if (S_ISDIR(i->mode))
+		return -EISDIR;
+	if (!S_ISREG(i->mode))
+		return -EINVAL;
+	int rc = permission(c, i, MAY_WRITE);
+	if (rc < 0)
+		return rc;
+	set_size(ns, off, *(const uint64_t *)arg);
+	return 0;
+}
+
+int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	uint64_t sz = (uint64_t)size;
+	return with_inode(ns, c, path, len, do_truncate, &sz);
+}
+
+int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	int rc = 0;
+	mc_off_t off = inode_find(ns->shm, ino);
+	if (!off)
+		rc = -EBADF;
+	else if (!writable || !S_ISREG(inode_at(ns->shm, off)->mode))
+		rc = -EINVAL;
+	else
+		set_size(ns, off, (uint64_t)size);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+/* ---- rmtree -------------------------------------------------------------- */
+
+/* Remove up to *budget entries below (and then) the tree at the walk's last
+ * component. Returns 1 when the tree is gone, 0 when the budget ran out. */
+static int rmtree_some(struct nd *nd, unsigned *budget)
+{
+	struct ns *ns = nd->ns;
+	struct shm *s = ns->shm;
+	const struct cred *c = nd->cred;
+	mc_off_t d, top;
+	int rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &top);
+	if (rc < 0)
+		return rc;
+	if (!top)
+		return -ENOENT;
+	if (!S_ISDIR(inode_at(s, top)->mode)) {
+		if (nd->slash)
+			return -ENOTDIR;
+		rc = delete_checks(c, s, nd_top(nd), top, false);
+		if (rc < 0)
+			return rc;
+		remove_entry(ns, nd_top(nd), d, top);
+		return 1;
+	}
+	/* Depth-first from top: descend into a non-empty subdirectory,
+	 * remove leaves, remove a directory once it is empty. */
+	unsigned base = nd->depth;
+	rc = nd_push(nd, top);
+	if (rc < 0)
+		return rc;
+	while (*budget > 0) {
+		mc_off_t dir = nd_top(nd);
+		struct mc_inode *di = inode_at(s, dir);
+		if (di->u.dir.nentries == 0) {
+			nd->depth--;
+			mc_off_t parent = nd_top(nd);
+			mc_off_t pd, chk;
+			if (nd->depth == base) {
+				pd = d;
+			} else {
+				/* find dir's name in parent */
+				pd = 0;
+				struct mc_dirx *px = dcache_dirx(s, parent, false);
+				for (mc_off_t e = px ? px->head : 0; e; e = dentry_at(s, e)->sib_next)
+					if (dentry_at(s, e)->inode == dir) {
+						pd = e;
+						break;
+					}
+				if (!pd)
+					return -EIO;
+			}
+			chk = dentry_at(s, pd)->inode;
+			if (chk != dir)
+				return -EIO;
+			rc = delete_checks(c, s, parent, dir, true);
+			if (rc < 0)
+				return rc;
+			remove_entry(ns, parent, pd, dir);
+			(*budget)--;
+			if (nd->depth == base)
+				return 1;
+			continue;
+		}
+		rc = permission(c, di, MAY_READ | MAY_EXEC);
+		if (rc < 0)
+			return rc;
+		rc = ns_load_dir(ns, dir);
+		if (rc < 0)
+			return rc;
+		struct mc_dirx *dx = dcache_dirx(s, dir, false);
+		mc_off_t e = dx->head;
+		while (e && !(dentry_at(s, e)->flags & MC_D_POSITIVE))
+			e = dentry_at(s, e)->sib_next;
+		if (!e)
+			return -EIO; /* nentries > 0 but nothing listed */
+		mc_off_t v = dentry_at(s, e)->inode;
+		if (S_ISDIR(inode_at(s, v)->mode)) {
+			rc = nd_push(nd, v);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		rc = delete_checks(c, s, dir, v, false);
+		if (rc < 0)
+			return rc;
+		remove_entry(ns, dir, e, v);
+		(*budget)--;
+	}
+	return 0;
+}
+
+int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len, unsigned batch)
+{
+	bool first = true;
+	for (;;) {
+		struct nd nd;
+		unsigned budget = batch ? batch : 1024;
+		pthread_mutex_lock(&ns->lock);
+		nd_init(&nd, ns, c);
+		int rc = walk_parent(&nd, path, len);
+		if (rc == 0) {
+			switch (nd.last_type) {
+			case LAST_ROOT: rc = -EBUSY; break;
+			case LAST_DOT: rc = -EINVAL; break;
+			case LAST_DOTDOT: rc = -ENOTEMPTY; break;
+			case LAST_NORM: rc = rmtree_some(&nd, &budget); break;
+			}
+		}
+		nd_free(&nd);
+		pthread_mutex_unlock(&ns->lock);
+		if (rc == -ENOENT && !first)
+			return 0; /* someone else finished it */
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+		first = false;
+		sched_yield();
+	}
+}
+
+/* ---- commit support ------------------------------------------------------ */
+
+uint64_t ns_pending_seq(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	uint64_t seq = 0;
+	if (ns->running->nrecs > 0)
+		seq = ns->running->seq;
+	else if (ns->committing)
+		seq = ns->running->seq - 1;
+	pthread_mutex_unlock(&ns->lock);
+	return seq;
+}
+
+uint64_t ns_journal_records(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	uint64_t n = ns->running->nrecs;
+	pthread_mutex_unlock(&ns->lock);
+	return n;
+}
+
+struct journal_batch *ns_swap(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	struct journal_batch *b = NULL;
+	if (ns->running->nrecs > 0 && !ns->committing && ns->spare) {
+		b = ns->running;
+		b->next_ino = ns->next_ino;
+		ns->running = ns->spare;
+		ns->spare = NULL;
+		journal_batch_reset(ns->running, b->seq + 1);
+		ns->committing = true;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return b;
+}
+
+void ns_publish(struct ns *ns, struct journal_batch *b)
+{
+	struct shm *s = ns->shm;
+	unsigned p = (unsigned)(b->seq & 1);
+	pthread_mutex_lock(&ns->lock);
+	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
+	struct offvec *dv = &ns->dirty_d[p];
+	for (size_t k = 0; k < dv->n; k++) {
+		struct mc_dentry *e = dentry_at(s, dv->v[k]);
+		if (!(e->flags & MC_D_LIVE) || !(e->flags & dbit))
+			continue;
+		e->flags &= (uint16_t)~dbit;
+		if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
+			continue;
+		s->d_dirty--;
+		/* A clean negative entry in a complete directory says nothing
+		 * the directory does not; over the cap, it goes too. */
+		if (!(e->flags & MC_D_POSITIVE) &&
+		    (dcache_complete(s, e->parent) || s->d_negative > ns->neg_max))
+			dcache_del(s, dv->v[k]);
+	}
+	dv->n = 0;
+	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
+	struct offvec *iv = &ns->dirty_i[p];
+	for (size_t k = 0; k < iv->n; k++) {
+		struct mc_inode *i = inode_at(s, iv->v[k]);
+		if (!(i->flags & MC_I_LIVE) || !(i->flags & ibit))
+			continue;
+		i->flags &= (uint16_t)~ibit;
+		if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
+			s->i_dirty--;
+	}
+	iv->n = 0;
+	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
+	ns->spare = b;
+	ns->committing = false;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+void ns_get_counts(struct ns *ns, struct ns_counts *out)
+{
+	struct shm *s = ns->shm;
+	pthread_mutex_lock(&ns->lock);
+	out->positive = s->d_positive;
+	out->negative = s->d_negative;
+	out->dentries_dirty = s->d_dirty;
+	out->dirs_complete = s->dirs_complete;
+	out->inodes = s->slab[SLAB_INODE].live;
+	out->inodes_dirty = s->i_dirty;
+	out->prunes = s->prunes;
+	out->pruned = s->pruned;
+	out->shm_used = shm_bytes_used(s);
+	out->shm_total = s->size;
+	out->alloc_failures = s->alloc_failures;
+	out->journal_records = ns->running->nrecs;
+	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
+	pthread_mutex_unlock(&ns->lock);
+}

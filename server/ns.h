@@ -1,0 +1,112 @@
+/* ns.h - the namespace: POSIX operations on the cached tree, as Linux does
+ * them on tmpfs (errno values and their order included), with every change
+ * journaled for the committer.
+ *
+ * Paths are absolute byte strings of at most 4096 bytes with no NUL; a
+ * relative path is refused with -EINVAL (there is no working directory).
+ * Every function takes the namespace lock itself, returns 0 or a negative
+ * errno, leaves the namespace unchanged on failure and sets out-parameters
+ * only on success. -ENOSPC: the shared-memory segment is full; -EIO: the
+ * store failed or disagrees with itself.
+ */
+#ifndef MC_NS_H
+#define MC_NS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "journal.h"
+
+struct ns;
+struct shm;
+struct store;
+struct cred;
+
+struct ns_opts {
+	uint64_t neg_max;          /* cached negative dentries at most; 0: 1/8 of the dentry capacity */
+};
+
+/* Bring up the namespace over an empty segment and an open store: the
+ * inode counter and batch numbers continue from the store's meta, the root
+ * inode is cached and published in the segment header. */
+int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns **out);
+void ns_free(struct ns *ns);
+
+/* Attributes are returned as persistent inode records (ns times). */
+typedef struct mc_inode_rec ns_attr;
+
+int ns_stat(struct ns *ns, const struct cred *c, const char *path, size_t len, bool follow,
+            ns_attr *out);
+int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
+             ns_attr *out);
+int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len);
+int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len);
+/* open(2) semantics for O_CREAT, O_EXCL, O_TRUNC, O_DIRECTORY, O_NOFOLLOW and
+ * the access mode. With `hold`, the inode stays cached (and usable through
+ * its number) until ns_release(), even after its last link is gone. */
+int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, int flags,
+            uint32_t mode, bool hold, ns_attr *out);
+/* Drop a hold taken by ns_open(). */
+void ns_release(struct ns *ns, uint64_t ino);
+int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+              const char *to, size_t tlen);
+int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+            const char *to, size_t tlen);
+int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t target_len,
+               const char *path, size_t len);
+/* Copies the target into buf (MC_SYMLINK_MAX bytes) and sets *out_len. */
+int ns_readlink(struct ns *ns, const struct cred *c, const char *path, size_t len, char *buf,
+                size_t *out_len);
+int ns_chmod(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode);
+/* (uint32_t)-1 leaves a field as it is. */
+int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
+             uint32_t gid);
+/* times[0] atime, times[1] mtime; tv_nsec may be UTIME_NOW or UTIME_OMIT. */
+int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
+               const struct timespec times[2]);
+int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size);
+
+/* Operations on a held inode (an open handle). -ENOENT if not cached. */
+int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out);
+/* writable: the handle was opened for writing (else -EINVAL, as ftruncate). */
+int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size);
+
+/* List a held directory: entries with cookie > cookie, at most max of them,
+ * in cookie order. fn returns 0 to go on. *next is the cookie to pass next
+ * time, *eof whether the listing reached the end. A removed directory lists
+ * as empty. */
+typedef int (*ns_dirent_fn)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype);
+int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
+               ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof);
+
+/* Remove path and everything below it (rm -rf), dropping the lock every
+ * batch entries so other clients are served. The caller needs the same
+ * permissions as for unlink/rmdir of each entry, and read and search
+ * permission on each directory. */
+int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len, unsigned batch);
+
+/* The batch that must become durable for everything acknowledged so far to
+ * be durable; 0 when it already is. */
+uint64_t ns_pending_seq(struct ns *ns);
+
+/* Committer side. ns_swap hands out the running batch when it holds records
+ * (NULL otherwise) and starts an empty one: the only step that excludes
+ * writers, O(1). ns_publish, after the store committed b, marks what b
+ * dirtied clean, advances committed_seq in the segment header and takes b
+ * back for reuse. */
+struct journal_batch *ns_swap(struct ns *ns);
+void ns_publish(struct ns *ns, struct journal_batch *b);
+/* Records in the running batch. */
+uint64_t ns_journal_records(struct ns *ns);
+
+struct ns_counts {
+	uint64_t positive, negative, dentries_dirty, dirs_complete;
+	uint64_t inodes, inodes_dirty, prunes, pruned;
+	uint64_t shm_used, shm_total, alloc_failures;
+	uint64_t journal_records, committed_seq;
+};
+void ns_get_counts(struct ns *ns, struct ns_counts *out);
+
+#endif

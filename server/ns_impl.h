@@ -1,0 +1,96 @@
+/* ns_impl.h - what the namespace's modules (ns.c, walk.c, rmtree in ns.c)
+ * share: the namespace state, the path-walk state and their helpers. Not
+ * for use outside the namespace. */
+#ifndef MC_NS_IMPL_H
+#define MC_NS_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dcache.h"
+#include "inode.h"
+#include "journal.h"
+#include "ns.h"
+#include "ops.h"
+#include "shm.h"
+#include "store.h"
+
+#define NS_MAX_SYMLINKS 40
+
+/* Growable array of slot offsets dirtied by one batch. */
+struct offvec {
+	mc_off_t *v;
+	size_t n, cap;
+};
+
+/* Inodes held open: ino -> count (open addressing, linear probing). */
+struct holdmap {
+	uint64_t *keys;        /* 0: empty */
+	uint32_t *counts;
+	size_t cap, n;
+};
+
+struct ns {
+	pthread_mutex_t lock;
+	struct shm *shm;
+	struct store *store;
+	uint64_t next_ino;
+	uint64_t neg_max;
+	struct journal_batch *running;   /* batch receiving records */
+	struct journal_batch *spare;     /* empty batch ready for the next swap */
+	bool committing;                 /* a swapped batch is not yet published */
+	struct offvec dirty_d[2];        /* dentries dirtied by batches of even/odd seq */
+	struct offvec dirty_i[2];
+	struct holdmap holds;
+};
+
+/* Path-walk state (the kernel's nameidata). stack[0] is the root;
+ * stack[depth - 1] the directory the walk stands in. */
+enum last_type { LAST_NORM, LAST_ROOT, LAST_DOT, LAST_DOTDOT };
+
+struct nd {
+	struct ns *ns;
+	const struct cred *cred;
+	mc_off_t *stack;
+	unsigned depth, cap;
+	unsigned nlinks;
+	const char *last;
+	size_t lastlen;
+	enum last_type last_type;
+	bool slash;                      /* the last component had trailing slashes */
+};
+
+/* Permission masks. */
+#define MAY_EXEC  1
+#define MAY_WRITE 2
+#define MAY_READ  4
+
+/* walk.c */
+void nd_init(struct nd *nd, struct ns *ns, const struct cred *c);
+void nd_free(struct nd *nd);
+static inline mc_off_t nd_top(const struct nd *nd) { return nd->stack[nd->depth - 1]; }
+int nd_push(struct nd *nd, mc_off_t dir);
+/* Walk all of path but its last component (following symlinks on the way),
+ * leaving the last component in nd->last*. */
+int walk_parent(struct nd *nd, const char *path, size_t len);
+/* Resolve nd->last* (after walk_parent) to an inode; follow a final symlink
+ * when follow (or a trailing slash) says so. A directory result is pushed. */
+int walk_last(struct nd *nd, bool follow, mc_off_t *res);
+/* walk_parent + walk_last. */
+int walk_path(struct nd *nd, const char *path, size_t len, bool follow, mc_off_t *res);
+/* Look name up in dir: the cache, else the store (and cache the answer).
+ * *d is the dentry (0 when none is cached), *ino its inode slot (0: absent). */
+int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_t *d,
+              mc_off_t *ino);
+/* The cached slot of inode number ino, loaded from the store if needed. */
+int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out);
+/* Make dir complete: every child it has in the store is cached. */
+int ns_load_dir(struct ns *ns, mc_off_t dir);
+
+int permission(const struct cred *c, const struct mc_inode *i, int mask);
+bool in_group(const struct cred *c, uint32_t gid);
+/* The sticky-directory rule: may c remove victim from dir? */
+bool sticky_denies(const struct cred *c, const struct mc_inode *dir, const struct mc_inode *victim);
+
+#endif

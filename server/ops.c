@@ -1,0 +1,424 @@
+/* ops.c - runs protobuf Ops for a client session: argument checks, the
+ * namespace call, and the Result; plus the session's open handles.
+ *
+ * Handles: a session keeps a table of the inodes it opened (mc_open), each
+ * holding its inode in the cache (ns_open(hold)) until closed or until the
+ * session ends. A handle id is its table index plus one.
+ */
+#include "ops.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commit.h"
+#include "mc_shm.h"
+#include "mcd.h"
+#include "ns.h"
+
+struct handle {
+	uint64_t ino;                /* 0: free slot */
+	bool writable;
+	bool dir;
+};
+
+struct session {
+	struct mcd *m;
+	struct cred cred;
+	struct handle *h;
+	size_t nh, caph;
+};
+
+#define SESSION_MAX_HANDLES 65536
+#define READDIR_DEFAULT 512u
+#define READDIR_MAX 8192u
+
+struct session *session_new(struct mcd *m, const struct cred *cred)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->m = m;
+	s->cred = *cred;
+	if (s->cred.ngroups > SESSION_MAX_GROUPS)
+		s->cred.ngroups = SESSION_MAX_GROUPS;
+	return s;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nh; i++)
+		if (s->h[i].ino)
+			ns_release(s->m->ns, s->h[i].ino);
+	free(s->h);
+	free(s);
+}
+
+static int handle_new(struct session *s, uint64_t ino, bool writable, bool dir, uint64_t *out)
+{
+	size_t i;
+	for (i = 0; i < s->nh; i++)
+		if (!s->h[i].ino)
+			break;
+	if (i == s->nh) {
+		if (s->nh == SESSION_MAX_HANDLES)
+			return -EMFILE;
+		if (s->nh == s->caph) {
+			size_t cap = s->caph ? s->caph * 2 : 16;
+			struct handle *h = realloc(s->h, cap * sizeof(*h));
+			if (!h)
+				return -ENOMEM;
+			s->h = h;
+			s->caph = cap;
+		}
+		s->nh++;
+	}
+	s->h[i] = (struct handle){ ino, writable, dir };
+	*out = i + 1;
+	return 0;
+}
+
+static struct handle *handle_get(struct session *s, uint64_t id)
+{
+	if (id == 0 || id > s->nh || !s->h[id - 1].ino)
+		return NULL;
+	return &s->h[id - 1];
+}
+
+/* A path argument: absolute or not is the namespace's business; here only
+ * what a C string could not carry and what is too long. */
+static int check_path(const ProtobufCBinaryData *p)
+{
+	if (p->len == 0)
+		return -ENOENT;
+	if (p->len >= MC_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (memchr(p->data, 0, p->len))
+		return -EINVAL;
+	return 0;
+}
+
+static void fill_attr(struct op_out *out, const ns_attr *a)
+{
+	Mcache__Attr *t = &out->attr;
+	mcache__attr__init(t);
+	t->ino = a->ino;
+	t->mode = a->mode;
+	t->nlink = a->nlink;
+	t->uid = a->uid;
+	t->gid = a->gid;
+	t->size = S_ISDIR(a->mode) ? 40 + 20 * a->size : a->size;
+	const int64_t *ns[3] = { &a->atime_ns, &a->mtime_ns, &a->ctime_ns };
+	int64_t sec[3];
+	uint32_t nsec[3];
+	for (int k = 0; k < 3; k++) {
+		int64_t v = *ns[k];
+		sec[k] = v / 1000000000;
+		int64_t r = v % 1000000000;
+		if (r < 0) {
+			r += 1000000000;
+			sec[k]--;
+		}
+		nsec[k] = (uint32_t)r;
+	}
+	t->atime_sec = sec[0];
+	t->atime_nsec = nsec[0];
+	t->mtime_sec = sec[1];
+	t->mtime_nsec = nsec[1];
+	t->ctime_sec = sec[2];
+	t->ctime_nsec = nsec[2];
+	out->res.attr = t;
+}
+
+struct dirbuf {
+	struct op_out *out;
+	size_t n, cap;
+	size_t nlen, ncap;
+	size_t *name_off;
+};
+
+static int dirbuf_add(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	struct dirbuf *b = arg;
+	struct op_out *o = b->out;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		Mcache__Dirent *e = realloc(o->ents, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		o->ents = e;
+		size_t *no = realloc(b->name_off, cap * sizeof(*no));
+		if (!no)
+			return -ENOMEM;
+		b->name_off = no;
+		b->cap = cap;
+	}
+	if (b->nlen + len > b->ncap) {
+		size_t cap = b->ncap ? b->ncap * 2 : 4096;
+		while (cap < b->nlen + len)
+			cap *= 2;
+		char *n = realloc(o->names, cap);
+		if (!n)
+			return -ENOMEM;
+		o->names = n;
+		b->ncap = cap;
+	}
+	memcpy(o->names + b->nlen, name, len);
+	Mcache__Dirent *e = &o->ents[b->n];
+	mcache__dirent__init(e);
+	e->ino = ino;
+	e->type = dtype;
+	e->name.len = len;
+	b->name_off[b->n] = b->nlen;
+	b->nlen += len;
+	b->n++;
+	return 0;
+}
+
+static int op_readdir(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	struct handle *h = handle_get(s, op->handle);
+	if (!h)
+		return -EBADF;
+	if (!h->dir)
+		return -ENOTDIR;
+	unsigned max = op->count ? op->count : READDIR_DEFAULT;
+	if (max > READDIR_MAX)
+		max = READDIR_MAX;
+	struct dirbuf b = { .out = out };
+	uint64_t next;
+	bool eof;
+	int rc = ns_readdir(s->m->ns, &s->cred, h->ino, op->cookie, max, dirbuf_add, &b, &next,
+	                    &eof);
+	if (rc == 0 && b.n) {
+		out->entp = malloc(b.n * sizeof(*out->entp));
+		if (!out->entp)
+			rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		for (size_t i = 0; i < b.n; i++) {
+			out->ents[i].name.data = (uint8_t *)out->names + b.name_off[i];
+			out->entp[i] = &out->ents[i];
+		}
+		out->res.n_entries = b.n;
+		out->res.entries = out->entp;
+		out->res.cookie = next;
+		out->res.eof = eof;
+	}
+	free(b.name_off);
+	return rc;
+}
+
+static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	int flags = (int)op->flags;
+	ns_attr a;
+	int rc = ns_open(s->m->ns, &s->cred, (const char *)op->path.data, op->path.len, flags,
+	                 op->mode, true, &a);
+	if (rc < 0)
+		return rc;
+	uint64_t id;
+	rc = handle_new(s, a.ino, (flags & O_ACCMODE) != O_RDONLY, S_ISDIR(a.mode), &id);
+	if (rc < 0) {
+		ns_release(s->m->ns, a.ino);
+		return rc;
+	}
+	out->res.handle = id;
+	fill_attr(out, &a);
+	return 0;
+}
+
+static int op_stats(struct session *s, struct op_out *out)
+{
+	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
+	struct evbuffer *eb = evbuffer_new();
+	int rc = -ENOMEM;
+	if (!snap || !eb)
+		goto done;
+	mcd_fill_stats(s->m, snap);
+	rc = stats_render_json(snap, eb);
+	if (rc < 0)
+		goto done;
+	size_t len = evbuffer_get_length(eb);
+	out->data = malloc(len ? len : 1);
+	if (!out->data) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	evbuffer_remove(eb, out->data, len);
+	out->res.data.data = out->data;
+	out->res.data.len = len;
+	rc = 0;
+done:
+	if (eb)
+		evbuffer_free(eb);
+	free(snap);
+	return rc;
+}
+
+static bool is_mutation(Mcache__OpCode code)
+{
+	switch (code) {
+	case MCACHE__OP_CODE__OP_MKDIR:
+	case MCACHE__OP_CODE__OP_RMDIR:
+	case MCACHE__OP_CODE__OP_OPEN:
+	case MCACHE__OP_CODE__OP_UNLINK:
+	case MCACHE__OP_CODE__OP_RENAME:
+	case MCACHE__OP_CODE__OP_LINK:
+	case MCACHE__OP_CODE__OP_SYMLINK:
+	case MCACHE__OP_CODE__OP_CHMOD:
+	case MCACHE__OP_CODE__OP_CHOWN:
+	case MCACHE__OP_CODE__OP_UTIMENS:
+	case MCACHE__OP_CODE__OP_TRUNCATE:
+	case MCACHE__OP_CODE__OP_FTRUNCATE:
+	case MCACHE__OP_CODE__OP_RMTREE:
+	case MCACHE__OP_CODE__OP_CREATE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	struct ns *ns = s->m->ns;
+	const struct cred *c = &s->cred;
+	const char *p = (const char *)op->path.data;
+	size_t plen = op->path.len;
+	const char *p2 = (const char *)op->path2.data;
+	size_t p2len = op->path2.len;
+	ns_attr a;
+	int rc;
+
+	switch (op->code) {
+	case MCACHE__OP_CODE__OP_FSTAT:
+	case MCACHE__OP_CODE__OP_FTRUNCATE:
+	case MCACHE__OP_CODE__OP_CLOSE:
+	case MCACHE__OP_CODE__OP_READDIR:
+	case MCACHE__OP_CODE__OP_FSYNC:
+	case MCACHE__OP_CODE__OP_SYNC:
+	case MCACHE__OP_CODE__OP_STATS:
+		break;
+	case MCACHE__OP_CODE__OP_SYMLINK:
+	case MCACHE__OP_CODE__OP_RENAME:
+	case MCACHE__OP_CODE__OP_LINK:
+		if ((rc = check_path(&op->path2)) < 0)
+			return rc;
+		/* fall through */
+	default:
+		if ((rc = check_path(&op->path)) < 0)
+			return rc;
+	}
+
+	switch (op->code) {
+	case MCACHE__OP_CODE__OP_LOOKUP:
+	case MCACHE__OP_CODE__OP_STAT:
+	case MCACHE__OP_CODE__OP_LSTAT:
+		rc = ns_stat(ns, c, p, plen, op->code != MCACHE__OP_CODE__OP_LSTAT, &a);
+		if (rc == 0)
+			fill_attr(out, &a);
+		return rc;
+	case MCACHE__OP_CODE__OP_FSTAT: {
+		struct handle *h = handle_get(s, op->handle);
+		if (!h)
+			return -EBADF;
+		rc = ns_stat_ino(ns, h->ino, &a);
+		if (rc == 0)
+			fill_attr(out, &a);
+		return rc;
+	}
+	case MCACHE__OP_CODE__OP_MKDIR:
+		return ns_mkdir(ns, c, p, plen, op->mode, NULL);
+	case MCACHE__OP_CODE__OP_RMDIR:
+		return ns_rmdir(ns, c, p, plen);
+	case MCACHE__OP_CODE__OP_CREATE:
+		return ns_open(ns, c, p, plen, O_CREAT | O_EXCL | O_WRONLY, op->mode, false, NULL);
+	case MCACHE__OP_CODE__OP_OPEN:
+		return op_open(s, op, out);
+	case MCACHE__OP_CODE__OP_CLOSE: {
+		struct handle *h = handle_get(s, op->handle);
+		if (!h)
+			return -EBADF;
+		uint64_t ino = h->ino;
+		h->ino = 0;
+		ns_release(ns, ino);
+		return 0;
+	}
+	case MCACHE__OP_CODE__OP_UNLINK:
+		return ns_unlink(ns, c, p, plen);
+	case MCACHE__OP_CODE__OP_RENAME:
+		return ns_rename(ns, c, p, plen, p2, p2len);
+	case MCACHE__OP_CODE__OP_LINK:
+		return ns_link(ns, c, p, plen, p2, p2len);
+	case MCACHE__OP_CODE__OP_SYMLINK:
+		return ns_symlink(ns, c, p2, p2len, p, plen);
+	case MCACHE__OP_CODE__OP_READLINK: {
+		out->data = malloc(MC_SYMLINK_MAX);
+		if (!out->data)
+			return -ENOMEM;
+		size_t n;
+		rc = ns_readlink(ns, c, p, plen, (char *)out->data, &n);
+		if (rc == 0) {
+			out->res.data.data = out->data;
+			out->res.data.len = n;
+		}
+		return rc;
+	}
+	case MCACHE__OP_CODE__OP_CHMOD:
+		return ns_chmod(ns, c, p, plen, op->mode);
+	case MCACHE__OP_CODE__OP_CHOWN:
+		return ns_chown(ns, c, p, plen, op->uid, op->gid);
+	case MCACHE__OP_CODE__OP_UTIMENS: {
+		struct timespec t[2] = { { (time_t)op->atime_sec, (long)op->atime_nsec },
+		                         { (time_t)op->mtime_sec, (long)op->mtime_nsec } };
+		return ns_utimens(ns, c, p, plen, t);
+	}
+	case MCACHE__OP_CODE__OP_TRUNCATE:
+		return ns_truncate(ns, c, p, plen, (int64_t)op->size);
+	case MCACHE__OP_CODE__OP_FTRUNCATE: {
+		struct handle *h = handle_get(s, op->handle);
+		if (!h)
+			return -EBADF;
+		return ns_truncate_ino(ns, h->ino, h->writable, (int64_t)op->size);
+	}
+	case MCACHE__OP_CODE__OP_READDIR:
+		return op_readdir(s, op, out);
+	case MCACHE__OP_CODE__OP_FSYNC:
+		if (!handle_get(s, op->handle))
+			return -EBADF;
+		/* fall through */
+	case MCACHE__OP_CODE__OP_SYNC:
+		out->wait_seq = ns_pending_seq(ns);
+		return 0;
+	case MCACHE__OP_CODE__OP_RMTREE:
+		return ns_rmtree(ns, c, p, plen, 1024);
+	case MCACHE__OP_CODE__OP_STATS:
+		return op_stats(s, out);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	mcache__result__init(&out->res);
+	int rc = run(s, op, out);
+	out->res.err = rc < 0 ? -rc : 0;
+	if (rc == 0 && s->m->cfg->sync && is_mutation(op->code))
+		out->wait_seq = ns_pending_seq(s->m->ns);
+}
+
+void op_out_release(struct op_out *out)
+{
+	free(out->ents);
+	free(out->entp);
+	free(out->names);
+	free(out->data);
+	memset(out, 0, sizeof(*out));
+}

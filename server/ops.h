@@ -1,0 +1,52 @@
+/* ops.h - executes RPC operations for one client session: translates a
+ * protobuf Op into namespace calls and the outcome into a Result.
+ *
+ * A session is one connection's view: the peer's credentials and its open
+ * handles (mc_open descriptors). Sessions are used by one thread at a time.
+ */
+#ifndef MC_OPS_H
+#define MC_OPS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mcache.pb-c.h"
+
+struct mcd;
+struct session;
+
+#define SESSION_MAX_GROUPS 64
+
+struct cred {
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[SESSION_MAX_GROUPS];
+};
+
+/* New session for a peer with these credentials. NULL on ENOMEM. */
+struct session *session_new(struct mcd *m, const struct cred *cred);
+/* Release the session's open handles (unlinked files whose last handle this
+ * was are freed) and free it. */
+void session_free(struct session *s);
+
+/* Result of one op. `res` is what goes on the wire; the other members own
+ * the memory it points to. */
+struct op_out {
+	Mcache__Result res;
+	Mcache__Attr attr;
+	Mcache__Dirent *ents;
+	Mcache__Dirent **entp;
+	char *names;                 /* dirent names, packed */
+	uint8_t *data;
+	/* Nonzero: the reply must wait until this journal batch is durable
+	 * (mc_sync, mc_fsync, or any mutation under --sync). */
+	uint64_t wait_seq;
+};
+
+/* Run op for session s. Never fails as a whole: errors go to out->res.err.
+ * Call op_out_release() after the reply is packed. */
+void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out);
+void op_out_release(struct op_out *out);
+
+#endif

@@ -1,0 +1,233 @@
+/* shm.c - the shared-memory segment: a memfd carved into 64 KiB pages, each
+ * page given for good to one slot type (type-stable memory).
+ *
+ * Invariants:
+ *  1. page_types[p] changes only from MC_PT_FREE to a slot type, before any
+ *     slot of page p is reachable.
+ *  2. A slot's first word is its seq (dentry, inode, dirx); it is never reset,
+ *     so a reader holding a stale offset always sees a different value.
+ *     Free slots are linked through their second word. Blobs have no seq:
+ *     they are covered by their owner's.
+ *  3. Clients map the segment read-only; the memfd is sealed against
+ *     shrinking and growing so a client can never fault on a truncated map.
+ */
+#include "shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static const uint32_t fixed_sizes[] = {
+	[SLAB_DENTRY] = sizeof(struct mc_dentry),
+	[SLAB_INODE] = sizeof(struct mc_inode),
+	[SLAB_DIRX] = sizeof(struct mc_dirx),
+};
+static const uint8_t fixed_types[] = {
+	[SLAB_DENTRY] = MC_PT_DENTRY,
+	[SLAB_INODE] = MC_PT_INODE,
+	[SLAB_DIRX] = MC_PT_DIRX,
+};
+
+static uint32_t pow2_floor(uint64_t v)
+{
+	uint32_t p = 1;
+	while ((uint64_t)p * 2 <= v && p < (1u << 30))
+		p *= 2;
+	return p;
+}
+
+int shm_create(uint64_t size, struct shm **out)
+{
+	size &= ~(uint64_t)(MC_PAGE_SIZE - 1);
+	if (size < (1u << 20) || size > MC_SHM_MAX_SIZE)
+		return -EINVAL;
+
+	struct shm *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	int err;
+	s->fd = memfd_create("mcache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (ftruncate(s->fd, (off_t)size) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	if (s->base == MAP_FAILED) {
+		s->base = NULL;
+		err = -errno;
+		goto fail;
+	}
+	s->size = size;
+
+	/* Metadata: header, page table, dentry buckets, inode buckets. One
+	 * bucket per 256 bytes of segment for each table. */
+	uint32_t npages = (uint32_t)(size >> MC_PAGE_SHIFT);
+	uint32_t nd = pow2_floor(size / 256);
+	uint32_t ni = nd;
+	uint64_t off = 256;
+	uint64_t pt_off = off;
+	off += npages;
+	off = (off + 63) & ~63ull;
+	uint64_t db_off = off;
+	off += (uint64_t)nd * sizeof(struct mc_bucket);
+	uint64_t ib_off = off;
+	off += (uint64_t)ni * sizeof(struct mc_bucket);
+	uint64_t meta_pages = (off + MC_PAGE_SIZE - 1) >> MC_PAGE_SHIFT;
+	if (meta_pages + 8 > npages) {
+		err = -EINVAL;
+		goto fail;
+	}
+
+	struct mc_shm_header *h = s->base;
+	h->magic = MC_SHM_MAGIC;
+	h->version = MC_SHM_VERSION;
+	h->size = size;
+	h->npages = npages;
+	h->page_types_off = (uint32_t)pt_off;
+	h->dbuckets_off = (uint32_t)db_off;
+	h->dbucket_mask = nd - 1;
+	h->ibuckets_off = (uint32_t)ib_off;
+	h->ibucket_mask = ni - 1;
+	if (getrandom(&h->hash_seed, sizeof(h->hash_seed), 0) != sizeof(h->hash_seed))
+		h->hash_seed = 0x6d6361636865ull ^ (uint64_t)getpid();
+	h->server_pid = (uint32_t)getpid();
+
+	s->hdr = h;
+	s->page_types = (uint8_t *)s->base + pt_off;
+	s->dbuckets = (struct mc_bucket *)((char *)s->base + db_off);
+	s->ibuckets = (struct mc_bucket *)((char *)s->base + ib_off);
+	for (uint32_t p = 0; p < meta_pages; p++)
+		s->page_types[p] = MC_PT_META;
+	s->next_page = (uint32_t)meta_pages;
+	s->meta_bytes = meta_pages << MC_PAGE_SHIFT;
+
+	for (unsigned i = 0; i < SLAB_COUNT; i++) {
+		if (i < SLAB_BLOB0) {
+			s->slab[i].slot_size = fixed_sizes[i];
+			s->slab[i].page_type = fixed_types[i];
+		} else {
+			s->slab[i].slot_size = (uint32_t)mc_blob_size(i - SLAB_BLOB0);
+			s->slab[i].page_type = (uint8_t)(MC_PT_BLOB32 + (i - SLAB_BLOB0));
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	shm_destroy(s);
+	return err;
+}
+
+void shm_destroy(struct shm *s)
+{
+	if (!s)
+		return;
+	if (s->base)
+		munmap(s->base, s->size);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+/* The word that links a free slot: the second for seq-carrying slots. */
+static mc_off_t *free_link(struct shm *s, enum shm_slab slab, mc_off_t off)
+{
+	uint32_t *w = shm_at(s, off);
+	return slab < SLAB_BLOB0 ? &w[1] : &w[0];
+}
+
+static int grow_slab(struct shm *s, enum shm_slab slab)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	if (s->next_page >= s->hdr->npages)
+		return -ENOSPC;
+	uint32_t p = s->next_page++;
+	uint64_t base = (uint64_t)p << MC_PAGE_SHIFT;
+	uint32_t n = MC_PAGE_SIZE / st->slot_size;
+	/* Push in reverse so slots are handed out in address order. */
+	for (uint32_t i = n; i-- > 0;) {
+		mc_off_t off = (mc_off_t)((base + (uint64_t)i * st->slot_size) >> MC_OFF_SHIFT);
+		*free_link(s, slab, off) = st->free_head;
+		st->free_head = off;
+	}
+	s->page_types[p] = st->page_type;
+	st->pages++;
+	return 0;
+}
+
+mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	if (!st->free_head && grow_slab(s, slab) < 0) {
+		s->alloc_failures++;
+		return 0;
+	}
+	mc_off_t off = st->free_head;
+	st->free_head = *free_link(s, slab, off);
+	char *p = shm_at(s, off);
+	if (slab < SLAB_BLOB0) {
+		/* Keep the seq word; zero the rest. Readers cannot reach the slot
+		 * until it is linked, and the seq already moved when it was freed. */
+		memset(p + sizeof(uint32_t), 0, st->slot_size - sizeof(uint32_t));
+	} else {
+		memset(p, 0, st->slot_size);
+	}
+	st->live++;
+	return off;
+}
+
+void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	if (slab < SLAB_BLOB0) {
+		_Atomic uint32_t *seq = shm_at(s, off);
+		shm_write_begin(seq);
+		shm_write_end(seq);
+	}
+	*free_link(s, slab, off) = st->free_head;
+	st->free_head = off;
+	st->live--;
+}
+
+static enum shm_slab blob_slab(size_t len)
+{
+	unsigned cls = 0;
+	while (mc_blob_size(cls) < len)
+		cls++;
+	return (enum shm_slab)(SLAB_BLOB0 + cls);
+}
+
+mc_off_t shm_blob_new(struct shm *s, const void *data, size_t len)
+{
+	if (len == 0 || len > mc_blob_size(MC_BLOB_CLASSES - 1))
+		return 0;
+	mc_off_t off = shm_alloc(s, blob_slab(len));
+	if (off)
+		memcpy(shm_at(s, off), data, len);
+	return off;
+}
+
+void shm_blob_free(struct shm *s, mc_off_t off, size_t len)
+{
+	if (off)
+		shm_free(s, blob_slab(len), off);
+}
+
+uint64_t shm_bytes_used(const struct shm *s)
+{
+	uint64_t b = s->meta_bytes;
+	for (unsigned i = 0; i < SLAB_COUNT; i++)
+		b += s->slab[i].live * s->slab[i].slot_size;
+	return b;
+}

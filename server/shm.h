@@ -1,0 +1,88 @@
+/* shm.h - the shared-memory segment on the server side: creation, the page
+ * allocator and the type-stable slot slabs (layout in proto/mc_shm.h).
+ *
+ * All allocation and freeing happens under the namespace lock; the segment
+ * is mapped read-write here and read-only by clients.
+ */
+#ifndef MC_SHM_SERVER_H
+#define MC_SHM_SERVER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc_shm.h"
+
+/* Slab indices: the fixed types, then the blob classes. */
+enum shm_slab {
+	SLAB_DENTRY = 0,
+	SLAB_INODE = 1,
+	SLAB_DIRX = 2,
+	SLAB_BLOB0 = 3,
+	SLAB_COUNT = SLAB_BLOB0 + MC_BLOB_CLASSES,
+};
+
+struct shm_slab_state {
+	mc_off_t free_head;       /* free slots, linked through their second word */
+	uint32_t slot_size;
+	uint8_t page_type;
+	uint64_t live;            /* slots in use */
+	uint64_t pages;
+};
+
+struct shm {
+	int fd;                   /* memfd, passed to clients */
+	void *base;
+	uint64_t size;
+	struct mc_shm_header *hdr;
+	uint8_t *page_types;
+	struct mc_bucket *dbuckets;
+	struct mc_bucket *ibuckets;
+	uint32_t next_page;       /* first page never handed out */
+	uint64_t meta_bytes;      /* header, page table and buckets */
+	struct shm_slab_state slab[SLAB_COUNT];
+	uint64_t alloc_failures;
+	/* Cache figures kept by dcache.c (under the namespace lock). */
+	uint64_t d_positive, d_negative, d_dirty, dirs_complete, i_dirty;
+	uint64_t prunes, pruned;
+};
+
+/* Create a sealed memfd segment of size bytes (rounded down to pages; at
+ * least 1 MiB, at most MC_SHM_MAX_SIZE) with an empty hash table.
+ * -EINVAL (size), -ENOMEM, or the errno of memfd_create/ftruncate/mmap. */
+int shm_create(uint64_t size, struct shm **out);
+void shm_destroy(struct shm *s);
+
+/* A zeroed slot of slab `slab` (its seq word keeps counting across reuse and
+ * is left even), or 0 when the segment is full (counted in alloc_failures). */
+mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
+/* Return a slot; bumps its seq so stale readers notice. */
+void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);
+
+/* Blobs: len bytes (1..4096) copied in; 0 when full. */
+mc_off_t shm_blob_new(struct shm *s, const void *data, size_t len);
+void shm_blob_free(struct shm *s, mc_off_t off, size_t len);
+
+/* Bytes in live slots plus the metadata area. */
+uint64_t shm_bytes_used(const struct shm *s);
+
+static inline void *shm_at(const struct shm *s, mc_off_t off)
+{
+	return mc_shm_at(s->base, off);
+}
+
+/* Seqlock writer side, used around every change of a slot or bucket. */
+static inline void shm_write_begin(_Atomic uint32_t *seq)
+{
+	uint32_t v = atomic_load_explicit(seq, memory_order_relaxed);
+	atomic_store_explicit(seq, v + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static inline void shm_write_end(_Atomic uint32_t *seq)
+{
+	uint32_t v = atomic_load_explicit(seq, memory_order_relaxed);
+	atomic_store_explicit(seq, v + 1, memory_order_release);
+}
+
+#endif

@@ -1,0 +1,98 @@
+/* stats.h - counters, latency histograms and the snapshot that /stats,
+ * /metrics and `mcachectl stats` render.
+ *
+ * Hot-path counters are per thread (one writer, relaxed atomics) and are
+ * merged when a snapshot is taken, so recording costs no shared cache line.
+ */
+#ifndef MC_STATS_H
+#define MC_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+/* Log-linear histogram of non-negative values (microseconds, or counts):
+ * values below 16 exact, then 8 sub-buckets per power of two; relative error
+ * under 12.5%. One writer, any number of readers. */
+#define HIST_BUCKETS 496
+struct hist {
+	_Atomic uint64_t b[HIST_BUCKETS];
+	_Atomic uint64_t count;
+	_Atomic uint64_t sum;
+	_Atomic uint64_t max;
+};
+
+void hist_add(struct hist *h, uint64_t v);
+/* dst += src (dst is private to the caller). */
+void hist_merge(struct hist *dst, const struct hist *src);
+/* The value at quantile q (0..1): an upper bound of its bucket, capped at max.
+ * 0 for an empty histogram. */
+uint64_t hist_quantile(const struct hist *h, double q);
+
+/* Operation codes as in proto/mcache.proto (OP_* values). */
+#define STATS_OPS 32
+
+/* Per RPC worker thread; summed into the snapshot. */
+struct rpc_stats {
+	_Atomic uint64_t requests;         /* frames carrying ops */
+	_Atomic uint64_t ops[STATS_OPS];
+	_Atomic uint64_t errors[STATS_OPS];/* ops answered with an errno */
+	struct hist op_us[STATS_OPS];      /* per-op service time */
+	_Atomic uint64_t bad_frames;       /* malformed or oversized frames */
+	_Atomic uint64_t connections;      /* accepted in total */
+};
+
+void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src);
+
+struct commit_stats {
+	_Atomic uint64_t count;            /* batches committed */
+	_Atomic uint64_t records;          /* journal records committed */
+	_Atomic uint64_t failures;
+	struct hist batch_records;         /* records per batch */
+	struct hist latency_us;            /* swap to publish */
+	struct hist blocked_us;            /* time writers waited on the journal swap */
+	/* Phase totals in microseconds (the seed's commit breakdown). */
+	_Atomic uint64_t swap_us, log_us, apply_us, sync_us, publish_us;
+	/* Phases of the last commit. */
+	_Atomic uint64_t last_swap_us, last_log_us, last_apply_us, last_sync_us, last_publish_us;
+	_Atomic uint64_t sync_waits;       /* mc_sync / --sync waiters served */
+};
+
+/* Everything the endpoints show, gathered at one instant. */
+struct stats_snapshot {
+	uint64_t uptime_s;
+	const char *version;
+	/* dentry cache */
+	uint64_t dentries_positive;
+	uint64_t dentries_negative;
+	uint64_t dentries_dirty;
+	uint64_t dirs_complete;
+	uint64_t inodes_cached;
+	uint64_t inodes_dirty;
+	uint64_t subtree_prunes;          /* directories whose cached children were pruned */
+	uint64_t pruned_entries;
+	/* shared memory */
+	uint64_t shm_bytes_total;
+	uint64_t shm_bytes_used;
+	uint64_t shm_alloc_failures;
+	/* commit log */
+	struct commit_stats commits;      /* a private copy */
+	uint64_t journal_records;         /* records in the running batch */
+	uint64_t committed_seq;
+	uint64_t store_map_bytes;
+	uint64_t store_used_bytes;
+	/* rpc */
+	struct rpc_stats rpc;             /* merged over workers */
+	uint64_t clients;                 /* connections open now */
+};
+
+/* Render as JSON (GET /stats) or Prometheus text format (GET /metrics).
+ * 0, or -ENOMEM. */
+int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out);
+int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *out);
+
+/* Lower-case op name for OP_* code ("mkdir", "stat"...), "unknown" if none. */
+const char *stats_op_name(unsigned code);
+
+#endif

@@ -1,0 +1,746 @@
+/* store.c - the durable namespace and commit log on one LMDB environment.
+ *
+ * NOTES ON THE DESIGN OF THE STORE
+ *  1. One store owns its directory: store_open takes flock(LOCK_EX|LOCK_NB)
+ *     on DIR/mcached.lock before LMDB touches the environment, and the lock
+ *     is held until store_close. So no other process (nor a second
+ *     store_open in this one, which LMDB's fcntl locks could not survive)
+ *     ever shares the environment, and the map never grows under us.
+ *  2. MDB_* codes never leave this file: every LMDB return value goes
+ *     through store_errno().
+ *  3. Readers run from any thread (MDB_NOTLS), each call in its own
+ *     read-only transaction, and copy what they return before it ends.
+ *  4. The map is only resized with `resize` held for writing; every
+ *     transaction (read or write) runs with `resize` held for reading, so
+ *     mdb_env_set_mapsize never runs under a live transaction.
+ *  5. store_commit is all or nothing: one write transaction carries the log
+ *     record, the table updates and meta; any failure aborts it, so a failed
+ *     commit leaves the store exactly as it was and may be retried.
+ *  6. Values are little-endian (journal encoding for inodes; meta "format"
+ *     u32, "next_ino" u64, "last_seq" u64, "uuid" 16 raw bytes); keys are
+ *     big-endian so LMDB order is numeric order.
+ *
+ *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
+ *                    └──store_close──► [closed]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mc_shm.h"
+#include "store.h"
+
+#define STORE_MAP_DEFAULT      (256ull << 20)
+#define STORE_MAP_MAX_DEFAULT  (64ull << 30)
+#define STORE_RETENTION_DEFAULT 10000u
+#define STORE_MAX_READERS      512u
+#define STORE_PAGE             4096ull
+#define STORE_DENTRY_VAL_SIZE  9u        /* u64 ino LE, u8 dtype */
+#define STORE_DENTRY_KEY_MAX   (8u + MC_NAME_MAX)
+
+struct store {
+	MDB_env *env;
+	MDB_dbi inodes, dentries, extents, log, meta;
+	int lockfd;
+	uint64_t map_size;          /* current map size; changed under resize (write) */
+	uint64_t map_size_max;
+	uint64_t log_retention;
+	pthread_rwlock_t resize;    /* readers: any txn; writer: mdb_env_set_mapsize */
+	pthread_mutex_t commit_lock; /* one store_commit at a time */
+};
+
+static int store_errno(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_KEYEXIST:
+		return -EEXIST;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return -ENOSPC;
+	case MDB_READERS_FULL:
+		return -EAGAIN;
+	case MDB_VERSION_MISMATCH:
+	case MDB_INVALID:
+	case MDB_INCOMPATIBLE:
+	case MDB_BAD_VALSIZE:
+	case MDB_BAD_DBI:
+	case MDB_BAD_RSLOT:
+		return -EINVAL;
+	case MDB_CORRUPTED:
+	case MDB_PANIC:
+	case MDB_PAGE_NOTFOUND:
+	default:
+		return rc > 0 ? -rc : -EIO;
+	}
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t round_page(uint64_t v)
+{
+	return (v + STORE_PAGE - 1) & ~(STORE_PAGE - 1);
+}
+
+/* mkdir -p with mode 0700 for every directory created. */
+static int store_mkdirs(const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 0)
+		return -EINVAL;
+	char *p = strdup(dir);
+	if (!p)
+		return -ENOMEM;
+	int err = 0;
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char c = p[i];
+		p[i] = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+			err = -errno;
+			goto out;
+		}
+		p[i] = c;
+	}
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		err = -errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = -ENOTDIR;
+out:
+	free(p);
+	return err;
+}
+
+/* ---- read transactions ------------------------------------------------ */
+
+static int store_rtxn_begin(struct store *s, MDB_txn **txn)
+{
+	pthread_rwlock_rdlock(&s->resize);
+	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
+	if (rc) {
+		pthread_rwlock_unlock(&s->resize);
+		return store_errno(rc);
+	}
+	return 0;
+}
+
+static void store_rtxn_end(struct store *s, MDB_txn *txn)
+{
+	mdb_txn_abort(txn);
+	pthread_rwlock_unlock(&s->resize);
+}
+
+/* ---- meta ------------------------------------------------------------- */
+
+static int meta_get(MDB_txn *txn, MDB_dbi dbi, const char *key, void *out, size_t len)
+{
+	MDB_val k = { strlen(key), (void *)key }, v;
+	int rc = mdb_get(txn, dbi, &k, &v);
+	if (rc)
+		return store_errno(rc);
+	if (v.mv_size != len)
+		return -EINVAL;
+	memcpy(out, v.mv_data, len);
+	return 0;
+}
+
+static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len)
+{
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+	return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
+{
+	uint8_t f[4], ni[8], ls[8];
+	struct store_meta m;
+	int err = meta_get(txn, dbi, "format", f, 4);
+	if (err == 0)
+		err = meta_get(txn, dbi, "next_ino", ni, 8);
+	if (err == 0)
+		err = meta_get(txn, dbi, "last_seq", ls, 8);
+	if (err == 0)
+		err = meta_get(txn, dbi, "uuid", m.uuid, 16);
+	if (err == -ENOENT)
+		err = -EINVAL;
+	if (err)
+		return err;
+	m.format = (uint32_t)get_le(f, 4);
+	m.next_ino = get_le(ni, 8);
+	m.last_seq = get_le(ls, 8);
+	*out = m;
+	return 0;
+}
+
+/* ---- open ------------------------------------------------------------- */
+
+static int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
+                               const char *target, size_t target_len)
+{
+	uint8_t key[8];
+	uint8_t val[JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX];
+	put_be64(key, rec->ino);
+	journal_inode_encode(rec, val);
+	if (target_len)
+		memcpy(val + JOURNAL_INODE_DISK_SIZE, target, target_len);
+	MDB_val k = { 8, key }, v = { JOURNAL_INODE_DISK_SIZE + target_len, val };
+	return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+/* Write meta and the root inode into a new environment. */
+static int store_init(struct store *s, MDB_txn *txn, const struct store_opts *o)
+{
+	uint8_t f[4], ni[8], ls[8], uuid[16];
+	size_t got = 0;
+	while (got < sizeof(uuid)) {
+		ssize_t r = getrandom(uuid + got, sizeof(uuid) - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)r;
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);   /* RFC 4122 version 4 */
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+	put_le(f, STORE_FORMAT, 4);
+	put_le(ni, 2, 8);
+	put_le(ls, 0, 8);
+
+	int64_t now = (int64_t)now_ns(CLOCK_REALTIME);
+	struct mc_inode_rec root = {
+		.ino = 1,
+		.mode = S_IFDIR | (o->root_mode & 07777),
+		.nlink = 2,
+		.uid = o->root_uid,
+		.gid = o->root_gid,
+		.size = 0,
+		.atime_ns = now, .mtime_ns = now, .ctime_ns = now,
+	};
+	int rc = meta_put(txn, s->meta, "format", f, 4);
+	if (!rc)
+		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
+	if (!rc)
+		rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+	if (!rc)
+		rc = meta_put(txn, s->meta, "uuid", uuid, 16);
+	if (!rc)
+		rc = store_put_inode_rec(txn, s->inodes, &root, NULL, 0);
+	return store_errno(rc);
+}
+
+/* Open the named databases, creating and initialising them in a new
+ * environment, and check meta in an existing one. */
+static int store_setup(struct store *s, const struct store_opts *o)
+{
+	MDB_txn *txn = NULL;
+	MDB_dbi main_dbi;
+	MDB_stat st;
+	int err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	if (rc)
+		return store_errno(rc);
+	rc = mdb_dbi_open(txn, NULL, 0, &main_dbi);
+	if (!rc)
+		rc = mdb_stat(txn, main_dbi, &st);
+	if (rc)
+		goto fail_mdb;
+
+	if (st.ms_entries == 0) {
+		unsigned fl = MDB_CREATE;
+		rc = mdb_dbi_open(txn, "inodes", fl, &s->inodes);
+		if (!rc) rc = mdb_dbi_open(txn, "dentries", fl, &s->dentries);
+		if (!rc) rc = mdb_dbi_open(txn, "extents", fl, &s->extents);
+		if (!rc) rc = mdb_dbi_open(txn, "log", fl, &s->log);
+		if (!rc) rc = mdb_dbi_open(txn, "meta", fl, &s->meta);
+		if (rc)
+			goto fail_mdb;
+		err = store_init(s, txn, o);
+		if (err)
+			goto fail;
+	} else {
+		struct store_meta m;
+		rc = mdb_dbi_open(txn, "meta", 0, &s->meta);
+		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (rc)
+			goto fail_mdb;
+		err = store_read_meta(txn, s->meta, &m);
+		if (err)
+			goto fail;
+		if (m.format > STORE_FORMAT) {
+			err = -EPROTONOSUPPORT;
+			goto fail;
+		}
+		if (m.format == 0 || m.next_ino < 2) {
+			err = -EINVAL;
+			goto fail;
+		}
+		rc = mdb_dbi_open(txn, "inodes", 0, &s->inodes);
+		if (!rc) rc = mdb_dbi_open(txn, "dentries", 0, &s->dentries);
+		if (!rc) rc = mdb_dbi_open(txn, "extents", 0, &s->extents);
+		if (!rc) rc = mdb_dbi_open(txn, "log", 0, &s->log);
+		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (rc)
+			goto fail_mdb;
+	}
+	rc = mdb_txn_commit(txn);
+	txn = NULL;
+	if (rc)
+		goto fail_mdb;
+	return 0;
+
+fail_mdb:
+	err = store_errno(rc);
+fail:
+	if (txn)
+		mdb_txn_abort(txn);
+	return err;
+}
+
+int store_open(const char *dir, const struct store_opts *opts, struct store **out)
+{
+	struct store_opts o = {0};
+	if (opts)
+		o = *opts;
+	if (!dir)
+		return -EINVAL;
+
+	struct store *s = calloc(1, sizeof(*s));
+	char *lockpath = NULL;
+	int err, rc;
+	if (!s)
+		return -ENOMEM;
+	s->lockfd = -1;
+	pthread_rwlock_init(&s->resize, NULL);
+	pthread_mutex_init(&s->commit_lock, NULL);
+
+	s->map_size = round_page(o.map_size ? o.map_size : STORE_MAP_DEFAULT);
+	s->map_size_max = (o.map_size_max ? o.map_size_max : STORE_MAP_MAX_DEFAULT) & ~(STORE_PAGE - 1);
+	if (s->map_size_max < s->map_size)
+		s->map_size_max = s->map_size;
+	s->log_retention = o.log_retention ? o.log_retention : STORE_RETENTION_DEFAULT;
+
+	err = store_mkdirs(dir);
+	if (err)
+		goto fail;
+	if (asprintf(&lockpath, "%s/mcached.lock", dir) < 0) {
+		lockpath = NULL;
+		err = -ENOMEM;
+		goto fail;
+	}
+	s->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lockfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+
+	rc = mdb_env_create(&s->env);
+	if (!rc) rc = mdb_env_set_maxdbs(s->env, 5);
+	if (!rc) rc = mdb_env_set_maxreaders(s->env, STORE_MAX_READERS);
+	if (!rc) rc = mdb_env_set_mapsize(s->env, (size_t)s->map_size);
+	if (!rc) rc = mdb_env_open(s->env, dir, MDB_NOTLS, 0600);
+	if (rc) {
+		err = store_errno(rc);
+		goto fail;
+	}
+	/* An existing environment may be larger than asked: LMDB keeps its size. */
+	MDB_envinfo ei;
+	if (mdb_env_info(s->env, &ei) == 0 && ei.me_mapsize > s->map_size)
+		s->map_size = ei.me_mapsize;
+	if (s->map_size_max < s->map_size)
+		s->map_size_max = s->map_size;
+
+	err = store_setup(s, &o);
+	if (err)
+		goto fail;
+	free(lockpath);
+	*out = s;
+	return 0;
+
+fail:
+	if (s->env)
+		mdb_env_close(s->env);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	free(lockpath);
+	pthread_mutex_destroy(&s->commit_lock);
+	pthread_rwlock_destroy(&s->resize);
+	free(s);
+	return err;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	mdb_env_close(s->env);
+	close(s->lockfd);          /* releases the flock */
+	pthread_mutex_destroy(&s->commit_lock);
+	pthread_rwlock_destroy(&s->resize);
+	free(s);
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+int store_get_meta(struct store *s, struct store_meta *out)
+{
+	MDB_txn *txn;
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	err = store_read_meta(txn, s->meta, out);
+	store_rtxn_end(s, txn);
+	return err;
+}
+
+int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
+                    char *target, size_t *target_len)
+{
+	uint8_t key[8];
+	MDB_txn *txn;
+	MDB_val k = { 8, key }, v;
+	struct mc_inode_rec rec;
+	size_t tlen;
+	put_be64(key, ino);
+
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	err = store_errno(mdb_get(txn, s->inodes, &k, &v));
+	if (err)
+		goto out;
+	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
+	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX) {
+		err = -EIO;
+		goto out;
+	}
+	journal_inode_decode(v.mv_data, &rec);
+	if (rec.ino != ino) {
+		err = -EIO;
+		goto out;
+	}
+	tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
+	if (target && tlen)
+		memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
+	if (target_len)
+		*target_len = tlen;
+	*out = rec;
+out:
+	store_rtxn_end(s, txn);
+	return err;
+}
+
+static int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent,
+                            const char *name, size_t namelen)
+{
+	if (namelen == 0)
+		return -EINVAL;
+	if (namelen > MC_NAME_MAX)
+		return -ENAMETOOLONG;
+	put_be64(key, parent);
+	memcpy(key + 8, name, namelen);
+	return 0;
+}
+
+int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                     uint64_t *ino, uint8_t *dtype)
+{
+	uint8_t key[STORE_DENTRY_KEY_MAX];
+	MDB_txn *txn;
+	MDB_val k = { 8 + namelen, key }, v;
+	int err = store_dentry_key(key, parent, name, namelen);
+	if (err)
+		return err;
+	err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	err = store_errno(mdb_get(txn, s->dentries, &k, &v));
+	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
+		err = -EIO;
+	if (err == 0) {
+		const uint8_t *p = v.mv_data;
+		if (ino)
+			*ino = get_le(p, 8);
+		if (dtype)
+			*dtype = p[8];
+	}
+	store_rtxn_end(s, txn);
+	return err;
+}
+
+int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg)
+{
+	uint8_t prefix[8];
+	char name[MC_NAME_MAX + 1];
+	MDB_txn *txn;
+	MDB_cursor *cur = NULL;
+	MDB_val k = { 8, prefix }, v;
+	put_be64(prefix, parent);
+
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	int rc = mdb_cursor_open(txn, s->dentries, &cur);
+	if (rc) {
+		err = store_errno(rc);
+		goto out;
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
+			break;
+		size_t namelen = k.mv_size - 8;
+		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
+			err = -EIO;
+			goto out;
+		}
+		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
+		name[namelen] = '\0';
+		const uint8_t *p = v.mv_data;
+		err = fn(arg, name, namelen, get_le(p, 8), p[8]);
+		if (err)
+			goto out;
+	}
+	if (rc != MDB_NOTFOUND && rc != 0)
+		err = store_errno(rc);
+out:
+	if (cur)
+		mdb_cursor_close(cur);
+	store_rtxn_end(s, txn);
+	return err;
+}
+
+/* ---- commit ----------------------------------------------------------- */
+
+/* Apply one decoded record; an LMDB code. */
+static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *r)
+{
+	uint8_t key[STORE_DENTRY_KEY_MAX];
+	MDB_val k = { 8, key };
+	int rc;
+
+	switch (r->type) {
+	case JR_INODE_PUT:
+		return store_put_inode_rec(txn, s->inodes, &r->inode, r->target, r->target_len);
+	case JR_INODE_DEL:
+		put_be64(key, r->ino);
+		rc = mdb_del(txn, s->inodes, &k, NULL);
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	case JR_DENTRY_PUT: {
+		uint8_t val[STORE_DENTRY_VAL_SIZE];
+		put_be64(key, r->parent);
+		memcpy(key + 8, r->name, r->namelen);
+		k.mv_size = 8 + r->namelen;
+		put_le(val, r->ino, 8);
+		val[8] = r->dtype;
+		MDB_val v = { sizeof(val), val };
+		return mdb_put(txn, s->dentries, &k, &v, 0);
+	}
+	case JR_DENTRY_DEL:
+		put_be64(key, r->parent);
+		memcpy(key + 8, r->name, r->namelen);
+		k.mv_size = 8 + r->namelen;
+		rc = mdb_del(txn, s->dentries, &k, NULL);
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	}
+	return MDB_CORRUPTED;   /* journal_next returns only the types above */
+}
+
+/* Delete log entries with seq <= upto; an LMDB code. */
+static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t upto)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) == 0) {
+		if (k.mv_size != 8 || get_be64(k.mv_data) > upto)
+			break;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* One attempt at the commit transaction: 0 or a negative errno; *full is
+ * set when it failed on MDB_MAP_FULL. Nothing is written on failure. */
+static int store_commit_txn(struct store *s, const struct journal_batch *b,
+                            struct store_commit_times *t, bool *full)
+{
+	MDB_txn *txn;
+	uint8_t key[8], ls[8], ni[8];
+	struct journal_rec r;
+	size_t pos = 0;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1;
+	int n, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	*full = false;
+	if (rc)
+		return store_errno(rc);
+
+	put_be64(key, b->seq);
+	MDB_val k = { 8, key }, v = { b->len, b->buf };
+	rc = mdb_put(txn, s->log, &k, &v, 0);
+	if (rc)
+		goto fail;
+	t1 = now_ns(CLOCK_MONOTONIC);
+	t->log_ns = t1 - t0;
+	t0 = t1;
+
+	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1) {
+		rc = store_apply(s, txn, &r);
+		if (rc)
+			goto fail;
+	}
+	if (n < 0) {
+		mdb_txn_abort(txn);
+		return n;
+	}
+	put_le(ls, b->seq, 8);
+	put_le(ni, b->next_ino, 8);
+	rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+	if (!rc)
+		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
+	if (!rc && b->seq >= s->log_retention)
+		rc = store_trim_log(s, txn, b->seq - s->log_retention);
+	if (rc)
+		goto fail;
+	t1 = now_ns(CLOCK_MONOTONIC);
+	t->apply_ns = t1 - t0;
+	t0 = t1;
+
+	rc = mdb_txn_commit(txn);       /* frees txn, committed or not */
+	t->sync_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	goto out;
+
+fail:
+	mdb_txn_abort(txn);
+out:
+	err = store_errno(rc);
+	*full = rc == MDB_MAP_FULL;
+	return err;
+}
+
+/* Double the map, up to map_size_max; -ENOSPC at the limit. Called with no
+ * transaction of ours open. */
+static int store_grow(struct store *s)
+{
+	if (s->map_size >= s->map_size_max)
+		return -ENOSPC;
+	uint64_t want = s->map_size > s->map_size_max / 2 ? s->map_size_max : s->map_size * 2;
+	pthread_rwlock_wrlock(&s->resize);
+	int rc = mdb_env_set_mapsize(s->env, (size_t)want);
+	if (rc == 0) {
+		MDB_envinfo ei;
+		s->map_size = mdb_env_info(s->env, &ei) == 0 ? ei.me_mapsize : want;
+	}
+	pthread_rwlock_unlock(&s->resize);
+	return store_errno(rc);
+}
+
+int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
+{
+	struct store_commit_times tt = {0};
+	int err;
+
+	pthread_mutex_lock(&s->commit_lock);
+	for (;;) {
+		bool full;
+		pthread_rwlock_rdlock(&s->resize);
+		err = store_commit_txn(s, b, &tt, &full);
+		pthread_rwlock_unlock(&s->resize);
+		if (!full)
+			break;
+		uint64_t g0 = now_ns(CLOCK_MONOTONIC);
+		err = store_grow(s);
+		tt.grow_ns += now_ns(CLOCK_MONOTONIC) - g0;
+		if (err)
+			break;
+	}
+	pthread_mutex_unlock(&s->commit_lock);
+	if (t)
+		*t = tt;
+	return err;
+}
+
+int store_info(struct store *s, struct store_info *out)
+{
+	MDB_envinfo ei;
+	MDB_stat es, ls;
+	MDB_txn *txn;
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	int rc = mdb_env_info(s->env, &ei);
+	if (!rc)
+		rc = mdb_env_stat(s->env, &es);
+	if (!rc)
+		rc = mdb_stat(txn, s->log, &ls);
+	err = store_errno(rc);
+	if (!err) {
+		out->map_size = ei.me_mapsize;
+		out->used_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
+		out->log_entries = ls.ms_entries;
+	}
+	store_rtxn_end(s, txn);
+	return err;
+}

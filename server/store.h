@@ -1,0 +1,92 @@
+/* store.h - the LMDB environment behind the cache: the durable namespace
+ * (`inodes`, `dentries`), the commit `log`, and `meta`.
+ *
+ * Keys are big-endian so LMDB order is numeric order:
+ *   inodes:   u64 ino                  -> journal inode encoding + symlink target
+ *   dentries: u64 parent ino, name     -> u64 child ino (LE), u8 DT_*
+ *   extents:  u64 ino, u64 offset      -> (reserved for the extent map)
+ *   log:      u64 batch seq            -> the batch's journal records
+ *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "uuid" 16 bytes
+ *
+ * Every function returns 0 or a negative errno; MDB_* codes never leave
+ * store.c. Readers may call from any thread concurrently with one committer.
+ */
+#ifndef MC_STORE_H
+#define MC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "journal.h"
+
+#define STORE_FORMAT 1u
+
+struct store;
+
+struct store_opts {
+	uint64_t map_size;        /* initial LMDB map size in bytes; 0: 256 MiB */
+	uint64_t map_size_max;    /* growth limit on MDB_MAP_FULL; 0: 64 GiB */
+	uint64_t log_retention;   /* batches kept in `log`; 0: 10000 */
+	/* Attributes of the root directory (ino 1) when the store is new. */
+	uint32_t root_mode;       /* permission bits; the type is added */
+	uint32_t root_uid;
+	uint32_t root_gid;
+};
+
+struct store_meta {
+	uint32_t format;
+	uint64_t next_ino;
+	uint64_t last_seq;
+	uint8_t uuid[16];
+};
+
+struct store_commit_times {
+	uint64_t log_ns;          /* appending the batch to `log` */
+	uint64_t apply_ns;        /* applying its records to the tables */
+	uint64_t sync_ns;         /* mdb_txn_commit (write + fsync) */
+	uint64_t grow_ns;         /* growing the map after MDB_MAP_FULL, if it happened */
+};
+
+/* Open (creating if missing) the environment in dir and take an exclusive
+ * lock on it. A new store gets meta and the root inode.
+ * Errors: -EBUSY (another process holds the directory), -EPROTONOSUPPORT
+ * (written by a newer format), -EINVAL (not an mcache store / corrupt meta),
+ * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
+int store_open(const char *dir, const struct store_opts *opts, struct store **out);
+void store_close(struct store *s);
+
+int store_get_meta(struct store *s, struct store_meta *out);
+
+/* -ENOENT when absent. target (MC_SYMLINK_MAX bytes, may be NULL) receives a
+ * symlink's target and *target_len its length. */
+int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
+                    char *target, size_t *target_len);
+int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                     uint64_t *ino, uint8_t *dtype);
+
+/* Call fn for every entry of directory parent in name order, from one
+ * snapshot. fn returns 0 to go on; anything else stops the scan and is
+ * returned. */
+typedef int (*store_dirent_fn)(void *arg, const char *name, size_t namelen,
+                               uint64_t ino, uint8_t dtype);
+int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg);
+
+/* Write batch b in one write transaction: log[b->seq] = records, apply them,
+ * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the
+ * retention bound, commit (durable on return). MDB_MAP_FULL grows the map
+ * (doubling, up to map_size_max) and retries. On failure nothing is written
+ * and the batch may be committed again: -ENOSPC (map full at its limit),
+ * -EPROTO (a record does not decode), -EIO. */
+int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
+
+/* Environment figures for stats. */
+struct store_info {
+	uint64_t map_size;
+	uint64_t used_bytes;
+	uint64_t log_entries;
+};
+int store_info(struct store *s, struct store_info *out);
+
+#endif

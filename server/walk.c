@@ -1,0 +1,315 @@
+/* walk.c - path resolution over the dentry cache (the kernel's namei):
+ * components, ".", "..", symlinks (ELOOP after 40), search permission on
+ * every directory crossed, and loading misses from the store.
+ *
+ * ".." needs no parent pointer: the walk keeps the chain of directories from
+ * the root to where it stands (nd->stack), and a directory has exactly one
+ * parent, so the chain is the real ancestry. Called with the lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ns_impl.h"
+
+bool in_group(const struct cred *c, uint32_t gid)
+{
+	if (c->gid == gid)
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* generic_permission(): owner, group or other bits; root passes reads and
+ * writes, and exec where any exec bit is set (or on a directory). */
+int permission(const struct cred *c, const struct mc_inode *i, int mask)
+{
+	if (c->uid == 0) {
+		if (!(mask & MAY_EXEC) || S_ISDIR(i->mode) || (i->mode & 0111))
+			return 0;
+		return -EACCES;
+	}
+	unsigned bits;
+	if (c->uid == i->uid)
+		bits = (i->mode >> 6) & 7;
+	else if (in_group(c, i->gid))
+		bits = (i->mode >> 3) & 7;
+	else
+		bits = i->mode & 7;
+	return ((unsigned)mask & ~bits) ? -EACCES : 0;
+}
+
+bool sticky_denies(const struct cred *c, const struct mc_inode *dir, const struct mc_inode *victim)
+{
+	if (!(dir->mode & S_ISVTX) || c->uid == 0)
+		return false;
+	return c->uid != victim->uid && c->uid != dir->uid;
+}
+
+void nd_init(struct nd *nd, struct ns *ns, const struct cred *c)
+{
+	memset(nd, 0, sizeof(*nd));
+	nd->ns = ns;
+	nd->cred = c;
+}
+
+void nd_free(struct nd *nd)
+{
+	free(nd->stack);
+	nd->stack = NULL;
+}
+
+int nd_push(struct nd *nd, mc_off_t dir)
+{
+	if (nd->depth == nd->cap) {
+		unsigned cap = nd->cap ? nd->cap * 2 : 32;
+		mc_off_t *s = realloc(nd->stack, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		nd->stack = s;
+		nd->cap = cap;
+	}
+	nd->stack[nd->depth++] = dir;
+	return 0;
+}
+
+int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out)
+{
+	mc_off_t off = inode_find(ns->shm, ino);
+	if (!off) {
+		struct mc_inode_rec rec;
+		char target[MC_SYMLINK_MAX];
+		size_t tlen = 0;
+		int rc = store_get_inode(ns->store, ino, &rec, target, &tlen);
+		if (rc == -ENOENT)
+			return -EIO; /* a dentry names an inode the store does not have */
+		if (rc < 0)
+			return rc;
+		off = inode_add(ns->shm, &rec, target, tlen);
+		if (!off)
+			return -ENOSPC;
+	}
+	*out = off;
+	return 0;
+}
+
+int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_t *d,
+              mc_off_t *ino)
+{
+	if (len > MC_NAME_MAX)
+		return -ENAMETOOLONG;
+	struct shm *s = ns->shm;
+	mc_off_t de = dcache_find(s, dir, name, len);
+	if (de) {
+		*d = de;
+		*ino = dentry_at(s, de)->inode;
+		return 0;
+	}
+	if (dcache_complete(s, dir)) {
+		*d = 0;
+		*ino = 0;
+		return 0;
+	}
+	uint64_t cino;
+	uint8_t dtype;
+	int rc = store_get_dentry(ns->store, inode_at(s, dir)->ino, name, len, &cino, &dtype);
+	if (rc == -ENOENT) {
+		*ino = 0;
+		*d = 0;
+		if (s->d_negative < ns->neg_max)
+			*d = dcache_add(s, dir, name, len, 0, 0);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	mc_off_t ioff;
+	rc = ns_load_inode(ns, cino, &ioff);
+	if (rc < 0)
+		return rc;
+	de = dcache_add(s, dir, name, len, ioff, dtype);
+	if (!de)
+		return -ENOSPC;
+	*d = de;
+	*ino = ioff;
+	return 0;
+}
+
+struct load_ctx {
+	struct ns *ns;
+	mc_off_t dir;
+};
+
+static int load_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	struct load_ctx *lc = arg;
+	struct shm *s = lc->ns->shm;
+	if (dcache_find(s, lc->dir, name, len))
+		return 0; /* the cache is newer than any snapshot */
+	mc_off_t ioff;
+	int rc = ns_load_inode(lc->ns, ino, &ioff);
+	if (rc < 0)
+		return rc;
+	return dcache_add(s, lc->dir, name, len, ioff, dtype) ? 0 : -ENOSPC;
+}
+
+int ns_load_dir(struct ns *ns, mc_off_t dir)
+{
+	if (dcache_complete(ns->shm, dir))
+		return 0;
+	struct load_ctx lc = { ns, dir };
+	int rc = store_scan_dir(ns->store, inode_at(ns->shm, dir)->ino, load_one, &lc);
+	if (rc < 0)
+		return rc;
+	/* Names removed but not yet committed are negative dentries now: a
+	 * complete directory answers misses itself, so they can go. */
+	if (!dcache_set_complete(ns->shm, dir))
+		return -ENOSPC;
+	return 0;
+}
+
+/* Step into component name of the current directory (not the last). */
+static int walk_step(struct nd *nd, const char *name, size_t len)
+{
+	if (len == 1 && name[0] == '.')
+		return 0;
+	if (len == 2 && name[0] == '.' && name[1] == '.') {
+		if (nd->depth > 1)
+			nd->depth--;
+		return 0;
+	}
+	mc_off_t d, ino;
+	int rc = ns_lookup(nd->ns, nd_top(nd), name, len, &d, &ino);
+	if (rc < 0)
+		return rc;
+	if (!ino)
+		return -ENOENT;
+	struct mc_inode *i = inode_at(nd->ns->shm, ino);
+	if (S_ISDIR(i->mode))
+		return nd_push(nd, ino);
+	if (!S_ISLNK(i->mode))
+		return -ENOTDIR;
+	if (++nd->nlinks > NS_MAX_SYMLINKS)
+		return -ELOOP;
+	size_t tlen;
+	const char *t = inode_target(nd->ns->shm, ino, &tlen);
+	mc_off_t res;
+	rc = walk_path(nd, t, tlen, true, &res);
+	if (rc < 0)
+		return rc;
+	return S_ISDIR(inode_at(nd->ns->shm, res)->mode) ? 0 : -ENOTDIR;
+}
+
+int walk_parent(struct nd *nd, const char *path, size_t len)
+{
+	struct shm *s = nd->ns->shm;
+	const char *p = path, *end = path + len;
+	int rc;
+
+	if (len == 0)
+		return -ENOENT;
+	if (path[0] == '/') {
+		nd->depth = 0;
+		rc = nd_push(nd, s->hdr->root);
+		if (rc < 0)
+			return rc;
+	} else if (nd->depth == 0) {
+		return -EINVAL; /* no working directory to be relative to */
+	}
+	for (;;) {
+		while (p < end && *p == '/')
+			p++;
+		if (p == end) {
+			/* Only slashes: the path names the directory we stand in. */
+			nd->last = NULL;
+			nd->lastlen = 0;
+			nd->last_type = LAST_ROOT;
+			nd->slash = false;
+			return 0;
+		}
+		rc = permission(nd->cred, inode_at(s, nd_top(nd)), MAY_EXEC);
+		if (rc < 0)
+			return rc;
+		const char *c = p;
+		while (p < end && *p != '/')
+			p++;
+		size_t clen = (size_t)(p - c);
+		const char *q = p;
+		while (q < end && *q == '/')
+			q++;
+		if (q == end) {
+			nd->last = c;
+			nd->lastlen = clen;
+			nd->slash = p < end;
+			if (clen == 1 && c[0] == '.')
+				nd->last_type = LAST_DOT;
+			else if (clen == 2 && c[0] == '.' && c[1] == '.')
+				nd->last_type = LAST_DOTDOT;
+			else
+				nd->last_type = LAST_NORM;
+			return 0;
+		}
+		rc = walk_step(nd, c, clen);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+int walk_last(struct nd *nd, bool follow, mc_off_t *res)
+{
+	struct shm *s = nd->ns->shm;
+	switch (nd->last_type) {
+	case LAST_ROOT:
+	case LAST_DOT:
+		*res = nd_top(nd);
+		return 0;
+	case LAST_DOTDOT:
+		if (nd->depth > 1)
+			nd->depth--;
+		*res = nd_top(nd);
+		return 0;
+	case LAST_NORM:
+		break;
+	}
+	mc_off_t d, ino;
+	int rc = ns_lookup(nd->ns, nd_top(nd), nd->last, nd->lastlen, &d, &ino);
+	if (rc < 0)
+		return rc;
+	if (!ino)
+		return -ENOENT;
+	struct mc_inode *i = inode_at(s, ino);
+	if (S_ISLNK(i->mode) && (follow || nd->slash)) {
+		bool slash = nd->slash;
+		if (++nd->nlinks > NS_MAX_SYMLINKS)
+			return -ELOOP;
+		size_t tlen;
+		const char *t = inode_target(s, ino, &tlen);
+		rc = walk_path(nd, t, tlen, true, &ino);
+		if (rc < 0)
+			return rc;
+		i = inode_at(s, ino);
+		if (slash && !S_ISDIR(i->mode))
+			return -ENOTDIR;
+		*res = ino;
+		return 0;
+	}
+	if (nd->slash && !S_ISDIR(i->mode))
+		return -ENOTDIR;
+	if (S_ISDIR(i->mode)) {
+		rc = nd_push(nd, ino);
+		if (rc < 0)
+			return rc;
+	}
+	*res = ino;
+	return 0;
+}
+
+int walk_path(struct nd *nd, const char *path, size_t len, bool follow, mc_off_t *res)
+{
+	int rc = walk_parent(nd, path, len);
+	if (rc < 0)
+		return rc;
+	return walk_last(nd, follow, res);
+}

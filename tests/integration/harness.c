@@ -1,0 +1,143 @@
+/* harness.c - start and stop a real mcached for integration tests. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int socket_accepts(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+int server_start(struct mc_server *s, const char *const *extra_args)
+{
+	const char *bin = getenv("MCACHED");
+	if (!bin) {
+		fprintf(stderr, "harness: $MCACHED is not set\n");
+		return -1;
+	}
+	if (!s->dir[0]) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(s->dir, sizeof(s->dir), "%s/mcache-test-XXXXXX", tmp ? tmp : "/tmp");
+		if (!mkdtemp(s->dir)) {
+			fprintf(stderr, "harness: mkdtemp: %s\n", strerror(errno));
+			s->dir[0] = 0;
+			return -1;
+		}
+	}
+	snprintf(s->socket, sizeof(s->socket), "%s/mcached.sock", s->dir);
+	snprintf(s->data, sizeof(s->data), "%s/data", s->dir);
+	snprintf(s->admin, sizeof(s->admin), "%s/admin.sock", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/mcached.log", s->dir);
+
+	char admin_arg[600];
+	snprintf(admin_arg, sizeof(admin_arg), "unix:%s", s->admin);
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = bin;
+	argv[n++] = "--socket";
+	argv[n++] = s->socket;
+	argv[n++] = "--data";
+	argv[n++] = s->data;
+	argv[n++] = "--admin";
+	argv[n++] = admin_arg;
+	for (int i = 0; extra_args && extra_args[i] && n < 62; i++)
+		argv[n++] = extra_args[i];
+	argv[n] = NULL;
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(bin, (char *const *)argv);
+		fprintf(stderr, "harness: exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	s->pid = pid;
+	for (int i = 0; i < 1000; i++) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			fprintf(stderr, "harness: mcached exited early (status %d); see %s\n", st, s->log);
+			s->pid = 0;
+			return -1;
+		}
+		if (socket_accepts(s->socket))
+			return 0;
+		sleep_ms(10);
+	}
+	fprintf(stderr, "harness: mcached did not accept connections within 10 s\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	s->pid = 0;
+	return -1;
+}
+
+int server_stop(struct mc_server *s, int sig)
+{
+	if (s->pid <= 0)
+		return -1;
+	kill(s->pid, sig);
+	for (int i = 0; i < 1500; i++) {
+		int st;
+		pid_t r = waitpid(s->pid, &st, WNOHANG);
+		if (r == s->pid) {
+			s->pid = 0;
+			if (WIFEXITED(st))
+				return WEXITSTATUS(st);
+			return 128 + WTERMSIG(st);
+		}
+		sleep_ms(10);
+	}
+	kill(s->pid, SIGKILL);
+	waitpid(s->pid, NULL, 0);
+	s->pid = 0;
+	return -1;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+void server_cleanup(struct mc_server *s)
+{
+	if (s->pid > 0)
+		server_stop(s, SIGKILL);
+	if (s->dir[0])
+		nftw(s->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	s->dir[0] = 0;
+}

@@ -1,0 +1,32 @@
+/* harness.h - start and stop a real mcached for integration tests, on a
+ * socket and data directory under a fresh temporary directory. */
+#ifndef MC_HARNESS_H
+#define MC_HARNESS_H
+
+#include <sys/types.h>
+
+struct mc_server {
+	pid_t pid;
+	char dir[256];       /* temporary directory holding everything below */
+	char socket[512];    /* dir/mcached.sock */
+	char data[512];      /* dir/data */
+	char admin[512];     /* dir/admin.sock (the --admin is unix:admin) */
+	char log[512];       /* dir/mcached.log: the server's stderr */
+};
+
+/* Make a temporary directory (unless s->dir is already set, to restart a
+ * server on the same data) and start $MCACHED (the path meson passes) with
+ * --socket, --data, --admin unix:..., and the
+ * NULL-terminated extra arguments. Waits until the socket accepts
+ * connections (at most 10 s). 0, or -1 with a message on stderr. */
+int server_start(struct mc_server *s, const char *const *extra_args);
+
+/* Send sig (SIGTERM for a clean stop, SIGKILL for a crash) and wait.
+ * Returns the exit status (0..255), 128 + signal if it died by a signal, or
+ * -1 if it did not exit within 15 s (it is then killed). */
+int server_stop(struct mc_server *s, int sig);
+
+/* Remove the temporary directory and everything in it. */
+void server_cleanup(struct mc_server *s);
+
+#endif

@@ -1,0 +1,216 @@
+#!/bin/bash
+# test-mcachectl.sh - mcachectl against a real mcached: output, error format
+# and exit statuses. Speaks TAP. Needs $MCACHED and $MCACHECTL (meson sets them).
+set -u
+umask 022
+
+: "${MCACHED:?MCACHED is not set}"
+: "${MCACHECTL:?MCACHECTL is not set}"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/mcachectl-test-XXXXXX")
+SERVER_PID=
+cleanup() {
+	if [ -n "$SERVER_PID" ]; then
+		kill -KILL "$SERVER_PID" 2>/dev/null
+		wait "$SERVER_PID" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# Output of the last run: $OUT, $ERR, $RC.
+run() {
+	"$MCACHECTL" "$@" >"$T/out" 2>"$T/err"
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+N=0
+FAILED=0
+ok() { # ok CONDITION-EXIT-STATUS NAME
+	N=$((N + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $N - $2"
+	else
+		echo "not ok $N - $2"
+		FAILED=$((FAILED + 1))
+		echo "#   rc=$RC"
+		sed 's/^/#   out: /' "$T/out"
+		sed 's/^/#   err: /' "$T/err"
+	fi
+}
+# check NAME COMMAND...: the command (a test) decides.
+check() {
+	local name=$1
+	shift
+	"$@"
+	ok $? "$name"
+}
+
+PLAN=46
+echo "1..$PLAN"
+
+# ---- without a server ------------------------------------------------------
+
+run --help
+check "--help exits 0" test "$RC" -eq 0
+missing=
+for cmd in ls stat mkdir touch rm rmdir mv ln readlink chmod rmtree sync stats MCACHE_SOCKET -s "Exit status"; do
+	grep -q -- "$cmd" "$T/out" || missing="$missing $cmd"
+done
+check "--help names every command, -s, \$MCACHE_SOCKET, exit status" test -z "$missing"
+
+run --version
+check "--version prints the version" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == mcachectl*[0-9].[0-9]* ]]'
+
+run
+check "no command: exit 2 with a hint" eval '[ "$RC" -eq 2 ] && [[ "$ERR" == *"--help"* ]]'
+
+run frobnicate /
+check "unknown command: exit 2" eval '[ "$RC" -eq 2 ] && [[ "$ERR" == *"unknown command"* ]]'
+
+run --bogus ls /
+check "unknown option: exit 2" test "$RC" -eq 2
+
+run -s "$T/no-such.sock" ls /
+check "no server: exit 1, mcachectl: SOCKET: message" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: $T/no-such.sock: No such file or directory" ]'
+
+run -s "$T/no-such.sock" mkdir
+check "usage errors win over connection errors (exit 2)" test "$RC" -eq 2
+
+# ---- start the server ------------------------------------------------------
+
+"$MCACHED" --socket "$T/mcached.sock" --data "$T/data" --admin "unix:$T/admin.sock" \
+	2>"$T/mcached.log" &
+SERVER_PID=$!
+for _ in $(seq 1 500); do
+	[ -S "$T/mcached.sock" ] && "$MCACHECTL" -s "$T/mcached.sock" stat / >/dev/null 2>&1 && break
+	sleep 0.02
+done
+run -s "$T/mcached.sock" stat /
+check "server up (-s SOCKET)" test "$RC" -eq 0
+export MCACHE_SOCKET="$T/mcached.sock"
+
+# ---- commands --------------------------------------------------------------
+
+run stat /
+check "stat / via \$MCACHE_SOCKET: a directory, inode 1" \
+	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"directory"* ]] && [[ "$OUT" == *"Inode: 1 "* ]]'
+
+run mkdir /a
+check "mkdir /a" eval '[ "$RC" -eq 0 ] && [ -z "$OUT" ]'
+
+run mkdir /a
+check "mkdir existing: exit 1, mcachectl: PATH: File exists" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a: File exists" ]'
+
+run mkdir /nope/x
+check "mkdir under a missing parent: ENOENT message" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /nope/x: No such file or directory" ]'
+
+run mkdir -p /a/b/c/d
+check "mkdir -p creates parents" test "$RC" -eq 0
+
+run mkdir -p /a/b
+check "mkdir -p accepts an existing directory" test "$RC" -eq 0
+
+run mkdir -m 700 /a/private
+check "mkdir -m 700" test "$RC" -eq 0
+run stat /a/private
+check "stat shows the mode as (0700/drwx------)" \
+	eval '[[ "$OUT" == *"Access: (0700/drwx------)"* ]]'
+
+run mkdir -m 9z9 /a/bad
+check "mkdir -m with a bad mode: exit 2" test "$RC" -eq 2
+
+run touch /a/f
+check "touch creates a file" test "$RC" -eq 0
+run stat /a/f
+check "stat: regular empty file, Links: 1, Size: 0" \
+	eval '[[ "$OUT" == *"regular empty file"* ]] && [[ "$OUT" == *"Links: 1"* ]] && [[ "$OUT" == *"Size: 0 "* ]]'
+mtime1=$(grep '^Modify:' "$T/out")
+sleep 1.1
+run touch /a/f
+run stat /a/f
+mtime2=$(grep '^Modify:' "$T/out")
+check "touch on an existing file updates its mtime" test "$mtime1" != "$mtime2"
+
+run ls /a
+check "ls lists names sorted" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "$(printf "b\nf\nprivate")" ]'
+
+run ln -s /a/f /a/l
+check "ln -s" test "$RC" -eq 0
+run readlink /a/l
+check "readlink prints the target" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "/a/f" ]'
+run readlink /a/f
+check "readlink on a file: Invalid argument, exit 1" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/f: Invalid argument" ]'
+
+run ln /a/f /a/h
+check "ln (hard)" test "$RC" -eq 0
+run stat /a/h
+check "hard link: Links: 2" eval '[[ "$OUT" == *"Links: 2"* ]]'
+
+run ls -l /a
+check "ls -l: mode strings, links, symlink target" \
+	eval '[ "$RC" -eq 0 ] &&
+	      grep -Eq "^-rw-r--r-- +2 +[0-9]+ +[0-9]+ +0 .* f$" "$T/out" &&
+	      grep -Eq "^drwx------ +2 .* private$" "$T/out" &&
+	      grep -Eq "^l.* l -> /a/f$" "$T/out" &&
+	      grep -Eq "^d.* b$" "$T/out"'
+check "ls -l lists 5 entries" test "$(wc -l <"$T/out")" -eq 5
+
+run ls -l /a/l
+check "ls -l of a symlink lists it alone" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == l*"/a/l -> /a/f" ]]'
+
+run stat /a/l
+check "stat of a symlink: File: /a/l -> /a/f, symbolic link" \
+	eval '[[ "$OUT" == *"File: /a/l -> /a/f"* ]] && [[ "$OUT" == *"symbolic link"* ]]'
+
+run chmod 600 /a/f
+run stat /a/f
+check "chmod 600" eval '[[ "$OUT" == *"(0600/-rw-------)"* ]]'
+run chmod xyz /a/f
+check "chmod with a bad mode: exit 2" test "$RC" -eq 2
+
+run mv /a/f /a/g
+check "mv" test "$RC" -eq 0
+run stat /a/f
+check "stat of a missing path: exit 1, No such file or directory" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/f: No such file or directory" ]'
+run mv /a/g
+check "mv with one argument: exit 2" test "$RC" -eq 2
+
+run rm /a/b
+check "rm of a directory: Is a directory" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/b: Is a directory" ]'
+run rm /a/g /a/h
+check "rm two files" test "$RC" -eq 0
+
+run rmdir /a/b
+check "rmdir of a non-empty directory: Directory not empty" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/b: Directory not empty" ]'
+run rmdir /a/private
+check "rmdir" test "$RC" -eq 0
+
+run rmtree /a
+check "rmtree" test "$RC" -eq 0
+run ls /
+check "ls / is empty after rmtree" eval '[ "$RC" -eq 0 ] && [ -z "$OUT" ]'
+run rmtree /a
+check "rmtree of a missing path: exit 1" test "$RC" -eq 1
+
+run sync
+check "sync" test "$RC" -eq 0
+
+run stats
+check "stats prints JSON with dentries" \
+	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == "{"* ]] && [[ "$OUT" == *"dentries"* ]]'
+
+if [ "$N" -ne "$PLAN" ]; then
+	echo "# planned $PLAN tests but ran $N"
+	exit 1
+fi
+exit 0

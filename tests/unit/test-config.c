@@ -1,0 +1,414 @@
+/* test-config.c - defaults, every option, sizes, range errors, the config
+ * file (comments, overrides, line-numbered errors), --help and --version. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "log.h"
+#include "mc_config.h"
+
+#define MAXARG 64
+
+/* One parse: argv from a NULL-terminated list, output and errors captured. */
+struct run {
+	struct mcd_config c;
+	int rc;
+	char *out;
+	char *err;
+};
+
+static void run_v(struct run *r, const char *const *args)
+{
+	char *argv[MAXARG];
+	int argc = 0;
+	argv[argc++] = strdup("mcached");
+	for (; *args; args++) {
+		assert_true(argc < MAXARG - 1);
+		argv[argc++] = strdup(*args);
+	}
+	argv[argc] = NULL;
+	size_t on = 0, en = 0;
+	FILE *out = open_memstream(&r->out, &on);
+	FILE *err = open_memstream(&r->err, &en);
+	assert_non_null(out);
+	assert_non_null(err);
+	config_defaults(&r->c);
+	r->rc = config_parse(&r->c, argc, argv, out, err);
+	fclose(out);
+	fclose(err);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+}
+
+#define RUN(r, ...) run_v((r), (const char *const[]){ __VA_ARGS__, NULL })
+
+static void run_done(struct run *r)
+{
+	config_free(&r->c);
+	free(r->out);
+	free(r->err);
+}
+
+static char *write_file(const char *text)
+{
+	char tmpl[] = "/tmp/test-config-XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	size_t n = strlen(text);
+	assert_int_equal(write(fd, text, n), (ssize_t)n);
+	close(fd);
+	return strdup(tmpl);
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+static void t_defaults(void **state)
+{
+	struct run r;
+	run_v(&r, (const char *const[]){ NULL });
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.err, "");
+	assert_string_equal(r.c.socket_path, "./var/mcached.sock");
+	assert_string_equal(r.c.data_dir, "./var/data");
+	assert_string_equal(r.c.admin_addr, "unix:./var/admin.sock");
+	assert_false(r.c.admin_remote);
+	assert_int_equal(r.c.cache_size, 256u << 20);
+	assert_int_equal(r.c.workers, 2);
+	assert_int_equal(r.c.commit_interval_ms, 5);
+	assert_false(r.c.sync);
+	assert_int_equal(r.c.max_conns, 1024);
+	assert_int_equal(r.c.idle_timeout_s, 0);
+	assert_int_equal(r.c.max_frame, 16u << 20);
+	assert_int_equal(r.c.map_size, 256u << 20);
+	assert_int_equal(r.c.log_retention, 10000);
+	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
+	assert_int_equal(r.c.root_mode, 0755);
+	run_done(&r);
+}
+
+static void t_every_option(void **state)
+{
+	struct run r;
+	RUN(&r, "--socket", "/tmp/mc/s.sock", "--data=/tmp/mc/data", "--admin", "127.0.0.1:0",
+	    "--admin-allow-remote", "--cache-size", "1G", "--workers", "8",
+	    "--commit-interval-ms", "0", "--sync", "--max-connections", "10", "--idle-timeout", "30",
+	    "--max-frame", "64K", "--store-map-size", "2G", "--log-retention", "5",
+	    "--log-level", "debug", "--root-mode", "0700");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.err, "");
+	assert_string_equal(r.c.socket_path, "/tmp/mc/s.sock");
+	assert_string_equal(r.c.data_dir, "/tmp/mc/data");
+	assert_string_equal(r.c.admin_addr, "127.0.0.1:0");
+	assert_true(r.c.admin_remote);
+	assert_int_equal(r.c.cache_size, 1ull << 30);
+	assert_int_equal(r.c.workers, 8);
+	assert_int_equal(r.c.commit_interval_ms, 0);
+	assert_true(r.c.sync);
+	assert_int_equal(r.c.max_conns, 10);
+	assert_int_equal(r.c.idle_timeout_s, 30);
+	assert_int_equal(r.c.max_frame, 64u << 10);
+	assert_int_equal(r.c.map_size, 2ull << 30);
+	assert_int_equal(r.c.log_retention, 5);
+	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(r.c.root_mode, 0700);
+	run_done(&r);
+
+	RUN(&r, "-s", "x.sock", "-d", "d");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "x.sock");
+	assert_string_equal(r.c.data_dir, "d");
+	run_done(&r);
+}
+
+static void t_admin_default(void **state)
+{
+	static const struct { const char *sock, *admin; } cases[] = {
+		{ "/run/mcache/mcached.sock", "unix:/run/mcache/admin.sock" },
+		{ "rel/dir/m.sock", "unix:rel/dir/admin.sock" },
+		{ "m.sock", "unix:./admin.sock" },
+		{ "/m.sock", "unix:/admin.sock" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r;
+		RUN(&r, "--socket", cases[i].sock);
+		assert_int_equal(r.rc, 0);
+		assert_string_equal(r.c.admin_addr, cases[i].admin);
+		run_done(&r);
+	}
+	struct run r;
+	RUN(&r, "--admin", "none", "--socket", "/a/b.sock");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.admin_addr, "none");
+	run_done(&r);
+	RUN(&r, "--admin", "[::1]:9100");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.admin_addr, "[::1]:9100");
+	run_done(&r);
+}
+
+static void t_sizes(void **state)
+{
+	static const struct { const char *s; int rc; uint64_t v; } cases[] = {
+		{ "0", 0, 0 },
+		{ "4096", 0, 4096 },
+		{ "64K", 0, 64ull << 10 },
+		{ "64k", 0, 64ull << 10 },
+		{ "256M", 0, 256ull << 20 },
+		{ "2G", 0, 2ull << 30 },
+		{ "1T", 0, 1ull << 40 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "16777216T", -ERANGE, 0 },
+		{ "16777215T", 0, 16777215ull << 40 },
+		{ "", -EINVAL, 0 },
+		{ "K", -EINVAL, 0 },
+		{ "12X", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "1 ", -EINVAL, 0 },
+		{ "1KK", -EINVAL, 0 },
+		{ "1.5G", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int rc = config_parse_size(cases[i].s, &v);
+		if (rc != cases[i].rc)
+			fail_msg("'%s': rc %d, want %d", cases[i].s, rc, cases[i].rc);
+		assert_int_equal(v, rc == 0 ? cases[i].v : 12345); /* untouched on error */
+	}
+}
+
+static void t_bounds_accepted(void **state)
+{
+	static const char *const ok[][2] = {
+		{ "--workers", "1" }, { "--workers", "64" },
+		{ "--cache-size", "1M" }, { "--cache-size", "64G" },
+		{ "--commit-interval-ms", "0" }, { "--commit-interval-ms", "60000" },
+		{ "--max-frame", "4K" }, { "--max-frame", "256M" }, { "--max-frame", "4096" },
+		{ "--root-mode", "0" }, { "--root-mode", "7777" },
+		{ "--log-level", "error" }, { "--log-level", "warn" },
+		{ "--idle-timeout", "0" }, { "--max-connections", "1" },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct run r;
+		RUN(&r, ok[i][0], ok[i][1]);
+		if (r.rc != 0)
+			fail_msg("%s %s refused: %s", ok[i][0], ok[i][1], r.err);
+		run_done(&r);
+	}
+}
+
+static void t_bad_values(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "--cache-size", "12X" }, { "--cache-size", "512K" }, { "--cache-size", "65G" },
+		{ "--workers", "0" }, { "--workers", "65" }, { "--workers", "abc" },
+		{ "--workers", "-1" }, { "--workers", "99999999999999999999999" },
+		{ "--commit-interval-ms", "60001" }, { "--max-frame", "1K" },
+		{ "--max-frame", "512M" }, { "--store-map-size", "0" }, { "--log-retention", "0" },
+		{ "--log-level", "loud" }, { "--root-mode", "9" }, { "--root-mode", "17777" },
+		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
+		{ "--admin", "host:99999" }, { "--max-connections", "0" },
+		{ "--idle-timeout", "1h" }, { "--socket", "" }, { "--data", "" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct run r;
+		RUN(&r, bad[i][0], bad[i][1]);
+		if (r.rc != -EINVAL)
+			fail_msg("%s '%s': rc %d", bad[i][0], bad[i][1], r.rc);
+		char want[128];
+		snprintf(want, sizeof(want), "mcached: %s: ", bad[i][0]);
+		if (strncmp(r.err, want, strlen(want)) != 0)
+			fail_msg("message does not name the option: %s", r.err);
+		snprintf(want, sizeof(want), "'%s'", bad[i][1]);
+		if (bad[i][1][0] != '\0' && strstr(r.err, want) == NULL)
+			fail_msg("message does not name the value: %s", r.err);
+		/* One line. */
+		assert_non_null(strchr(r.err, '\n'));
+		assert_int_equal(strchr(r.err, '\n')[1], '\0');
+		assert_string_equal(r.out, "");
+		run_done(&r);
+	}
+	struct run r;
+	RUN(&r, "--cache-size", "12X");
+	assert_string_equal(r.err, "mcached: --cache-size: '12X' is not a size "
+	                           "(use a number with K, M, G or T)\n");
+	run_done(&r);
+	RUN(&r, "--workers", "65");
+	assert_string_equal(r.err, "mcached: --workers: '65' is out of range (1..64)\n");
+	run_done(&r);
+}
+
+static void t_bad_usage(void **state)
+{
+	struct run r;
+	RUN(&r, "--frobnicate");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_non_null(strstr(r.err, "--frobnicate"));
+	run_done(&r);
+	RUN(&r, "-x");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_non_null(strstr(r.err, "-x"));
+	run_done(&r);
+	RUN(&r, "--workers");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: --workers: missing value\n");
+	run_done(&r);
+	RUN(&r, "-s");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: -s: missing value\n");
+	run_done(&r);
+	RUN(&r, "--workers", "3", "stray");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_non_null(strstr(r.err, "'stray'"));
+	run_done(&r);
+	RUN(&r, "--sync=maybe");
+	assert_int_equal(r.rc, -EINVAL);
+	run_done(&r);
+}
+
+static void t_file_overrides(void **state)
+{
+	char *path = write_file(
+		"# mcached test config\n"
+		"\n"
+		"   socket = /tmp/mcf/m.sock   # trailing comment\n"
+		"cache-size = 1G\n"
+		"workers=4\n"
+		"sync\n"
+		"log_level = \"warn\"\n"
+		"data = \"/tmp/with # hash\"\n"
+		"\t# indented comment\n"
+		"max-frame = 1M\r\n"
+		"admin-allow-remote = no\n");
+	struct run r;
+	RUN(&r, "--workers", "8", "--config", path);
+	if (r.rc != 0)
+		fail_msg("rc %d: %s", r.rc, r.err);
+	assert_int_equal(r.c.workers, 8);                 /* command line wins */
+	assert_int_equal(r.c.cache_size, 1ull << 30);     /* from the file */
+	assert_true(r.c.sync);
+	assert_int_equal(r.c.log_level, LOG_LVL_WARN);
+	assert_string_equal(r.c.socket_path, "/tmp/mcf/m.sock");
+	assert_string_equal(r.c.data_dir, "/tmp/with # hash");
+	assert_int_equal(r.c.max_frame, 1u << 20);
+	assert_false(r.c.admin_remote);
+	/* The default admin address follows the file's socket. */
+	assert_string_equal(r.c.admin_addr, "unix:/tmp/mcf/admin.sock");
+	run_done(&r);
+
+	RUN(&r, "-c", path, "--socket", "/x/y.sock", "--cache-size=2G");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "/x/y.sock");
+	assert_string_equal(r.c.admin_addr, "unix:/x/admin.sock");
+	assert_int_equal(r.c.cache_size, 2ull << 30);
+	assert_int_equal(r.c.workers, 4);
+	run_done(&r);
+	unlink(path);
+	free(path);
+
+	/* An admin address from the file stays, whatever the socket. */
+	path = write_file("admin = none\n");
+	RUN(&r, "--config", path, "-s", "/q/r.sock");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.admin_addr, "none");
+	run_done(&r);
+	unlink(path);
+	free(path);
+}
+
+static void t_file_errors(void **state)
+{
+	static const struct { const char *text; const char *msg; } cases[] = {
+		{ "workers = 2\n\nfoo = 1\n", ":3: unknown setting 'foo'\n" },
+		{ "# c\ncache-size = 12X\n",
+		  ":2: cache-size: '12X' is not a size (use a number with K, M, G or T)\n" },
+		{ "workers\n", ":1: expected 'workers = value'\n" },
+		{ "config = /etc/other\n", ":1: unknown setting 'config'\n" },
+		{ "help\n", ":1: unknown setting 'help'\n" },
+		{ "sync = perhaps\n", ":1: sync: 'perhaps' is not a boolean (use true or false)\n" },
+		{ "workers = 100\n", ":1: workers: '100' is out of range (1..64)\n" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_file(cases[i].text);
+		struct run r;
+		RUN(&r, "--config", path);
+		assert_int_equal(r.rc, -EINVAL);
+		char want[512];
+		snprintf(want, sizeof(want), "mcached: %s%s", path, cases[i].msg);
+		assert_string_equal(r.err, want);
+		run_done(&r);
+		unlink(path);
+		free(path);
+	}
+	struct run r;
+	RUN(&r, "--config", "/nonexistent/mcache.conf");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: /nonexistent/mcache.conf: No such file or directory\n");
+	run_done(&r);
+}
+
+static void t_help(void **state)
+{
+	static const char *const names[] = {
+		"--socket", "--data", "--admin", "--admin-allow-remote", "--cache-size", "--workers",
+		"--commit-interval-ms", "--sync", "--max-connections", "--idle-timeout",
+		"--max-frame", "--store-map-size", "--log-retention", "--log-level", "--root-mode",
+		"--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
+		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
+		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
+	};
+	struct run r;
+	RUN(&r, "--help");
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strstr(r.out, names[i]) == NULL)
+			fail_msg("--help does not mention %s", names[i]);
+	run_done(&r);
+	/* -h wins over bad values and a missing config file. */
+	RUN(&r, "--workers", "0", "-c", "/nonexistent", "-h");
+	assert_int_equal(r.rc, 1);
+	assert_non_null(strstr(r.out, "SYNOPSIS"));
+	run_done(&r);
+}
+
+static void t_version(void **state)
+{
+	struct run r;
+	RUN(&r, "--version");
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.out, "mcached " MC_VERSION "\n");
+	run_done(&r);
+	RUN(&r, "-V");
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.out, "mcached " MC_VERSION "\n");
+	run_done(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_defaults),
+		cmocka_unit_test(t_every_option),
+		cmocka_unit_test(t_admin_default),
+		cmocka_unit_test(t_sizes),
+		cmocka_unit_test(t_bounds_accepted),
+		cmocka_unit_test(t_bad_values),
+		cmocka_unit_test(t_bad_usage),
+		cmocka_unit_test(t_file_overrides),
+		cmocka_unit_test(t_file_errors),
+		cmocka_unit_test(t_help),
+		cmocka_unit_test(t_version),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

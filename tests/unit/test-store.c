@@ -1,0 +1,788 @@
+/* test-store.c - unit tests of the LMDB store (server/store.c). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "journal.h"
+#include "mc_shm.h"
+#include "store.h"
+
+struct fixture {
+	char tmp[256];     /* removed at teardown */
+	char dir[300];     /* the store directory, two levels below tmp */
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	const char *base = getenv("TMPDIR");
+	snprintf(f->tmp, sizeof(f->tmp), "%s/test-store-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(f->tmp)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->dir, sizeof(f->dir), "%s/a/data", f->tmp);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static struct store *open_ok(const char *dir, const struct store_opts *o)
+{
+	struct store *s = NULL;
+	int rc = store_open(dir, o, &s);
+	if (rc != 0)
+		fail_msg("store_open(%s): %d", dir, rc);
+	assert_non_null(s);
+	return s;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static struct mc_inode_rec mkinode(uint64_t ino, uint32_t mode, uint32_t nlink, uint64_t size)
+{
+	struct mc_inode_rec r = {
+		.ino = ino, .mode = mode, .nlink = nlink, .uid = 10, .gid = 20, .size = size,
+		.atime_ns = 1, .mtime_ns = 2, .ctime_ns = 3,
+	};
+	return r;
+}
+
+static void assert_inode_eq(const struct mc_inode_rec *a, const struct mc_inode_rec *b)
+{
+	assert_int_equal(a->ino, b->ino);
+	assert_int_equal(a->mode, b->mode);
+	assert_int_equal(a->nlink, b->nlink);
+	assert_int_equal(a->uid, b->uid);
+	assert_int_equal(a->gid, b->gid);
+	assert_int_equal(a->size, b->size);
+	assert_true(a->atime_ns == b->atime_ns);
+	assert_true(a->mtime_ns == b->mtime_ns);
+	assert_true(a->ctime_ns == b->ctime_ns);
+}
+
+static void commit_ok(struct store *s, const struct journal_batch *b)
+{
+	struct store_commit_times t;
+	int rc = store_commit(s, b, &t);
+	if (rc != 0)
+		fail_msg("store_commit(seq %llu): %d", (unsigned long long)b->seq, rc);
+}
+
+/* Open the environment directly with LMDB (for tests that tamper with it). */
+static void raw_open(const char *dir, MDB_env **env, MDB_txn **txn)
+{
+	assert_int_equal(mdb_env_create(env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(*env, 8), 0);
+	assert_int_equal(mdb_env_set_mapsize(*env, 64ull << 20), 0);
+	assert_int_equal(mdb_env_open(*env, dir, 0, 0600), 0);
+	assert_int_equal(mdb_txn_begin(*env, NULL, 0, txn), 0);
+}
+
+static void raw_meta_put(MDB_txn *txn, const char *key, const void *val, size_t len)
+{
+	MDB_dbi dbi;
+	assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+	assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+}
+
+static void raw_close(MDB_env *env, MDB_txn *txn)
+{
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int count_fn(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+static void test_fresh_open_creates_root(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .root_mode = 0750, .root_uid = 123, .root_gid = 456 };
+	int64_t before = realtime_ns();
+	struct store *s = open_ok(f->dir, &o);
+	int64_t after = realtime_ns();
+
+	/* The directory and its missing parent were made 0700. */
+	struct stat st;
+	assert_int_equal(stat(f->dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	char parent[320];
+	snprintf(parent, sizeof(parent), "%s/a", f->tmp);
+	assert_int_equal(stat(parent, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+
+	struct mc_inode_rec root;
+	size_t tlen = 99;
+	assert_int_equal(store_get_inode(s, 1, &root, NULL, &tlen), 0);
+	assert_int_equal(root.ino, 1);
+	assert_int_equal(root.mode, S_IFDIR | 0750);
+	assert_int_equal(root.nlink, 2);
+	assert_int_equal(root.uid, 123);
+	assert_int_equal(root.gid, 456);
+	assert_int_equal(root.size, 0);
+	assert_int_equal(tlen, 0);
+	assert_true(root.mtime_ns >= before && root.mtime_ns <= after);
+	assert_true(root.ctime_ns == root.mtime_ns && root.atime_ns == root.mtime_ns);
+
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.format, STORE_FORMAT);
+	assert_int_equal(m.next_ino, 2);
+	assert_int_equal(m.last_seq, 0);
+	static const uint8_t zero[16];
+	assert_memory_not_equal(m.uuid, zero, 16);
+
+	struct mc_inode_rec x;
+	uint64_t ino;
+	uint8_t dt;
+	assert_int_equal(store_get_inode(s, 2, &x, NULL, NULL), -ENOENT);
+	assert_int_equal(store_get_dentry(s, 1, "a", 1, &ino, &dt), -ENOENT);
+	assert_int_equal(store_get_dentry(s, 1, "", 0, &ino, &dt), -EINVAL);
+	char big[MC_NAME_MAX + 1];
+	memset(big, 'b', sizeof(big));
+	assert_int_equal(store_get_dentry(s, 1, big, sizeof(big), &ino, &dt), -ENAMETOOLONG);
+	unsigned n = 0;
+	assert_int_equal(store_scan_dir(s, 1, count_fn, &n), 0);
+	assert_int_equal(n, 0);
+
+	struct store_info info;
+	assert_int_equal(store_info(s, &info), 0);
+	assert_int_equal(info.log_entries, 0);
+	assert_int_equal(info.map_size, 256ull << 20);
+	assert_true(info.used_bytes > 0 && info.used_bytes < info.map_size);
+	store_close(s);
+
+	/* Reopen: same store, same uuid, root unchanged (not re-created). */
+	struct store_opts o2 = { .root_mode = 0777, .root_uid = 1, .root_gid = 1 };
+	s = open_ok(f->dir, &o2);
+	struct store_meta m2;
+	assert_int_equal(store_get_meta(s, &m2), 0);
+	assert_memory_equal(m2.uuid, m.uuid, 16);
+	assert_int_equal(store_get_inode(s, 1, &x, NULL, NULL), 0);
+	assert_inode_eq(&x, &root);
+	store_close(s);
+}
+
+static void test_second_open_busy(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct store *s2 = (struct store *)(uintptr_t)1;
+	assert_int_equal(store_open(f->dir, NULL, &s2), -EBUSY);
+	assert_ptr_equal(s2, (struct store *)(uintptr_t)1);   /* untouched on failure */
+	/* The first store still works after the failed open. */
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	store_close(s);
+	s = open_ok(f->dir, NULL);
+	store_close(s);
+}
+
+static void test_open_errors(void **state)
+{
+	struct fixture *f = *state;
+	char file[320], under[340];
+	snprintf(file, sizeof(file), "%s/plain", f->tmp);
+	int fd = open(file, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	struct store *s = NULL;
+	assert_int_equal(store_open(file, NULL, &s), -ENOTDIR);
+	snprintf(under, sizeof(under), "%s/sub", file);
+	assert_int_equal(store_open(under, NULL, &s), -ENOTDIR);
+	assert_null(s);
+}
+
+/* Build the sample namespace: /d (2), /d/f (3), /l -> ../target (4). */
+static void sample_batch(struct journal_batch *b, uint64_t seq)
+{
+	struct mc_inode_rec root = mkinode(1, S_IFDIR | 0755, 3, 2);
+	struct mc_inode_rec d = mkinode(2, S_IFDIR | 0700, 2, 1);
+	struct mc_inode_rec fl = mkinode(3, S_IFREG | 0644, 1, 100);
+	struct mc_inode_rec l = mkinode(4, S_IFLNK | 0777, 1, 9);
+	journal_batch_init(b, seq);
+	b->next_ino = 5;
+	assert_int_equal(journal_put_inode(b, &d, NULL, 0), 0);
+	assert_int_equal(journal_put_inode(b, &fl, NULL, 0), 0);
+	assert_int_equal(journal_put_inode(b, &l, "../target", 9), 0);
+	assert_int_equal(journal_put_inode(b, &root, NULL, 0), 0);
+	assert_int_equal(journal_put_dentry(b, 1, "d", 1, 2, DT_DIR), 0);
+	assert_int_equal(journal_put_dentry(b, 2, "f", 1, 3, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(b, 1, "l", 1, 4, DT_LNK), 0);
+}
+
+static void check_sample(struct store *s)
+{
+	struct mc_inode_rec r, want;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 0;
+	uint64_t ino = 0;
+	uint8_t dt = 0;
+
+	want = mkinode(1, S_IFDIR | 0755, 3, 2);
+	assert_int_equal(store_get_inode(s, 1, &r, NULL, NULL), 0);
+	assert_inode_eq(&r, &want);
+	want = mkinode(2, S_IFDIR | 0700, 2, 1);
+	assert_int_equal(store_get_inode(s, 2, &r, target, &tlen), 0);
+	assert_inode_eq(&r, &want);
+	assert_int_equal(tlen, 0);
+	want = mkinode(4, S_IFLNK | 0777, 1, 9);
+	assert_int_equal(store_get_inode(s, 4, &r, target, &tlen), 0);
+	assert_inode_eq(&r, &want);
+	assert_int_equal(tlen, 9);
+	assert_memory_equal(target, "../target", 9);
+
+	assert_int_equal(store_get_dentry(s, 1, "d", 1, &ino, &dt), 0);
+	assert_int_equal(ino, 2);
+	assert_int_equal(dt, DT_DIR);
+	assert_int_equal(store_get_dentry(s, 1, "l", 1, &ino, &dt), 0);
+	assert_int_equal(ino, 4);
+	assert_int_equal(dt, DT_LNK);
+	assert_int_equal(store_get_dentry(s, 1, "f", 1, &ino, &dt), -ENOENT);
+}
+
+static void test_commit_reopen_reads_back(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	sample_batch(&b, 1);
+	struct store_commit_times t;
+	memset(&t, 0xff, sizeof(t));
+	assert_int_equal(store_commit(s, &b, &t), 0);
+	assert_true(t.sync_ns > 0 && t.sync_ns < 60000000000ull);
+	assert_true(t.log_ns < 60000000000ull && t.apply_ns < 60000000000ull);
+	assert_int_equal(t.grow_ns, 0);
+	check_sample(s);
+	uint64_t ino;
+	uint8_t dt;
+	assert_int_equal(store_get_dentry(s, 2, "f", 1, &ino, &dt), 0);
+	assert_int_equal(ino, 3);
+	assert_int_equal(dt, DT_REG);
+	store_close(s);
+
+	s = open_ok(f->dir, NULL);
+	check_sample(s);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 1);
+	assert_int_equal(m.next_ino, 5);
+	struct store_info info;
+	assert_int_equal(store_info(s, &info), 0);
+	assert_int_equal(info.log_entries, 1);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+static void test_dentry_and_inode_delete(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	sample_batch(&b, 1);
+	commit_ok(s, &b);
+
+	journal_batch_reset(&b, 2);
+	assert_int_equal(journal_del_dentry(&b, 2, "f", 1), 0);
+	assert_int_equal(journal_del_inode(&b, 3), 0);
+	assert_int_equal(journal_del_dentry(&b, 2, "absent", 6), 0);   /* absent is fine */
+	assert_int_equal(journal_del_inode(&b, 999), 0);
+	commit_ok(s, &b);
+	store_close(s);
+
+	s = open_ok(f->dir, NULL);
+	uint64_t ino;
+	uint8_t dt;
+	struct mc_inode_rec r;
+	assert_int_equal(store_get_dentry(s, 2, "f", 1, &ino, &dt), -ENOENT);
+	assert_int_equal(store_get_inode(s, 3, &r, NULL, NULL), -ENOENT);
+	check_sample(s);   /* the rest is intact */
+	unsigned n = 0;
+	assert_int_equal(store_scan_dir(s, 2, count_fn, &n), 0);
+	assert_int_equal(n, 0);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+#define SCAN_N 1000
+
+struct scan_ctx {
+	char names[SCAN_N][40];
+	bool seen[SCAN_N];
+	char prev[MC_NAME_MAX + 1];
+	size_t prevlen;
+	unsigned calls;
+	unsigned stop_after;
+};
+
+static int lmdb_order(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	return c ? c : (al < bl ? -1 : al > bl);
+}
+
+static int scan_fn(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	struct scan_ctx *c = arg;
+	if (c->calls && lmdb_order(c->prev, c->prevlen, name, namelen) >= 0)
+		fail_msg("out of order: '%.*s' after '%.*s'", (int)namelen, name,
+		         (int)c->prevlen, c->prev);
+	memcpy(c->prev, name, namelen);
+	c->prevlen = namelen;
+	assert_true(ino >= 100 && ino < 100 + SCAN_N);
+	unsigned i = (unsigned)(ino - 100);
+	assert_int_equal(strlen(c->names[i]), namelen);
+	assert_memory_equal(c->names[i], name, namelen);
+	assert_int_equal(name[namelen], '\0');
+	assert_int_equal(dtype, i % 2 ? DT_REG : DT_DIR);
+	assert_false(c->seen[i]);
+	c->seen[i] = true;
+	c->calls++;
+	if (c->stop_after && c->calls == c->stop_after)
+		return 42;
+	return 0;
+}
+
+static void test_scan_dir_1000(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct scan_ctx *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	b.next_ino = 100 + SCAN_N;
+	/* Names of different lengths, inserted in an order unlike the key order. */
+	for (unsigned i = 0; i < SCAN_N; i++) {
+		unsigned k = (i * 7919u) % SCAN_N;
+		snprintf(c->names[i], sizeof(c->names[i]), "%u%.*s", k, (int)(k % 13), "zzzzzzzzzzzzz");
+		assert_int_equal(journal_put_dentry(&b, 256, c->names[i], strlen(c->names[i]),
+		                                    100 + i, i % 2 ? DT_REG : DT_DIR), 0);
+	}
+	/* Neighbours that share key bytes: parents 255, 257, 65536 and 1. */
+	assert_int_equal(journal_put_dentry(&b, 255, "zz", 2, 5, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(&b, 257, "0", 1, 6, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(&b, 65536, "0", 1, 7, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "x", 1, 8, DT_REG), 0);
+	commit_ok(s, &b);
+
+	assert_int_equal(store_scan_dir(s, 256, scan_fn, c), 0);
+	assert_int_equal(c->calls, SCAN_N);
+	for (unsigned i = 0; i < SCAN_N; i++)
+		assert_true(c->seen[i]);
+
+	/* A callback's non-zero return stops the scan and is returned. */
+	memset(c->seen, 0, sizeof(c->seen));
+	c->calls = 0;
+	c->stop_after = 10;
+	assert_int_equal(store_scan_dir(s, 256, scan_fn, c), 42);
+	assert_int_equal(c->calls, 10);
+
+	unsigned n = 0;
+	assert_int_equal(store_scan_dir(s, 255, count_fn, &n), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(store_scan_dir(s, 258, count_fn, &n), 0);
+	assert_int_equal(n, 0);
+	n = 0;
+	assert_int_equal(store_scan_dir(s, UINT64_MAX, count_fn, &n), 0);
+	assert_int_equal(n, 0);
+	store_close(s);
+	journal_batch_free(&b);
+	free(c);
+}
+
+static void test_meta_persists(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		journal_batch_reset(&b, seq);
+		b.next_ino = 10 * seq;
+		if (seq == 2)
+			assert_int_equal(journal_del_inode(&b, 77), 0);   /* others are empty */
+		commit_ok(s, &b);
+	}
+	struct store_meta m, m0;
+	assert_int_equal(store_get_meta(s, &m0), 0);
+	assert_int_equal(m0.last_seq, 3);
+	assert_int_equal(m0.next_ino, 30);
+	store_close(s);
+	s = open_ok(f->dir, NULL);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.format, STORE_FORMAT);
+	assert_int_equal(m.last_seq, 3);
+	assert_int_equal(m.next_ino, 30);
+	assert_memory_equal(m.uuid, m0.uuid, 16);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+static void test_log_retention(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .log_retention = 3 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	struct store_info info;
+	for (uint64_t seq = 1; seq <= 10; seq++) {
+		journal_batch_reset(&b, seq);
+		b.next_ino = 2;
+		assert_int_equal(journal_del_inode(&b, seq + 1000), 0);
+		commit_ok(s, &b);
+		assert_int_equal(store_info(s, &info), 0);
+		assert_int_equal(info.log_entries, seq < 3 ? seq : 3);
+	}
+	store_close(s);
+
+	/* Exactly batches 8, 9, 10 remain, each holding its own records. */
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi log;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	raw_open(f->dir, &env, &txn);
+	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
+	assert_int_equal(mdb_cursor_open(txn, log, &cur), 0);
+	uint64_t want = 8;
+	int rc;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), want++) {
+		assert_int_equal(k.mv_size, 8);
+		const uint8_t *p = k.mv_data;
+		uint64_t seq = 0;
+		for (int i = 0; i < 8; i++)
+			seq = seq << 8 | p[i];
+		assert_int_equal(seq, want);
+		size_t pos = 0;
+		struct journal_rec r;
+		assert_int_equal(journal_next(v.mv_data, v.mv_size, &pos, &r), 1);
+		assert_int_equal(r.type, JR_INODE_DEL);
+		assert_int_equal(r.ino, seq + 1000);
+		assert_int_equal(journal_next(v.mv_data, v.mv_size, &pos, &r), 0);
+	}
+	assert_int_equal(rc, MDB_NOTFOUND);
+	assert_int_equal(want, 11);
+	mdb_cursor_close(cur);
+	raw_close(env, txn);
+	journal_batch_free(&b);
+}
+
+static void test_newer_format_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	store_close(s);
+
+	MDB_env *env;
+	MDB_txn *txn;
+	uint8_t fmt[4] = { (uint8_t)(STORE_FORMAT + 1), 0, 0, 0 };
+	raw_open(f->dir, &env, &txn);
+	raw_meta_put(txn, "format", fmt, 4);
+	raw_close(env, txn);
+
+	s = NULL;
+	assert_int_equal(store_open(f->dir, NULL, &s), -EPROTONOSUPPORT);
+	assert_null(s);
+
+	/* The current format opens again. */
+	fmt[0] = STORE_FORMAT;
+	raw_open(f->dir, &env, &txn);
+	raw_meta_put(txn, "format", fmt, 4);
+	raw_close(env, txn);
+	s = open_ok(f->dir, NULL);
+	store_close(s);
+}
+
+static void test_garbled_meta_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	store_close(s);
+
+	/* A value of the wrong size. */
+	MDB_env *env;
+	MDB_txn *txn;
+	raw_open(f->dir, &env, &txn);
+	raw_meta_put(txn, "next_ino", "abc", 3);
+	raw_close(env, txn);
+	assert_int_equal(store_open(f->dir, NULL, &s), -EINVAL);
+
+	/* A missing key. */
+	raw_open(f->dir, &env, &txn);
+	MDB_dbi dbi;
+	assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+	MDB_val k = { 6, "format" };
+	assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
+	raw_close(env, txn);
+	assert_int_equal(store_open(f->dir, NULL, &s), -EINVAL);
+
+	/* Another program's non-empty LMDB environment. */
+	char other[320];
+	snprintf(other, sizeof(other), "%s/other", f->tmp);
+	assert_int_equal(mkdir(other, 0700), 0);
+	raw_open(other, &env, &txn);
+	MDB_dbi main_dbi;
+	assert_int_equal(mdb_dbi_open(txn, NULL, 0, &main_dbi), 0);
+	MDB_val k2 = { 3, "key" }, v2 = { 5, "value" };
+	assert_int_equal(mdb_put(txn, main_dbi, &k2, &v2, 0), 0);
+	raw_close(env, txn);
+	assert_int_equal(store_open(other, NULL, &s), -EINVAL);
+}
+
+/* A batch of n symlink inodes with ~1 KiB targets and their dentries. */
+static void big_batch(struct journal_batch *b, uint64_t seq, uint64_t first, unsigned n)
+{
+	char target[1024];
+	memset(target, 't', sizeof(target));
+	journal_batch_init(b, seq);
+	b->next_ino = first + n;
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+		int len = snprintf(name, sizeof(name), "big-%u", i);
+		struct mc_inode_rec r = mkinode(first + i, S_IFLNK | 0777, 1, sizeof(target));
+		assert_int_equal(journal_put_inode(b, &r, target, sizeof(target)), 0);
+		assert_int_equal(journal_put_dentry(b, 1, name, (size_t)len, first + i, DT_LNK), 0);
+	}
+}
+
+static void test_map_full_grows(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .map_size = 64 << 10, .map_size_max = 64 << 20 };
+	struct store *s = open_ok(f->dir, &o);
+	struct store_info info;
+	assert_int_equal(store_info(s, &info), 0);
+	assert_int_equal(info.map_size, 64 << 10);
+
+	struct journal_batch b;
+	big_batch(&b, 1, 10, 2000);     /* ~2.5 MB of values */
+	struct store_commit_times t;
+	assert_int_equal(store_commit(s, &b, &t), 0);
+	assert_true(t.grow_ns > 0);
+	assert_int_equal(store_info(s, &info), 0);
+	assert_true(info.map_size >= 2 << 20 && info.map_size <= 64 << 20);
+	assert_true(info.used_bytes <= info.map_size);
+	assert_int_equal(info.log_entries, 1);
+	store_close(s);
+
+	s = open_ok(f->dir, &o);
+	struct mc_inode_rec r;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen;
+	uint64_t ino;
+	uint8_t dt;
+	for (unsigned i = 0; i < 2000; i += 97) {
+		char name[32];
+		int len = snprintf(name, sizeof(name), "big-%u", i);
+		assert_int_equal(store_get_dentry(s, 1, name, (size_t)len, &ino, &dt), 0);
+		assert_int_equal(ino, 10 + i);
+		assert_int_equal(store_get_inode(s, ino, &r, target, &tlen), 0);
+		assert_int_equal(tlen, 1024);
+		assert_int_equal(target[1023], 't');
+	}
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 1);
+	assert_int_equal(m.next_ino, 2010);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+static void test_map_full_enospc_unchanged(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .map_size = 64 << 10, .map_size_max = 128 << 10 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch small, big;
+	sample_batch(&small, 1);
+	commit_ok(s, &small);
+
+	big_batch(&big, 2, 10, 2000);
+	struct store_commit_times t;
+	assert_int_equal(store_commit(s, &big, &t), -ENOSPC);
+	/* Still usable, nothing of the failed batch visible. */
+	check_sample(s);
+	uint64_t ino;
+	uint8_t dt;
+	assert_int_equal(store_get_dentry(s, 1, "big-0", 5, &ino, &dt), -ENOENT);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 1);
+	store_close(s);
+
+	s = open_ok(f->dir, &o);
+	check_sample(s);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 1);
+	assert_int_equal(m.next_ino, 5);
+	struct mc_inode_rec r;
+	assert_int_equal(store_get_inode(s, 10, &r, NULL, NULL), -ENOENT);
+	assert_int_equal(store_get_dentry(s, 1, "big-1999", 8, &ino, &dt), -ENOENT);
+	struct store_info info;
+	assert_int_equal(store_info(s, &info), 0);
+	assert_int_equal(info.log_entries, 1);
+
+	/* A batch that fits can still be committed as seq 2. */
+	journal_batch_reset(&small, 2);
+	small.next_ino = 6;
+	assert_int_equal(journal_put_dentry(&small, 1, "after", 5, 2, DT_DIR), 0);
+	commit_ok(s, &small);
+	assert_int_equal(store_get_dentry(s, 1, "after", 5, &ino, &dt), 0);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 2);
+	store_close(s);
+	journal_batch_free(&small);
+	journal_batch_free(&big);
+}
+
+/* A batch whose bytes do not decode is refused whole. */
+static void test_commit_garbled_batch(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	b.next_ino = 50;
+	assert_int_equal(journal_put_dentry(&b, 1, "good", 4, 2, DT_REG), 0);
+	assert_int_equal(journal_del_inode(&b, 9), 0);
+	b.buf[b.len - 9] = 0x7f;      /* the second record's body_len */
+	assert_int_equal(store_commit(s, &b, NULL), -EPROTO);
+	uint64_t ino;
+	uint8_t dt;
+	assert_int_equal(store_get_dentry(s, 1, "good", 4, &ino, &dt), -ENOENT);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 0);
+	assert_int_equal(m.next_ino, 2);
+	struct store_info info;
+	assert_int_equal(store_info(s, &info), 0);
+	assert_int_equal(info.log_entries, 0);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+struct reader_arg {
+	struct store *s;
+	atomic_bool stop;
+	atomic_uint errors;
+	atomic_uint reads;
+};
+
+static void *reader_main(void *p)
+{
+	struct reader_arg *a = p;
+	while (!atomic_load(&a->stop)) {
+		struct mc_inode_rec r;
+		uint64_t ino;
+		uint8_t dt;
+		unsigned n = 0;
+		if (store_get_inode(a->s, 1, &r, NULL, NULL) != 0 || r.ino != 1)
+			atomic_fetch_add(&a->errors, 1);
+		int rc = store_get_dentry(a->s, 1, "big-0", 5, &ino, &dt);
+		if (rc != 0 && rc != -ENOENT)
+			atomic_fetch_add(&a->errors, 1);
+		if (store_scan_dir(a->s, 1, count_fn, &n) != 0)
+			atomic_fetch_add(&a->errors, 1);
+		atomic_fetch_add(&a->reads, 1);
+	}
+	return NULL;
+}
+
+/* Readers on other threads keep working while commits grow the map. */
+static void test_readers_during_growth(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .map_size = 64 << 10, .map_size_max = 256 << 20 };
+	struct store *s = open_ok(f->dir, &o);
+	struct reader_arg a = { .s = s };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &a), 0);
+	struct journal_batch b;
+	struct store_commit_times t;
+	uint64_t grew = 0;
+	for (unsigned i = 0; i < 6; i++) {
+		big_batch(&b, i + 1, 10 + i * 500, 500);
+		assert_int_equal(store_commit(s, &b, &t), 0);
+		grew += t.grow_ns > 0;
+		journal_batch_free(&b);
+	}
+	atomic_store(&a.stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(atomic_load(&a.errors), 0);
+	assert_true(grew > 0);
+	assert_true(atomic_load(&a.reads) > 0);
+	unsigned n = 0;
+	assert_int_equal(store_scan_dir(s, 1, count_fn, &n), 0);
+	assert_int_equal(n, 500);    /* big-0..499 reused by every batch */
+	store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fresh_open_creates_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_open_busy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_reopen_reads_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dentry_and_inode_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_dir_1000, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_meta_persists, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newer_format_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbled_meta_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_map_full_grows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_map_full_enospc_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_garbled_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readers_during_growth, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
