@@ -24,45 +24,15 @@
  *  5. A removed directory's cached children are pruned at once (rule 1 of
  *     DESIGN.md).
  */
+#include <dirent.h>
 #include <errno.h>
-#include <sched.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <dirent.h>
-#include <fcntl.h>
 
 #include "log.h"
 #include "ns_impl.h"
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Running out of memory for the journal would lose acknowledged changes:
- * there is no way to continue safely. */
-static void must(int rc, const char *what)
-{
-	if (rc < 0) {
-		log_error("out of memory while %s; stopping", what);
-		abort();
-	}
-}
-
-static void offvec_push(struct offvec *v, mc_off_t off)
-{
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 256;
-		mc_off_t *p = realloc(v->v, cap * sizeof(*p));
-		must(p ? 0 : -ENOMEM, "recording dirty entries");
-		v->v = p;
-		v->cap = cap;
-	}
-	v->v[v->n++] = off;
-}
 
 /* ---- holds: inodes kept by open handles ---------------------------------- */
 
@@ -74,7 +44,7 @@ static size_t hold_slot(const struct holdmap *h, uint64_t ino)
 	return i;
 }
 
-static uint32_t hold_count(const struct holdmap *h, uint64_t ino)
+uint32_t hold_count(const struct holdmap *h, uint64_t ino)
 {
 	if (!h->cap)
 		return 0;
@@ -145,59 +115,8 @@ static uint32_t hold_drop(struct holdmap *h, uint64_t ino)
 	}
 }
 
-/* ---- dirtying and journaling --------------------------------------------- */
-
-static void dentry_dirty(struct ns *ns, mc_off_t d)
-{
-	struct mc_dentry *e = dentry_at(ns->shm, d);
-	unsigned p = (unsigned)(ns->running->seq & 1);
-	uint16_t bit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
-	if (e->flags & bit)
-		return;
-	if (!(e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1)))
-		ns->shm->d_dirty++;
-	e->flags |= bit;
-	offvec_push(&ns->dirty_d[p], d);
-}
-
-static void inode_dirty(struct ns *ns, mc_off_t off)
-{
-	struct mc_inode *i = inode_at(ns->shm, off);
-	unsigned p = (unsigned)(ns->running->seq & 1);
-	uint16_t bit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
-	if (i->flags & bit)
-		return;
-	if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
-		ns->shm->i_dirty++;
-	i->flags |= bit;
-	offvec_push(&ns->dirty_i[p], off);
-}
-
-/* Journal the current state of a cached inode. An inode without links was
- * deleted from the store when it lost its last one: nothing to write. */
-static void inode_changed(struct ns *ns, mc_off_t off)
-{
-	struct mc_inode *i = inode_at(ns->shm, off);
-	inode_dirty(ns, off);
-	if (i->nlink == 0)
-		return;
-	struct mc_inode_rec rec;
-	inode_rec(ns->shm, off, &rec);
-	const char *t = NULL;
-	size_t tlen = 0;
-	if (S_ISLNK(i->mode))
-		t = inode_target(ns->shm, off, &tlen);
-	must(journal_put_inode(ns->running, &rec, t, tlen), "journaling an inode");
-}
-
-static void inode_gone(struct ns *ns, mc_off_t off)
-{
-	inode_dirty(ns, off);
-	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
-}
-
 /* Free an inode without links once nothing holds it. */
-static void inode_maybe_free(struct ns *ns, mc_off_t off)
+void inode_maybe_free(struct ns *ns, mc_off_t off)
 {
 	struct mc_inode *i = inode_at(ns->shm, off);
 	if (i->nlink > 0 || hold_count(&ns->holds, i->ino) > 0)
@@ -207,16 +126,8 @@ static void inode_maybe_free(struct ns *ns, mc_off_t off)
 	inode_del(ns->shm, off);
 }
 
-/* Change fields of a cached inode inside its seq. */
-#define INODE_EDIT(ns, off, body)                                   \
-	do {                                                        \
-		struct mc_inode *ie_ = inode_at((ns)->shm, (off));   \
-		shm_write_begin(&ie_->seq);                         \
-		{ body; }                                           \
-		shm_write_end(&ie_->seq);                           \
-	} while (0)
 
-static void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
+void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
 {
 	INODE_EDIT(ns, dir, {
 		ie_->u.dir.nentries = (uint32_t)((int64_t)ie_->u.dir.nentries + delta);
@@ -228,7 +139,7 @@ static void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta,
 }
 
 /* Name d (in dir) now names inode off of type dtype. */
-static void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
+void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 {
 	struct shm *s = ns->shm;
 	struct mc_inode *i = inode_at(s, off);
@@ -241,7 +152,7 @@ static void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 }
 
 /* Remove name d from dir (note 3). */
-static void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
+void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 {
 	struct shm *s = ns->shm;
 	must(journal_del_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
@@ -257,7 +168,7 @@ static void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 
 /* A dentry slot for a new name in dir: the cached negative one, or a new
  * negative placeholder. */
-static int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
+int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
                      mc_off_t *out)
 {
 	if (!d) {
@@ -537,7 +448,7 @@ int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t t
 	return rc;
 }
 
-static void set_size(struct ns *ns, mc_off_t off, uint64_t size)
+void set_size(struct ns *ns, mc_off_t off, uint64_t size)
 {
 	int64_t now = now_ns();
 	INODE_EDIT(ns, off, {
@@ -733,7 +644,7 @@ out:
 /* ---- removing ------------------------------------------------------------ */
 
 /* may_delete(): may c remove victim (named by d) from dir? */
-static int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim,
+int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim,
                          bool isdir)
 {
 	int rc = permission(c, inode_at(s, dir), MAY_WRITE | MAY_EXEC);
@@ -752,7 +663,7 @@ static int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_o
 }
 
 /* Remove name d (naming victim) from dir; the checks are done. */
-static void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
+void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 {
 	int64_t now = now_ns();
 	bool isdir = S_ISDIR(inode_at(ns->shm, victim)->mode);
@@ -956,386 +867,3 @@ out:
 	return rc;
 }
 
-/* ---- attributes ---------------------------------------------------------- */
-
-/* Resolve path (following symlinks) under the lock, then run fn on it. */
-static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
-                      int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
-                      const void *arg)
-{
-	struct nd nd;
-	mc_off_t off;
-	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = walk_path(&nd, path, len, true, &off);
-	if (rc == 0)
-		rc = fn(ns, c, off, arg);
-	nd_free(&nd);
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
-}
-
-static int do_chmod(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
-{
-	uint32_t mode = *(const uint32_t *)arg & 07777;
-	struct mc_inode *i = inode_at(ns->shm, off);
-	if (c->uid != 0 && c->uid != i->uid)
-		return -EPERM;
-	if (c->uid != 0 && !in_group(c, i->gid))
-		mode &= ~(uint32_t)S_ISGID;
-	int64_t now = now_ns();
-	INODE_EDIT(ns, off, {
-		ie_->mode = (uint16_t)((ie_->mode & S_IFMT) | mode);
-		ie_->ctime_ns = now;
-	});
-	inode_changed(ns, off);
-	return 0;
-}
-
-int ns_chmod(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode)
-{
-	return with_inode(ns, c, path, len, do_chmod, &mode);
-}
-
-static int do_chown(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
-{
-	const uint32_t *ug = arg;
-	struct mc_inode *i = inode_at(ns->shm, off);
-	uint32_t uid = ug[0], gid = ug[1];
-	if (c->uid != 0) {
-		if (uid != (uint32_t)-1 && !(c->uid == i->uid && uid == i->uid))
-			return -EPERM;
-		if (gid != (uint32_t)-1 &&
-		    !(c->uid == i->uid && (gid == i->gid || in_group(c, gid))))
-			return -EPERM;
-	}
-	int64_t now = now_ns();
-	INODE_EDIT(ns, off, {
-		if (uid != (uint32_t)-1)
-			ie_->uid = uid;
-		if (gid != (uint32_t)-1)
-			ie_->gid = gid;
-		if (!S_ISDIR(ie_->mode) && (uid != (uint32_t)-1 || gid != (uint32_t)-1)) {
-			ie_->mode &= (uint16_t)~S_ISUID;
-			if (ie_->mode & S_IXGRP)
-				ie_->mode &= (uint16_t)~S_ISGID;
-		}
-		ie_->ctime_ns = now;
-	});
-	inode_changed(ns, off);
-	return 0;
-}
-
-int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
-             uint32_t gid)
-{
-	uint32_t ug[2] = { uid, gid };
-	return with_inode(ns, c, path, len, do_chown, ug);
-}
-
-static int64_t clamp_ns(const struct timespec *t)
-{
-	if (t->tv_sec > INT64_MAX / 1000000000 - 1)
-		return INT64_MAX;
-	if (t->tv_sec < INT64_MIN / 1000000000 + 1)
-		return INT64_MIN;
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
-static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
-{
-	const struct timespec *t = arg;
-	struct mc_inode *i = inode_at(ns->shm, off);
-	bool touch = t[0].tv_nsec == UTIME_NOW && t[1].tv_nsec == UTIME_NOW;
-	if (c->uid != 0 && c->uid != i->uid) {
-		if (!touch)
-			return -EPERM;
-		if (permission(c, i, MAY_WRITE) < 0)
-			return -EACCES;
-	}
-	int64_t now = now_ns();
-	int64_t v[2];
-	for (int k = 0; k < 2; k++)
-		v[k] = t[k].tv_nsec == UTIME_NOW ? now : clamp_ns(&t[k]);
-	INODE_EDIT(ns, off, {
-		if (t[0].tv_nsec != UTIME_OMIT)
-			ie_->atime_ns = v[0];
-		if (t[1].tv_nsec != UTIME_OMIT)
-			ie_->mtime_ns = v[1];
-		ie_->ctime_ns = now;
-	});
-	inode_changed(ns, off);
-	return 0;
-}
-
-int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
-               const struct timespec times[2])
-{
-	struct timespec t[2];
-	for (int k = 0; k < 2; k++) {
-		t[k] = times ? times[k] : (struct timespec){ 0, UTIME_NOW };
-		if (t[k].tv_nsec != UTIME_NOW && t[k].tv_nsec != UTIME_OMIT &&
-		    (t[k].tv_nsec < 0 || t[k].tv_nsec > 999999999))
-			return -EINVAL;
-	}
-	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) {
-		ns_attr a;
-		return ns_stat(ns, c, path, len, true, &a);
-	}
-	return with_inode(ns, c, path, len, do_utimens, t);
-}
-
-static int do_truncate(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
-{
-	struct mc_inode *i = inode_at(ns->shm, off);
-	if (S_ISDIR(i->mode))
-		return -EISDIR;
-	if (!S_ISREG(i->mode))
-		return -EINVAL;
-	int rc = permission(c, i, MAY_WRITE);
-	if (rc < 0)
-		return rc;
-	set_size(ns, off, *(const uint64_t *)arg);
-	return 0;
-}
-
-int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size)
-{
-	if (size < 0)
-		return -EINVAL;
-	uint64_t sz = (uint64_t)size;
-	return with_inode(ns, c, path, len, do_truncate, &sz);
-}
-
-int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size)
-{
-	if (size < 0)
-		return -EINVAL;
-	pthread_mutex_lock(&ns->lock);
-	int rc = 0;
-	mc_off_t off = inode_find(ns->shm, ino);
-	if (!off)
-		rc = -EBADF;
-	else if (!writable || !S_ISREG(inode_at(ns->shm, off)->mode))
-		rc = -EINVAL;
-	else
-		set_size(ns, off, (uint64_t)size);
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
-}
-
-/* ---- rmtree -------------------------------------------------------------- */
-
-/* Remove up to *budget entries below (and then) the tree at the walk's last
- * component. Returns 1 when the tree is gone, 0 when the budget ran out. */
-static int rmtree_some(struct nd *nd, unsigned *budget)
-{
-	struct ns *ns = nd->ns;
-	struct shm *s = ns->shm;
-	const struct cred *c = nd->cred;
-	mc_off_t d, top;
-	int rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &top);
-	if (rc < 0)
-		return rc;
-	if (!top)
-		return -ENOENT;
-	if (!S_ISDIR(inode_at(s, top)->mode)) {
-		if (nd->slash)
-			return -ENOTDIR;
-		rc = delete_checks(c, s, nd_top(nd), top, false);
-		if (rc < 0)
-			return rc;
-		remove_entry(ns, nd_top(nd), d, top);
-		return 1;
-	}
-	/* Depth-first from top: descend into a non-empty subdirectory,
-	 * remove leaves, remove a directory once it is empty. */
-	unsigned base = nd->depth;
-	rc = nd_push(nd, top);
-	if (rc < 0)
-		return rc;
-	while (*budget > 0) {
-		mc_off_t dir = nd_top(nd);
-		struct mc_inode *di = inode_at(s, dir);
-		if (di->u.dir.nentries == 0) {
-			nd->depth--;
-			mc_off_t parent = nd_top(nd);
-			mc_off_t pd, chk;
-			if (nd->depth == base) {
-				pd = d;
-			} else {
-				/* find dir's name in parent */
-				pd = 0;
-				struct mc_dirx *px = dcache_dirx(s, parent, false);
-				for (mc_off_t e = px ? px->head : 0; e; e = dentry_at(s, e)->sib_next)
-					if (dentry_at(s, e)->inode == dir) {
-						pd = e;
-						break;
-					}
-				if (!pd)
-					return -EIO;
-			}
-			chk = dentry_at(s, pd)->inode;
-			if (chk != dir)
-				return -EIO;
-			rc = delete_checks(c, s, parent, dir, true);
-			if (rc < 0)
-				return rc;
-			remove_entry(ns, parent, pd, dir);
-			(*budget)--;
-			if (nd->depth == base)
-				return 1;
-			continue;
-		}
-		rc = permission(c, di, MAY_READ | MAY_EXEC);
-		if (rc < 0)
-			return rc;
-		rc = ns_load_dir(ns, dir);
-		if (rc < 0)
-			return rc;
-		struct mc_dirx *dx = dcache_dirx(s, dir, false);
-		mc_off_t e = dx->head;
-		while (e && !(dentry_at(s, e)->flags & MC_D_POSITIVE))
-			e = dentry_at(s, e)->sib_next;
-		if (!e)
-			return -EIO; /* nentries > 0 but nothing listed */
-		mc_off_t v = dentry_at(s, e)->inode;
-		if (S_ISDIR(inode_at(s, v)->mode)) {
-			rc = nd_push(nd, v);
-			if (rc < 0)
-				return rc;
-			continue;
-		}
-		rc = delete_checks(c, s, dir, v, false);
-		if (rc < 0)
-			return rc;
-		remove_entry(ns, dir, e, v);
-		(*budget)--;
-	}
-	return 0;
-}
-
-int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len, unsigned batch)
-{
-	bool first = true;
-	for (;;) {
-		struct nd nd;
-		unsigned budget = batch ? batch : 1024;
-		pthread_mutex_lock(&ns->lock);
-		nd_init(&nd, ns, c);
-		int rc = walk_parent(&nd, path, len);
-		if (rc == 0) {
-			switch (nd.last_type) {
-			case LAST_ROOT: rc = -EBUSY; break;
-			case LAST_DOT: rc = -EINVAL; break;
-			case LAST_DOTDOT: rc = -ENOTEMPTY; break;
-			case LAST_NORM: rc = rmtree_some(&nd, &budget); break;
-			}
-		}
-		nd_free(&nd);
-		pthread_mutex_unlock(&ns->lock);
-		if (rc == -ENOENT && !first)
-			return 0; /* someone else finished it */
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
-		first = false;
-		sched_yield();
-	}
-}
-
-/* ---- commit support ------------------------------------------------------ */
-
-uint64_t ns_pending_seq(struct ns *ns)
-{
-	pthread_mutex_lock(&ns->lock);
-	uint64_t seq = 0;
-	if (ns->running->nrecs > 0)
-		seq = ns->running->seq;
-	else if (ns->committing)
-		seq = ns->running->seq - 1;
-	pthread_mutex_unlock(&ns->lock);
-	return seq;
-}
-
-uint64_t ns_journal_records(struct ns *ns)
-{
-	pthread_mutex_lock(&ns->lock);
-	uint64_t n = ns->running->nrecs;
-	pthread_mutex_unlock(&ns->lock);
-	return n;
-}
-
-struct journal_batch *ns_swap(struct ns *ns)
-{
-	pthread_mutex_lock(&ns->lock);
-	struct journal_batch *b = NULL;
-	if (ns->running->nrecs > 0 && !ns->committing && ns->spare) {
-		b = ns->running;
-		b->next_ino = ns->next_ino;
-		ns->running = ns->spare;
-		ns->spare = NULL;
-		journal_batch_reset(ns->running, b->seq + 1);
-		ns->committing = true;
-	}
-	pthread_mutex_unlock(&ns->lock);
-	return b;
-}
-
-void ns_publish(struct ns *ns, struct journal_batch *b)
-{
-	struct shm *s = ns->shm;
-	unsigned p = (unsigned)(b->seq & 1);
-	pthread_mutex_lock(&ns->lock);
-	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
-	struct offvec *dv = &ns->dirty_d[p];
-	for (size_t k = 0; k < dv->n; k++) {
-		struct mc_dentry *e = dentry_at(s, dv->v[k]);
-		if (!(e->flags & MC_D_LIVE) || !(e->flags & dbit))
-			continue;
-		e->flags &= (uint16_t)~dbit;
-		if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
-			continue;
-		s->d_dirty--;
-		/* A clean negative entry in a complete directory says nothing
-		 * the directory does not; over the cap, it goes too. */
-		if (!(e->flags & MC_D_POSITIVE) &&
-		    (dcache_complete(s, e->parent) || s->d_negative > ns->neg_max))
-			dcache_del(s, dv->v[k]);
-	}
-	dv->n = 0;
-	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
-	struct offvec *iv = &ns->dirty_i[p];
-	for (size_t k = 0; k < iv->n; k++) {
-		struct mc_inode *i = inode_at(s, iv->v[k]);
-		if (!(i->flags & MC_I_LIVE) || !(i->flags & ibit))
-			continue;
-		i->flags &= (uint16_t)~ibit;
-		if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
-			s->i_dirty--;
-	}
-	iv->n = 0;
-	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
-	ns->spare = b;
-	ns->committing = false;
-	pthread_mutex_unlock(&ns->lock);
-}
-
-void ns_get_counts(struct ns *ns, struct ns_counts *out)
-{
-	struct shm *s = ns->shm;
-	pthread_mutex_lock(&ns->lock);
-	out->positive = s->d_positive;
-	out->negative = s->d_negative;
-	out->dentries_dirty = s->d_dirty;
-	out->dirs_complete = s->dirs_complete;
-	out->inodes = s->slab[SLAB_INODE].live;
-	out->inodes_dirty = s->i_dirty;
-	out->prunes = s->prunes;
-	out->pruned = s->pruned;
-	out->shm_used = shm_bytes_used(s);
-	out->shm_total = s->size;
-	out->alloc_failures = s->alloc_failures;
-	out->journal_records = ns->running->nrecs;
-	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
-	pthread_mutex_unlock(&ns->lock);
-}

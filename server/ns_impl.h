@@ -88,6 +88,41 @@ int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out);
 /* Make dir complete: every child it has in the store is cached. */
 int ns_load_dir(struct ns *ns, mc_off_t dir);
 
+/* dirty.c: journaling and dirty bits (ns.c notes 2 and 3). */
+int64_t now_ns(void);
+/* Abort on a failure that would lose acknowledged changes (journal OOM). */
+void must(int rc, const char *what);
+void dentry_dirty(struct ns *ns, mc_off_t d);
+void inode_dirty(struct ns *ns, mc_off_t off);
+/* Journal the current state of a cached inode and mark it dirty. */
+void inode_changed(struct ns *ns, mc_off_t off);
+/* Journal the deletion of an inode that lost its last link. */
+void inode_gone(struct ns *ns, mc_off_t off);
+
+/* ns.c: building blocks of the operations. */
+uint32_t hold_count(const struct holdmap *h, uint64_t ino);
+void inode_maybe_free(struct ns *ns, mc_off_t off);
+/* dir gained/lost entries and links; mtime and ctime become now. */
+void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
+void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off);
+void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d);
+int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
+              mc_off_t *out);
+/* may_delete(): may c remove victim from dir (as a directory if isdir)? */
+int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim, bool isdir);
+/* Remove name d (naming victim) from dir; the checks are done. */
+void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim);
+void set_size(struct ns *ns, mc_off_t off, uint64_t size);
+
+/* Change fields of a cached inode inside its seq; `ie_` names the inode. */
+#define INODE_EDIT(ns, off, body)                                   \
+	do {                                                        \
+		struct mc_inode *ie_ = inode_at((ns)->shm, (off));   \
+		shm_write_begin(&ie_->seq);                         \
+		{ body; }                                           \
+		shm_write_end(&ie_->seq);                           \
+	} while (0)
+
 int permission(const struct cred *c, const struct mc_inode *i, int mask);
 bool in_group(const struct cred *c, uint32_t gid);
 /* The sticky-directory rule: may c remove victim from dir? */

@@ -1,0 +1,180 @@
+/* attr.c - attribute changes: chmod, chown, utimensat and truncate, with
+ * Linux's ownership and permission rules. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "ns_impl.h"
+
+/* ---- attributes ---------------------------------------------------------- */
+
+/* Resolve path (following symlinks) under the lock, then run fn on it. */
+static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                      int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
+                      const void *arg)
+{
+	struct nd nd;
+	mc_off_t off;
+	pthread_mutex_lock(&ns->lock);
+	nd_init(&nd, ns, c);
+	int rc = walk_path(&nd, path, len, true, &off);
+	if (rc == 0)
+		rc = fn(ns, c, off, arg);
+	nd_free(&nd);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+static int do_chmod(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	uint32_t mode = *(const uint32_t *)arg & 07777;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	if (c->uid != 0 && c->uid != i->uid)
+		return -EPERM;
+	if (c->uid != 0 && !in_group(c, i->gid))
+		mode &= ~(uint32_t)S_ISGID;
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		ie_->mode = (uint16_t)((ie_->mode & S_IFMT) | mode);
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_chmod(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode)
+{
+	return with_inode(ns, c, path, len, do_chmod, &mode);
+}
+
+static int do_chown(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	const uint32_t *ug = arg;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	uint32_t uid = ug[0], gid = ug[1];
+	if (c->uid != 0) {
+		if (uid != (uint32_t)-1 && !(c->uid == i->uid && uid == i->uid))
+			return -EPERM;
+		if (gid != (uint32_t)-1 &&
+		    !(c->uid == i->uid && (gid == i->gid || in_group(c, gid))))
+			return -EPERM;
+	}
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		if (uid != (uint32_t)-1)
+			ie_->uid = uid;
+		if (gid != (uint32_t)-1)
+			ie_->gid = gid;
+		if (!S_ISDIR(ie_->mode) && (uid != (uint32_t)-1 || gid != (uint32_t)-1)) {
+			ie_->mode &= (uint16_t)~S_ISUID;
+			if (ie_->mode & S_IXGRP)
+				ie_->mode &= (uint16_t)~S_ISGID;
+		}
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
+             uint32_t gid)
+{
+	uint32_t ug[2] = { uid, gid };
+	return with_inode(ns, c, path, len, do_chown, ug);
+}
+
+static int64_t clamp_ns(const struct timespec *t)
+{
+	if (t->tv_sec > INT64_MAX / 1000000000 - 1)
+		return INT64_MAX;
+	if (t->tv_sec < INT64_MIN / 1000000000 + 1)
+		return INT64_MIN;
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	const struct timespec *t = arg;
+	struct mc_inode *i = inode_at(ns->shm, off);
+	bool touch = t[0].tv_nsec == UTIME_NOW && t[1].tv_nsec == UTIME_NOW;
+	if (c->uid != 0 && c->uid != i->uid) {
+		if (!touch)
+			return -EPERM;
+		if (permission(c, i, MAY_WRITE) < 0)
+			return -EACCES;
+	}
+	int64_t now = now_ns();
+	int64_t v[2];
+	for (int k = 0; k < 2; k++)
+		v[k] = t[k].tv_nsec == UTIME_NOW ? now : clamp_ns(&t[k]);
+	INODE_EDIT(ns, off, {
+		if (t[0].tv_nsec != UTIME_OMIT)
+			ie_->atime_ns = v[0];
+		if (t[1].tv_nsec != UTIME_OMIT)
+			ie_->mtime_ns = v[1];
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+	return 0;
+}
+
+int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
+               const struct timespec times[2])
+{
+	struct timespec t[2];
+	for (int k = 0; k < 2; k++) {
+		t[k] = times ? times[k] : (struct timespec){ 0, UTIME_NOW };
+		if (t[k].tv_nsec != UTIME_NOW && t[k].tv_nsec != UTIME_OMIT &&
+		    (t[k].tv_nsec < 0 || t[k].tv_nsec > 999999999))
+			return -EINVAL;
+	}
+	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) {
+		ns_attr a;
+		return ns_stat(ns, c, path, len, true, &a);
+	}
+	return with_inode(ns, c, path, len, do_utimens, t);
+}
+
+static int do_truncate(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	if (S_ISDIR(i->mode))
+		return -EISDIR;
+	if (!S_ISREG(i->mode))
+		return -EINVAL;
+	int rc = permission(c, i, MAY_WRITE);
+	if (rc < 0)
+		return rc;
+	set_size(ns, off, *(const uint64_t *)arg);
+	return 0;
+}
+
+int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	uint64_t sz = (uint64_t)size;
+	return with_inode(ns, c, path, len, do_truncate, &sz);
+}
+
+int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	int rc = 0;
+	mc_off_t off = inode_find(ns->shm, ino);
+	if (!off)
+		rc = -EBADF;
+	else if (!writable || !S_ISREG(inode_at(ns->shm, off)->mode))
+		rc = -EINVAL;
+	else
+		set_size(ns, off, (uint64_t)size);
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+

@@ -1,0 +1,191 @@
+/* dirty.c - what the namespace changed and the committer must write:
+ * journal records for every change, the dirty bits that pin changed slots
+ * until their batch is committed, and the swap/publish steps of a commit
+ * (notes 2 and 3 in ns.c). Called with the namespace lock held unless a
+ * function takes it itself. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "ns_impl.h"
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Running out of memory for the journal would lose acknowledged changes:
+ * there is no way to continue safely. */
+void must(int rc, const char *what)
+{
+	if (rc < 0) {
+		log_error("out of memory while %s; stopping", what);
+		abort();
+	}
+}
+
+static void offvec_push(struct offvec *v, mc_off_t off)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 256;
+		mc_off_t *p = realloc(v->v, cap * sizeof(*p));
+		must(p ? 0 : -ENOMEM, "recording dirty entries");
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = off;
+}
+
+/* ---- dirtying and journaling --------------------------------------------- */
+
+void dentry_dirty(struct ns *ns, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(ns->shm, d);
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint16_t bit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
+	if (e->flags & bit)
+		return;
+	if (!(e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1)))
+		ns->shm->d_dirty++;
+	e->flags |= bit;
+	offvec_push(&ns->dirty_d[p], d);
+}
+
+void inode_dirty(struct ns *ns, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint16_t bit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
+	if (i->flags & bit)
+		return;
+	if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
+		ns->shm->i_dirty++;
+	i->flags |= bit;
+	offvec_push(&ns->dirty_i[p], off);
+}
+
+/* Journal the current state of a cached inode. An inode without links was
+ * deleted from the store when it lost its last one: nothing to write. */
+void inode_changed(struct ns *ns, mc_off_t off)
+{
+	struct mc_inode *i = inode_at(ns->shm, off);
+	inode_dirty(ns, off);
+	if (i->nlink == 0)
+		return;
+	struct mc_inode_rec rec;
+	inode_rec(ns->shm, off, &rec);
+	const char *t = NULL;
+	size_t tlen = 0;
+	if (S_ISLNK(i->mode))
+		t = inode_target(ns->shm, off, &tlen);
+	must(journal_put_inode(ns->running, &rec, t, tlen), "journaling an inode");
+}
+
+void inode_gone(struct ns *ns, mc_off_t off)
+{
+	inode_dirty(ns, off);
+	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
+}
+
+/* ---- commit support ------------------------------------------------------ */
+
+uint64_t ns_pending_seq(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	uint64_t seq = 0;
+	if (ns->running->nrecs > 0)
+		seq = ns->running->seq;
+	else if (ns->committing)
+		seq = ns->running->seq - 1;
+	pthread_mutex_unlock(&ns->lock);
+	return seq;
+}
+
+uint64_t ns_journal_records(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	uint64_t n = ns->running->nrecs;
+	pthread_mutex_unlock(&ns->lock);
+	return n;
+}
+
+struct journal_batch *ns_swap(struct ns *ns)
+{
+	pthread_mutex_lock(&ns->lock);
+	struct journal_batch *b = NULL;
+	if (ns->running->nrecs > 0 && !ns->committing && ns->spare) {
+		b = ns->running;
+		b->next_ino = ns->next_ino;
+		ns->running = ns->spare;
+		ns->spare = NULL;
+		journal_batch_reset(ns->running, b->seq + 1);
+		ns->committing = true;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return b;
+}
+
+void ns_publish(struct ns *ns, struct journal_batch *b)
+{
+	struct shm *s = ns->shm;
+	unsigned p = (unsigned)(b->seq & 1);
+	pthread_mutex_lock(&ns->lock);
+	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
+	struct offvec *dv = &ns->dirty_d[p];
+	for (size_t k = 0; k < dv->n; k++) {
+		struct mc_dentry *e = dentry_at(s, dv->v[k]);
+		if (!(e->flags & MC_D_LIVE) || !(e->flags & dbit))
+			continue;
+		e->flags &= (uint16_t)~dbit;
+		if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
+			continue;
+		s->d_dirty--;
+		/* A clean negative entry in a complete directory says nothing
+		 * the directory does not; over the cap, it goes too. */
+		if (!(e->flags & MC_D_POSITIVE) &&
+		    (dcache_complete(s, e->parent) || s->d_negative > ns->neg_max))
+			dcache_del(s, dv->v[k]);
+	}
+	dv->n = 0;
+	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
+	struct offvec *iv = &ns->dirty_i[p];
+	for (size_t k = 0; k < iv->n; k++) {
+		struct mc_inode *i = inode_at(s, iv->v[k]);
+		if (!(i->flags & MC_I_LIVE) || !(i->flags & ibit))
+			continue;
+		i->flags &= (uint16_t)~ibit;
+		if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
+			s->i_dirty--;
+	}
+	iv->n = 0;
+	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
+	ns->spare = b;
+	ns->committing = false;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+void ns_get_counts(struct ns *ns, struct ns_counts *out)
+{
+	struct shm *s = ns->shm;
+	pthread_mutex_lock(&ns->lock);
+	out->positive = s->d_positive;
+	out->negative = s->d_negative;
+	out->dentries_dirty = s->d_dirty;
+	out->dirs_complete = s->dirs_complete;
+	out->inodes = s->slab[SLAB_INODE].live;
+	out->inodes_dirty = s->i_dirty;
+	out->prunes = s->prunes;
+	out->pruned = s->pruned;
+	out->shm_used = shm_bytes_used(s);
+	out->shm_total = s->size;
+	out->alloc_failures = s->alloc_failures;
+	out->journal_records = ns->running->nrecs;
+	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
+	pthread_mutex_unlock(&ns->lock);
+}
