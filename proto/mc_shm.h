@@ -165,6 +165,49 @@ _Static_assert(sizeof(struct mc_inode) == 64, "inode slot is 64 bytes");
 _Static_assert(sizeof(struct mc_dirx) == 32, "dirx slot is 32 bytes");
 _Static_assert(sizeof(struct mc_shm_header) <= 256, "header fits its first 256 bytes");
 
+/* The client area: a second, small segment that clients map read-write.
+ * It holds only what a misbehaving client may scribble on without harming
+ * the cache: one statistics slot per connected client and the referenced
+ * bitmap (one bit per 16-byte offset unit of the main segment; a dentry at
+ * offset `off` owns bit `off`), which the shrinker test-and-clears. */
+#define MC_AREA_MAGIC   0x4d434152u /* "MCAR" */
+#define MC_AREA_VERSION 1u
+
+struct mc_area_header {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t size;            /* bytes in the area */
+	uint32_t nslots;          /* client statistics slots */
+	uint32_t slots_off;       /* byte offset of struct mc_client_slot[nslots] */
+	uint32_t refbits_off;     /* byte offset of the referenced bitmap (8-byte aligned) */
+	uint32_t refbits_bytes;
+};
+
+/* One cache line, written by its client only (relaxed atomics), read by the
+ * server for /stats. */
+struct mc_client_slot {
+	_Atomic uint64_t hits;      /* calls answered from shared memory */
+	_Atomic uint64_t misses;    /* calls the cache could not answer: sent as RPC */
+	_Atomic uint64_t retries;   /* reads restarted because a seq moved */
+	_Atomic uint64_t fallbacks; /* walks that hit a bound and went to RPC */
+	_Atomic uint64_t rpcs;      /* requests sent */
+	uint64_t reserved[3];
+};
+
+_Static_assert(sizeof(struct mc_client_slot) == 64, "client slot is one cache line");
+
+/* Mark the dentry at off as referenced (CLOCK): test first so a hot entry
+ * costs no write. */
+static inline void mc_ref_mark(_Atomic uint64_t *bits, uint64_t nbits, mc_off_t off)
+{
+	if (off >= nbits)
+		return;
+	_Atomic uint64_t *w = &bits[off >> 6];
+	uint64_t b = 1ull << (off & 63);
+	if (!(atomic_load_explicit(w, memory_order_relaxed) & b))
+		atomic_fetch_or_explicit(w, b, memory_order_relaxed);
+}
+
 static inline size_t mc_blob_size(unsigned cls) { return (size_t)32 << cls; }
 
 /* Byte address of an offset; the caller has range-checked it. */

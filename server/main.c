@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "area.h"
 #include "commit.h"
 #include "config.h"
 #include "log.h"
@@ -79,6 +80,11 @@ int main(int argc, char **argv)
 		          (unsigned long long)cfg.cache_size, strerror(-rc));
 		goto out;
 	}
+	rc = area_create(m.shm->size, cfg.max_conns < 4096 ? cfg.max_conns : 4096, &m.area);
+	if (rc < 0) {
+		log_error("cannot create the client area: %s", strerror(-rc));
+		goto out;
+	}
 	rc = ns_new(m.shm, m.store, NULL, &m.ns);
 	if (rc < 0) {
 		log_error("cannot load the namespace: %s", strerror(-rc));
@@ -95,8 +101,10 @@ int main(int argc, char **argv)
 		.max_conns = cfg.max_conns,
 		.idle_timeout_s = cfg.idle_timeout_s,
 		.max_frame = cfg.max_frame,
-		.shm_fd = m.shm->fd,
+		.shm_fd = m.shm->ro_fd,
 		.shm_size = m.shm->size,
+		.area_fd = m.area->fd,
+		.area_size = m.area->size,
 		.shm_version = MC_SHM_VERSION,
 	};
 	rc = rpc_start(&ro, &m, &m.rpc);
@@ -150,6 +158,7 @@ out:
 			log_info("all changes committed; bye");
 	}
 	ns_free(m.ns);
+	area_destroy(m.area);
 	shm_destroy(m.shm);
 	store_close(m.store);
 	config_free(&cfg);

@@ -10,6 +10,7 @@
 struct mcd {
 	struct mcd_config *cfg;
 	struct shm *shm;
+	struct area *area;
 	struct ns *ns;
 	struct store *store;
 	struct commit *commit;

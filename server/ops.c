@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "area.h"
 #include "commit.h"
 #include "mc_shm.h"
 #include "mcd.h"
@@ -30,6 +31,7 @@ struct session {
 	struct cred cred;
 	struct handle *h;
 	size_t nh, caph;
+	uint32_t slot;               /* client-area slot, UINT32_MAX: none */
 };
 
 #define SESSION_MAX_HANDLES 65536
@@ -45,7 +47,15 @@ struct session *session_new(struct mcd *m, const struct cred *cred)
 	s->cred = *cred;
 	if (s->cred.ngroups > SESSION_MAX_GROUPS)
 		s->cred.ngroups = SESSION_MAX_GROUPS;
+	s->slot = UINT32_MAX;
+	if (m->area && area_slot_get(m->area, (int32_t)cred->pid, &s->slot) < 0)
+		s->slot = UINT32_MAX;
 	return s;
+}
+
+uint32_t session_slot(const struct session *s)
+{
+	return s->slot;
 }
 
 void session_free(struct session *s)
@@ -55,6 +65,8 @@ void session_free(struct session *s)
 	for (size_t i = 0; i < s->nh; i++)
 		if (s->h[i].ino)
 			ns_release(s->m->ns, s->h[i].ino);
+	if (s->slot != UINT32_MAX)
+		area_slot_put(s->m->area, s->slot);
 	free(s->h);
 	free(s);
 }

@@ -18,6 +18,7 @@ struct session;
 #define SESSION_MAX_GROUPS 64
 
 struct cred {
+	pid_t pid;               /* the peer process, for statistics */
 	uid_t uid;
 	gid_t gid;
 	int ngroups;
@@ -26,6 +27,8 @@ struct cred {
 
 /* New session for a peer with these credentials. NULL on ENOMEM. */
 struct session *session_new(struct mcd *m, const struct cred *cred);
+/* The session's statistics slot in the client area, or UINT32_MAX. */
+uint32_t session_slot(const struct session *s);
 /* Release the session's open handles (unlinked files whose last handle this
  * was are freed) and free it. */
 void session_free(struct session *s);

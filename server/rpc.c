@@ -283,6 +283,7 @@ static int conn_read_cred(int fd, struct cred *cred, pid_t *pid)
 		return -errno;
 	cred->uid = uc.uid;
 	cred->gid = uc.gid;
+	cred->pid = uc.pid;
 	*pid = uc.pid;
 #ifdef SO_PEERGROUPS
 	sl = sizeof(groups);
@@ -379,10 +380,12 @@ static int conn_send_hello(struct conn *c, uint64_t id)
 	Mcache__HelloReply hr = MCACHE__HELLO_REPLY__INIT;
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(2 * sizeof(int))];
 	} ctl;
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[2];
+	size_t nfds = 0;
 	uint8_t *buf;
 	size_t len;
 	ssize_t n;
@@ -391,6 +394,14 @@ static int conn_send_hello(struct conn *c, uint64_t id)
 	hr.version = MC_PROTO_VERSION;
 	hr.shm_version = o->shm_version;
 	hr.shm_size = o->shm_size;
+	if (o->shm_fd >= 0) {
+		fds[nfds++] = o->shm_fd;
+		if (o->area_fd >= 0) {
+			fds[nfds++] = o->area_fd;
+			hr.area_size = o->area_size;
+			hr.client_slot = session_slot(c->sess);
+		}
+	}
 	rsp.id = id;
 	rsp.hello = &hr;
 	err = frame_pack_response(&rsp, UINT32_MAX, &buf, &len);
@@ -398,17 +409,17 @@ static int conn_send_hello(struct conn *c, uint64_t id)
 		return err;
 	iov.iov_base = buf;
 	iov.iov_len = len;
-	if (o->shm_fd >= 0) {
+	if (nfds) {
 		struct cmsghdr *cm;
 
 		memset(&ctl, 0, sizeof(ctl));
 		mh.msg_control = ctl.b;
-		mh.msg_controllen = sizeof(ctl.b);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &o->shm_fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
 	do
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -17,8 +17,10 @@ struct rpc_opts {
 	unsigned max_conns;        /* beyond it new connections are closed at once */
 	unsigned idle_timeout_s;   /* 0: none */
 	uint32_t max_frame;        /* larger frames: error reply, then close */
-	int shm_fd;                /* segment passed to clients at hello */
+	int shm_fd;                /* segment passed to clients at hello (read-only fd) */
 	uint64_t shm_size;
+	int area_fd;               /* client area passed after it (read-write), or -1 */
+	uint64_t area_size;
 	uint32_t shm_version;
 };
 

@@ -8,13 +8,16 @@
  *     so a reader holding a stale offset always sees a different value.
  *     Free slots are linked through their second word. Blobs have no seq:
  *     they are covered by their owner's.
- *  3. Clients map the segment read-only; the memfd is sealed against
- *     shrinking and growing so a client can never fault on a truncated map.
+ *  3. Clients map the segment read-only: they get a read-only descriptor,
+ *     and the memfd is sealed against new writable mappings (the server's
+ *     own mapping predates the seal), against shrinking and growing (so a
+ *     client can never fault on a truncated map) and against new seals.
  */
 #include "shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,6 +52,7 @@ int shm_create(uint64_t size, struct shm **out)
 	struct shm *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->ro_fd = -1;
 	int err;
 	s->fd = memfd_create("mcache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (s->fd < 0) {
@@ -59,10 +63,6 @@ int shm_create(uint64_t size, struct shm **out)
 		err = -errno;
 		goto fail;
 	}
-	if (fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		err = -errno;
-		goto fail;
-	}
 	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (s->base == MAP_FAILED) {
 		s->base = NULL;
@@ -70,6 +70,19 @@ int shm_create(uint64_t size, struct shm **out)
 		goto fail;
 	}
 	s->size = size;
+	/* Our mapping stays writable; nobody can make a new writable one. */
+	if (fcntl(s->fd, F_ADD_SEALS,
+	          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
+	s->ro_fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (s->ro_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
 
 	/* Metadata: header, page table, dentry buckets, inode buckets. One
 	 * bucket per 256 bytes of segment for each table. */
@@ -137,6 +150,8 @@ void shm_destroy(struct shm *s)
 		munmap(s->base, s->size);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->ro_fd >= 0)
+		close(s->ro_fd);
 	free(s);
 }
 

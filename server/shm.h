@@ -31,7 +31,8 @@ struct shm_slab_state {
 };
 
 struct shm {
-	int fd;                   /* memfd, passed to clients */
+	int fd;                   /* memfd */
+	int ro_fd;                /* read-only descriptor of it, passed to clients */
 	void *base;
 	uint64_t size;
 	struct mc_shm_header *hdr;

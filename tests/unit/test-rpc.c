@@ -64,6 +64,12 @@ struct session *session_new(struct mcd *m, const struct cred *cred)
 	return s;
 }
 
+uint32_t session_slot(const struct session *s)
+{
+	(void)s;
+	return UINT32_MAX;
+}
+
 void session_free(struct session *s)
 {
 	atomic_fetch_sub(&sessions_live, 1);
@@ -217,6 +223,7 @@ static int fx_setup_opts(void **state, unsigned idle)
 	f->o.idle_timeout_s = idle;
 	f->o.max_frame = MAX_FRAME;
 	f->o.shm_fd = f->shm_fd;
+	f->o.area_fd = -1;
 	f->o.shm_size = SHM_SIZE;
 	f->o.shm_version = 3;
 	atomic_store(&sessions_live, 0);

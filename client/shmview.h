@@ -1,0 +1,92 @@
+/* shmview.h - the client's read-only view of the server's shared-memory
+ * segment: path walks, stat, readlink and directory listings answered with
+ * no system call (the kernel's RCU-walk, with seq counters instead of RCU).
+ *
+ * Every function answers in one of three ways: 0 (an answer from memory),
+ * a negative errno that the cache can vouch for (-ENOENT from a negative
+ * dentry or a complete directory, -ENOTDIR, -EACCES, -ENAMETOOLONG,
+ * -EINVAL), or VIEW_MISS: the cache cannot answer (something is not cached,
+ * a bound was hit, the data kept moving) and the caller asks the server.
+ */
+#ifndef MC_SHMVIEW_H
+#define MC_SHMVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "mc_shm.h"
+
+#define VIEW_MISS 1
+
+/* Bounds of one walk; hitting one is a VIEW_MISS (a fallback). */
+struct view_limits {
+	unsigned chain;      /* dentries looked at in one hash chain */
+	unsigned depth;      /* directories on the walk's stack (<= VIEW_DEPTH_MAX) */
+	unsigned retries;    /* restarts after a seq moved */
+	unsigned links;      /* nested symlinks followed (<= VIEW_LINKS_MAX) */
+};
+#define VIEW_DEPTH_MAX 256u
+#define VIEW_LINKS_MAX 8u
+
+struct view_cred {
+	uint32_t uid, gid;
+	int ngroups;
+	uint32_t groups[64];
+};
+
+struct view {
+	const char *base;
+	uint64_t size;
+	const struct mc_shm_header *hdr;
+	const uint8_t *ptypes;
+	const struct mc_bucket *dbuckets;
+	const struct mc_bucket *ibuckets;
+	uint32_t dmask, imask;
+	uint64_t seed;
+	_Atomic uint64_t *refbits;        /* client area bitmap, or NULL */
+	uint64_t nbits;
+	struct mc_client_slot *slot;      /* this client's counters, or NULL */
+	struct view_limits lim;
+	struct view_cred cred;
+	char links[VIEW_LINKS_MAX][MC_SYMLINK_MAX]; /* symlink targets being walked */
+};
+
+/* Check the segment header and set v up over it (cred and limits are the
+ * caller's to fill; view_default_limits() gives the usual ones).
+ * -EPROTO when base/size is not a segment of this layout version. */
+int view_init(struct view *v, const void *base, uint64_t size);
+void view_default_limits(struct view_limits *l);
+
+int view_stat(struct view *v, const char *path, size_t len, bool follow, struct stat *st);
+/* Stat a cached inode by number (an open descriptor). */
+int view_stat_ino(struct view *v, uint64_t ino, struct stat *st);
+/* Copies at most cap bytes of the target into buf, sets *out_len. */
+int view_readlink(struct view *v, const char *path, size_t len, char *buf, size_t cap,
+                  size_t *out_len);
+
+/* A directory listing read from memory. cookie: entries with a larger
+ * cookie come next (the same cursor the server's OP_READDIR uses). */
+struct view_dir {
+	mc_off_t dir;         /* inode slot */
+	uint64_t ino;
+	uint64_t cookie;      /* last cookie returned */
+	mc_off_t last;        /* dentry of that cookie, a hint to resume */
+};
+struct view_dirent {
+	uint64_t ino;
+	uint32_t cookie;
+	uint8_t type;
+	uint8_t namelen;
+	char name[MC_NAME_MAX + 1];
+};
+/* Resolve path to a complete directory the caller may read. */
+int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *d);
+/* Up to max entries after d->cookie into out; *n how many, *eof at the end.
+ * On VIEW_MISS nothing was consumed: continue with the server from
+ * d->cookie. */
+int view_readdir(struct view *v, struct view_dir *d, struct view_dirent *out, unsigned max,
+                 unsigned *n, bool *eof);
+
+#endif
