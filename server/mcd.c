@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "area.h"
 #include "commit.h"
 #include "mc_config.h"
 #include "ns.h"
@@ -46,6 +47,17 @@ static void commit_stats_copy(struct commit_stats *d, const struct commit_stats 
 	copy_u64(&d->last_publish_us, &s->last_publish_us);
 }
 
+static void add_client(void *arg, int32_t pid, const struct area_totals *t)
+{
+	struct stats_snapshot *out = arg;
+	if (out->nclients_rp == STATS_CLIENTS_MAX)
+		return;
+	out->clients_rp[out->nclients_rp].pid = pid;
+	out->clients_rp[out->nclients_rp].rp =
+		(struct stats_readpath){ t->hits, t->misses, t->retries, t->fallbacks, t->rpcs };
+	out->nclients_rp++;
+}
+
 void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 {
 	struct mcd *m = arg;
@@ -79,5 +91,11 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	if (m->rpc) {
 		rpc_get_stats(m->rpc, &out->rpc);
 		out->clients = rpc_clients(m->rpc);
+	}
+	if (m->area) {
+		struct area_totals t;
+		area_totals(m->area, &t);
+		out->readpath = (struct stats_readpath){ t.hits, t.misses, t.retries, t.fallbacks, t.rpcs };
+		area_each(m->area, add_client, out);
 	}
 }

@@ -318,6 +318,15 @@ static void phases(const struct commit_stats *c, uint64_t total[5], uint64_t las
 	last[4] = ld(&c->last_publish_us);
 }
 
+static void json_readpath(struct json *j, const struct stats_readpath *r)
+{
+	json_u64(j, "hits", r->hits);
+	json_u64(j, "misses", r->misses);
+	json_u64(j, "retries", r->retries);
+	json_u64(j, "fallbacks", r->fallbacks);
+	json_u64(j, "rpcs", r->rpcs);
+}
+
 int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 {
 	struct json j = { .o = { .buf = out, .err = 0 } };
@@ -404,6 +413,19 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_close(&j);
 
 	json_u64(&j, "clients", s->clients);
+
+	json_open(&j, "readpath");
+	json_readpath(&j, &s->readpath);
+	json_open(&j, "clients");
+	for (unsigned i = 0; i < s->nclients_rp; i++) {
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%d", (int)s->clients_rp[i].pid);
+		json_open(&j, pid);
+		json_readpath(&j, &s->clients_rp[i].rp);
+		json_close(&j);
+	}
+	json_close(&j);
+	json_close(&j);
 	json_close(&j);
 	out_add(&j.o, "\n", 1);
 	return j.o.err;
@@ -575,5 +597,14 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 	}
 
 	prom_u64(op, "mcache_clients", "gauge", "Client connections open now.", s->clients);
+	prom_head(op, "mcache_readpath_total", "counter",
+	          "Client lookups by outcome: answered from shared memory (hit), sent to the "
+	          "server (miss, fallback), restarted (retry).");
+	const struct stats_readpath *rp = &s->readpath;
+	const char *kinds[] = { "hit", "miss", "retry", "fallback" };
+	const uint64_t vals[] = { rp->hits, rp->misses, rp->retries, rp->fallbacks };
+	for (unsigned i = 0; i < 4; i++)
+		out_printf(op, "mcache_readpath_total{outcome=\"%s\"} %llu\n", kinds[i],
+		           (unsigned long long)vals[i]);
 	return o.err;
 }

@@ -59,6 +59,16 @@ struct commit_stats {
 	_Atomic uint64_t sync_waits;       /* mc_sync / --sync waiters served */
 };
 
+/* Client read-path figures (shared-memory lookups), from the client area. */
+struct stats_readpath {
+	uint64_t hits;        /* answered from shared memory */
+	uint64_t misses;      /* not cached: sent to the server */
+	uint64_t retries;     /* reads restarted because a seq moved */
+	uint64_t fallbacks;   /* bounds hit: sent to the server */
+	uint64_t rpcs;        /* requests sent */
+};
+#define STATS_CLIENTS_MAX 64
+
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
@@ -85,6 +95,13 @@ struct stats_snapshot {
 	/* rpc */
 	struct rpc_stats rpc;             /* merged over workers */
 	uint64_t clients;                 /* connections open now */
+	/* client read path: totals, and the first STATS_CLIENTS_MAX clients */
+	struct stats_readpath readpath;
+	unsigned nclients_rp;
+	struct {
+		int32_t pid;
+		struct stats_readpath rp;
+	} clients_rp[STATS_CLIENTS_MAX];
 };
 
 /* Render as JSON (GET /stats) or Prometheus text format (GET /metrics).
