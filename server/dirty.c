@@ -101,7 +101,7 @@ uint64_t ns_pending_seq(struct ns *ns)
 	uint64_t seq = 0;
 	if (ns->running->nrecs > 0)
 		seq = ns->running->seq;
-	else if (ns->committing)
+	else if (ns->swapped)
 		seq = ns->running->seq - 1;
 	pthread_mutex_unlock(&ns->lock);
 	return seq;
@@ -119,13 +119,13 @@ struct journal_batch *ns_swap(struct ns *ns)
 {
 	pthread_mutex_lock(&ns->lock);
 	struct journal_batch *b = NULL;
-	if (ns->running->nrecs > 0 && !ns->committing && ns->spare) {
+	if (ns->running->nrecs > 0 && !ns->swapped && ns->spare) {
 		b = ns->running;
 		b->next_ino = ns->next_ino;
 		ns->running = ns->spare;
 		ns->spare = NULL;
 		journal_batch_reset(ns->running, b->seq + 1);
-		ns->committing = true;
+		ns->swapped = b;
 	}
 	pthread_mutex_unlock(&ns->lock);
 	return b;
@@ -166,7 +166,7 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	iv->n = 0;
 	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
 	ns->spare = b;
-	ns->committing = false;
+	ns->swapped = NULL;
 	pthread_mutex_unlock(&ns->lock);
 }
 

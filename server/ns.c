@@ -225,8 +225,12 @@ void ns_free(struct ns *ns)
 		journal_batch_free(ns->running);
 	if (ns->spare)
 		journal_batch_free(ns->spare);
+	/* A batch the committer could never write (it logged the loss). */
+	if (ns->swapped)
+		journal_batch_free(ns->swapped);
 	free(ns->running);
 	free(ns->spare);
+	free(ns->swapped);
 	for (int p = 0; p < 2; p++) {
 		free(ns->dirty_d[p].v);
 		free(ns->dirty_i[p].v);

@@ -39,7 +39,7 @@ struct ns {
 	uint64_t neg_max;
 	struct journal_batch *running;   /* batch receiving records */
 	struct journal_batch *spare;     /* empty batch ready for the next swap */
-	bool committing;                 /* a swapped batch is not yet published */
+	struct journal_batch *swapped;   /* handed to the committer, not yet published */
 	struct offvec dirty_d[2];        /* dentries dirtied by batches of even/odd seq */
 	struct offvec dirty_i[2];
 	struct holdmap holds;

@@ -50,7 +50,10 @@ struct store_commit_times {
 };
 
 /* Open (creating if missing) the environment in dir and take an exclusive
- * lock on it. A new store gets meta and the root inode.
+ * lock on it. A new store gets meta and the root inode. dir and its missing
+ * parents are created with mode 0700; the lock is flock(2) on
+ * dir/mcached.lock, held until store_close. opts may be NULL (defaults,
+ * root mode 0). *out is set only on success.
  * Errors: -EBUSY (another process holds the directory), -EPROTONOSUPPORT
  * (written by a newer format), -EINVAL (not an mcache store / corrupt meta),
  * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
@@ -60,15 +63,20 @@ void store_close(struct store *s);
 int store_get_meta(struct store *s, struct store_meta *out);
 
 /* -ENOENT when absent. target (MC_SYMLINK_MAX bytes, may be NULL) receives a
- * symlink's target and *target_len its length. */
+ * symlink's target and *target_len (may be NULL) its length; both are copies.
+ * store_get_dentry: ino and dtype may be NULL; -EINVAL for an empty name,
+ * -ENAMETOOLONG above MC_NAME_MAX bytes. Both: -EIO for a malformed value,
+ * -EAGAIN when LMDB's reader table is full. */
 int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
                     char *target, size_t *target_len);
 int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t namelen,
                      uint64_t *ino, uint8_t *dtype);
 
-/* Call fn for every entry of directory parent in name order, from one
- * snapshot. fn returns 0 to go on; anything else stops the scan and is
- * returned. */
+/* Call fn for every entry of directory parent in name order (bytewise, a
+ * shorter prefix first), from one snapshot. name is a NUL-terminated copy,
+ * valid during the call. fn returns 0 to go on; anything else stops the scan
+ * and is returned. fn may call the other read functions but not
+ * store_commit or store_close. -EIO for a malformed entry. */
 typedef int (*store_dirent_fn)(void *arg, const char *name, size_t namelen,
                                uint64_t ino, uint8_t dtype);
 int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg);
@@ -81,7 +89,7 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
  * -EPROTO (a record does not decode), -EIO. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
 
-/* Environment figures for stats. */
+/* Environment figures for stats: used_bytes is (last page + 1) * page size. */
 struct store_info {
 	uint64_t map_size;
 	uint64_t used_bytes;

@@ -1082,7 +1082,8 @@ static void client_main(unsigned id, unsigned rep, int up, int go, const char *l
 {
 	struct client c;
 	unsigned i;
-	bool broken = false;
+	bool broken = false;         /* no step can run */
+	bool no_mc = false;          /* no mcache step can run */
 	char g;
 
 	memset(&c, 0, sizeof(c));
@@ -1102,22 +1103,22 @@ static void client_main(unsigned id, unsigned rep, int up, int go, const char *l
 		c.mc = mc_connect(O.socket);
 		if (!c.mc) {
 			fprintf(stderr, "mcbench: client %u: mc_connect: %s\n", id, strerror(errno));
-			broken = true;
+			no_mc = true;
 		} else if (!(c.b = mc_batch_new(c.mc))) {
 			fprintf(stderr, "mcbench: client %u: mc_batch_new: %s\n", id, strerror(errno));
-			broken = true;
+			no_mc = true;
 		}
 	}
 	for (i = 0; i < nsteps; i++) {
 		uint64_t ops = 0;
 		int64_t t0 = 0, t1 = 0;
-		bool ok;
+		bool ok, skip = broken || (no_mc && steps[i].tk == T_MC);
 
 		c.errors = 0;
 		c.phase = phase_names[steps[i].ph];
 		c.target = tkind_names[steps[i].tk];
-		ok = !broken && step_setup(&c, &steps[i], lmdb_dir) == 0;
-		if (broken)
+		ok = !skip && step_setup(&c, &steps[i], lmdb_dir) == 0;
+		if (skip)
 			c.errors = 1;
 		if (send_msg(up, &c, MSG_READY, (int)i, 0, 0, 0) < 0 || read_full(go, &g, 1) < 0)
 			_exit(3);
@@ -1282,6 +1283,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if (t1 > t0)
 			res[i].secs = (double)(t1 - t0) / 1e9;
+		if (res[i].errors)
+			rc = -1;
 		res[i].valid = res[i].errors == 0 && res[i].ops > 0 && res[i].secs > 0;
 		res[i].rate = res[i].valid ? (double)res[i].ops / res[i].secs : 0;
 		if ((int)i == mem_step) {

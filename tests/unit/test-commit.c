@@ -1,0 +1,441 @@
+/* test-commit.c - unit tests of the group committer (server/commit.c) over
+ * a real namespace and LMDB store: durability, waiters, stop, concurrent
+ * writers, and a store that fails with a full map. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "commit.h"
+#include "mc_shm.h"
+#include "ns.h"
+#include "ops.h"
+#include "shm.h"
+#include "stats.h"
+#include "store.h"
+
+#define P(s) (s), strlen(s)
+
+static const struct cred root_cred = { .uid = 0, .gid = 0 };
+
+struct fx {
+	char dir[256];
+	struct store_opts so;
+	struct store *st;
+	struct shm *shm;
+	struct ns *ns;
+	struct commit *c;
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int open_all(struct fx *f)
+{
+	if (!f->st && store_open(f->dir, &f->so, &f->st) < 0)
+		return -1;
+	if (shm_create(8u << 20, &f->shm) < 0)
+		return -1;
+	if (ns_new(f->shm, f->st, NULL, &f->ns) < 0)
+		return -1;
+	return 0;
+}
+
+static void close_ns(struct fx *f)
+{
+	ns_free(f->ns);
+	shm_destroy(f->shm);
+	f->ns = NULL;
+	f->shm = NULL;
+}
+
+static int setup_opts(void **state, const struct store_opts *o)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	const char *base = getenv("TMPDIR");
+	snprintf(f->dir, sizeof(f->dir), "%s/test-commit-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	f->so = *o;
+	*state = f;
+	return open_all(f);
+}
+
+static int setup(void **state)
+{
+	struct store_opts o = { .root_mode = 0755 };
+	return setup_opts(state, &o);
+}
+
+/* A store that cannot grow past 128 KiB. */
+static int setup_tiny(void **state)
+{
+	struct store_opts o = { .root_mode = 0755, .map_size = 64 << 10,
+	                        .map_size_max = 128 << 10 };
+	return setup_opts(state, &o);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	commit_stop(f->c);
+	if (f->ns)
+		close_ns(f);
+	store_close(f->st);
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static void start(struct fx *f, unsigned interval_ms)
+{
+	assert_int_equal(commit_start(f->ns, f->st, interval_ms, &f->c), 0);
+	assert_non_null(f->c);
+}
+
+static uint64_t load(const _Atomic uint64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static void mkfile(struct fx *f, const char *path)
+{
+	int rc = ns_open(f->ns, &root_cred, P(path), O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL);
+	if (rc != 0)
+		fail_msg("create(%s): %d", path, rc);
+}
+
+static int stat_err(struct fx *f, const char *path)
+{
+	ns_attr a;
+	return ns_stat(f->ns, &root_cred, P(path), true, &a);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void test_changes_become_durable(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	assert_int_equal(commit_wait(f->c, 0), 0);
+	struct store_meta m0;
+	assert_int_equal(store_get_meta(f->st, &m0), 0);
+
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d"), 0755, NULL), 0);
+	for (int i = 0; i < 50; i++) {
+		char p[64];
+		snprintf(p, sizeof(p), "/d/f%d", i);
+		mkfile(f, p);
+	}
+	uint64_t seq = ns_pending_seq(f->ns);
+	assert_true(seq > m0.last_seq);
+	assert_int_equal(commit_wait(f->c, seq), 0);
+	/* Durable means in the store now. */
+	struct store_meta m1;
+	assert_int_equal(store_get_meta(f->st, &m1), 0);
+	assert_true(m1.last_seq >= seq);
+	uint64_t ino;
+	uint8_t dt;
+	assert_int_equal(store_get_dentry(f->st, 1, "d", 1, &ino, &dt), 0);
+	assert_int_equal(dt, DT_DIR);
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.committed_seq >= seq);
+	assert_int_equal(c.dentries_dirty, 0);
+	assert_int_equal(c.inodes_dirty, 0);
+	assert_int_equal(ns_pending_seq(f->ns), 0);
+
+	uint64_t count = load(&cs->count);
+	assert_true(count >= 1);
+	assert_true(load(&cs->records) >= 101); /* 50 x (inode + dentry) + ... */
+	assert_int_equal(load(&cs->failures), 0);
+	assert_int_equal(load(&cs->batch_records.count), count);
+	assert_int_equal(load(&cs->latency_us.count), count);
+	uint64_t phases = load(&cs->swap_us) + load(&cs->log_us) + load(&cs->apply_us) +
+	                  load(&cs->sync_us) + load(&cs->publish_us);
+	assert_true(phases > 0);
+	assert_true(load(&cs->latency_us.sum) > 0);
+	assert_true(load(&cs->sync_waits) >= 1);
+
+	/* More changes, more commits; the counters only grow. */
+	mkfile(f, "/d/more");
+	uint64_t seq2 = ns_pending_seq(f->ns);
+	assert_true(seq2 > seq);
+	assert_int_equal(commit_wait(f->c, seq2), 0);
+	assert_true(load(&cs->count) > count);
+	assert_int_equal(store_get_dentry(f->st, ino, "more", 4, &ino, &dt), 0);
+}
+
+/* Without anyone waiting, the interval alone commits. */
+static void test_interval_commits(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	mkfile(f, "/x");
+	uint64_t seq = ns_pending_seq(f->ns);
+	struct ns_counts c;
+	for (int i = 0; i < 400; i++) {
+		ns_get_counts(f->ns, &c);
+		if (c.committed_seq >= seq)
+			break;
+		sleep_ms(5);
+	}
+	assert_true(c.committed_seq >= seq);
+	assert_int_equal(atomic_load(&f->shm->hdr->committed_seq), c.committed_seq);
+}
+
+struct cb {
+	pthread_mutex_t mu;
+	int calls;
+	int err;
+	pthread_t thread;
+};
+
+static void done_cb(void *arg, int err)
+{
+	struct cb *cb = arg;
+	pthread_mutex_lock(&cb->mu);
+	cb->calls++;
+	cb->err = err;
+	cb->thread = pthread_self();
+	pthread_mutex_unlock(&cb->mu);
+}
+
+static int cb_calls(struct cb *cb)
+{
+	pthread_mutex_lock(&cb->mu);
+	int n = cb->calls;
+	pthread_mutex_unlock(&cb->mu);
+	return n;
+}
+
+static void test_wait_async(void **state)
+{
+	struct fx *f = *state;
+	start(f, 1000); /* long: only waiters make it commit soon */
+	/* Already durable: called inline, on this thread. */
+	struct cb a = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	assert_int_equal(commit_wait_async(f->c, 0, done_cb, &a), 0);
+	assert_int_equal(a.calls, 1);
+	assert_int_equal(a.err, 0);
+	assert_true(pthread_equal(a.thread, pthread_self()));
+
+	mkfile(f, "/a");
+	uint64_t seq = ns_pending_seq(f->ns);
+	assert_int_equal(commit_wait(f->c, seq), 0);
+	struct cb b = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	assert_int_equal(commit_wait_async(f->c, seq, done_cb, &b), 0);
+	assert_int_equal(b.calls, 1);
+	assert_true(pthread_equal(b.thread, pthread_self()));
+
+	/* Pending: called later, from the committer, well before the interval. */
+	mkfile(f, "/b");
+	uint64_t seq2 = ns_pending_seq(f->ns);
+	struct cb c = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(commit_wait_async(f->c, seq2, done_cb, &c), 0);
+	for (int i = 0; i < 2000 && cb_calls(&c) == 0; i++)
+		sleep_ms(1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(cb_calls(&c), 1);
+	assert_int_equal(c.err, 0);
+	assert_false(pthread_equal(c.thread, pthread_self()));
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	assert_true(ms < 900);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_true(m.last_seq >= seq2);
+	/* Never called twice. */
+	sleep_ms(20);
+	assert_int_equal(cb_calls(&c), 1);
+}
+
+/* commit_stop commits what is pending. */
+static void test_stop_commits_pending(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/keep"), 0755, NULL), 0);
+	mkfile(f, "/keep/file");
+	assert_int_equal(ns_symlink(f->ns, &root_cred, P("/keep/file"), P("/ln")), 0);
+	uint64_t seq = ns_pending_seq(f->ns);
+	assert_true(seq > 0);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_true(m.last_seq < seq);
+	commit_stop(f->c);
+	f->c = NULL;
+	assert_int_equal(ns_pending_seq(f->ns), 0);
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_true(m.last_seq >= seq);
+
+	/* A fresh cache over a reopened store sees all of it. */
+	close_ns(f);
+	store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/keep/file"), 0);
+	ns_attr a;
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/ln"), true, &a), 0);
+	assert_true(S_ISREG(a.mode));
+	/* A stop with nothing pending is quick and harmless. */
+	start(f, 60000);
+	commit_stop(f->c);
+	f->c = NULL;
+}
+
+struct writer {
+	struct fx *f;
+	int id;
+	int n;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	for (int i = 0; i < w->n; i++) {
+		char p[64];
+		snprintf(p, sizeof(p), "/w%d/f%d", w->id, i);
+		if (ns_open(w->f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY, 0644, false,
+		            NULL) != 0)
+			return (void *)1;
+		if (i % 50 == 0 && commit_wait(w->f->c, ns_pending_seq(w->f->ns)) != 0)
+			return (void *)2;
+	}
+	return NULL;
+}
+
+/* Writers keep going while batches commit; everything ends up durable and
+ * in order. */
+static void test_concurrent_writers(void **state)
+{
+	struct fx *f = *state;
+	start(f, 2);
+	enum { NW = 3, N = 400 };
+	pthread_t th[NW];
+	struct writer w[NW];
+	for (int i = 0; i < NW; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/w%d", i);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		w[i] = (struct writer){ f, i, N };
+		assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+	}
+	for (int i = 0; i < NW; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		assert_null(r);
+	}
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	assert_true(load(&cs->count) > 1);
+	commit_stop(f->c);
+	f->c = NULL;
+	close_ns(f);
+	assert_int_equal(open_all(f), 0);
+	for (int i = 0; i < NW; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/w%d", i);
+		ns_attr a;
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		assert_int_equal(a.size, N);
+	}
+}
+
+/* The store's map cannot grow: commits fail with -ENOSPC. The committer
+ * keeps the batch (counted failures), the namespace keeps answering, and
+ * commit_stop returns, telling waiters the batch will never be durable. */
+static void test_store_full(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	char name[300];
+	int n = 0;
+	for (; n < 20000 && load(&cs->failures) == 0; n++) {
+		snprintf(name, sizeof(name), "/%0200d", n);
+		mkfile(f, name);
+		if (n % 100 == 99)
+			sleep_ms(2);
+	}
+	assert_true(load(&cs->failures) > 0);
+	/* The namespace still answers, with everything acknowledged. */
+	for (int i = 0; i < n; i += 97) {
+		snprintf(name, sizeof(name), "/%0200d", i);
+		assert_int_equal(stat_err(f, name), 0);
+	}
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/after-failure"), 0755, NULL), 0);
+	assert_int_equal(stat_err(f, "/after-failure"), 0);
+	/* What failed stays dirty (pinned) and not published. */
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.dentries_dirty > 0);
+	uint64_t pending = ns_pending_seq(f->ns);
+	assert_true(pending > c.committed_seq);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_int_equal(m.last_seq, c.committed_seq);
+	/* It keeps failing and keeps counting. */
+	uint64_t fails = load(&cs->failures);
+	for (int i = 0; i < 300 && load(&cs->failures) == fails; i++)
+		sleep_ms(5);
+	assert_true(load(&cs->failures) > fails);
+	/* A waiter is not told success. */
+	struct cb w = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	assert_int_equal(commit_wait_async(f->c, pending, done_cb, &w), 0);
+	sleep_ms(30);
+	assert_int_equal(cb_calls(&w), 0);
+	commit_stop(f->c);
+	f->c = NULL;
+	assert_int_equal(cb_calls(&w), 1);
+	assert_true(w.err < 0);
+	/* The store is intact: its last batch is readable after a reopen. */
+	close_ns(f);
+	store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_int_equal(m.last_seq, c.committed_seq);
+	assert_int_equal(stat_err(f, "/after-failure"), -ENOENT);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_changes_become_durable),
+		T(test_interval_commits),
+		T(test_wait_async),
+		T(test_stop_commits_pending),
+		T(test_concurrent_writers),
+		cmocka_unit_test_setup_teardown(test_store_full, setup_tiny, teardown),
+	};
+	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
+}

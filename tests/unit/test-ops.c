@@ -1,0 +1,677 @@
+/* test-ops.c - unit tests of the RPC operation layer (server/ops.c): every
+ * op code through ops_exec with a hand-built server (config, store, shm,
+ * namespace, committer), errno values on the wire, attributes, handles,
+ * readdir paging, path checks and --sync. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "commit.h"
+#include "config.h"
+#include "mc_shm.h"
+#include "mcd.h"
+#include "ns.h"
+#include "ops.h"
+#include "shm.h"
+#include "store.h"
+
+static const struct cred root_cred = { .uid = 0, .gid = 0 };
+static const struct cred user_cred = { .uid = 1000, .gid = 1000 };
+
+struct fx {
+	char dir[256];
+	struct mcd_config cfg;
+	struct mcd m;
+	struct session *s;
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	const char *base = getenv("TMPDIR");
+	snprintf(f->dir, sizeof(f->dir), "%s/test-ops-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	config_defaults(&f->cfg);
+	f->m.cfg = &f->cfg;
+	struct store_opts so = { .root_mode = 0755 };
+	if (store_open(f->dir, &so, &f->m.store) < 0)
+		return -1;
+	if (shm_create(8u << 20, &f->m.shm) < 0)
+		return -1;
+	if (ns_new(f->m.shm, f->m.store, NULL, &f->m.ns) < 0)
+		return -1;
+	if (commit_start(f->m.ns, f->m.store, 5, &f->m.commit) < 0)
+		return -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	f->m.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	f->s = session_new(&f->m, &root_cred);
+	if (!f->s)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	session_free(f->s);
+	commit_stop(f->m.commit);
+	ns_free(f->m.ns);
+	shm_destroy(f->m.shm);
+	store_close(f->m.store);
+	config_free(&f->cfg);
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static Mcache__Op mkop(Mcache__OpCode code, const char *path, const char *path2)
+{
+	Mcache__Op op;
+	mcache__op__init(&op);
+	op.code = code;
+	if (path) {
+		op.path.data = (uint8_t *)path;
+		op.path.len = strlen(path);
+	}
+	if (path2) {
+		op.path2.data = (uint8_t *)path2;
+		op.path2.len = strlen(path2);
+	}
+	return op;
+}
+
+/* Run op and return res.err; out is released unless keep. */
+static int run_in(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	ops_exec(s, op, out);
+	return out->res.err;
+}
+
+static int run(struct fx *f, const Mcache__Op *op)
+{
+	struct op_out out;
+	int err = run_in(f->s, op, &out);
+	op_out_release(&out);
+	return err;
+}
+
+static int path_op(struct fx *f, Mcache__OpCode code, const char *path, uint32_t mode)
+{
+	Mcache__Op op = mkop(code, path, NULL);
+	op.mode = mode;
+	return run(f, &op);
+}
+
+static Mcache__Attr stat_ok(struct fx *f, Mcache__OpCode code, const char *path)
+{
+	Mcache__Op op = mkop(code, path, NULL);
+	struct op_out out;
+	int err = run_in(f->s, &op, &out);
+	if (err != 0)
+		fail_msg("stat(%s): err %d", path, err);
+	assert_non_null(out.res.attr);
+	Mcache__Attr a = *out.res.attr;
+	op_out_release(&out);
+	return a;
+}
+
+static uint64_t open_ok(struct fx *f, const char *path, uint32_t flags, Mcache__Attr *attr)
+{
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_OPEN, path, NULL);
+	op.flags = flags;
+	op.mode = 0644;
+	struct op_out out;
+	int err = run_in(f->s, &op, &out);
+	if (err != 0)
+		fail_msg("open(%s): err %d", path, err);
+	uint64_t h = out.res.handle;
+	assert_true(h > 0);
+	assert_non_null(out.res.attr);
+	if (attr)
+		*attr = *out.res.attr;
+	op_out_release(&out);
+	return h;
+}
+
+static int handle_op(struct fx *f, Mcache__OpCode code, uint64_t h)
+{
+	Mcache__Op op = mkop(code, NULL, NULL);
+	op.handle = h;
+	return run(f, &op);
+}
+
+/* ---- cases ----------------------------------------------------------------- */
+
+static void test_mkdir_create_stat(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0750), 0);
+	Mcache__Attr a = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d");
+	assert_int_equal(a.mode, S_IFDIR | 0750);
+	assert_int_equal(a.nlink, 2);
+	assert_int_equal(a.size, 40);
+	assert_int_equal(a.uid, 0);
+	assert_true(a.ino > 1);
+	assert_true(a.mtime_sec > 1600000000);
+	assert_true(a.mtime_nsec < 1000000000);
+	for (int i = 0; i < 3; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/d/f%d", i);
+		assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, p, 0600), 0);
+	}
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d/sub", 0755), 0);
+	a = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d");
+	assert_int_equal(a.size, 40 + 20 * 4);
+	assert_int_equal(a.nlink, 3);
+	Mcache__Attr fa = stat_ok(f, MCACHE__OP_CODE__OP_LOOKUP, "/d/f1");
+	assert_int_equal(fa.mode, S_IFREG | 0600);
+	assert_int_equal(fa.size, 0);
+	assert_int_equal(fa.nlink, 1);
+	Mcache__Attr r = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/");
+	assert_int_equal(r.ino, 1);
+	assert_int_equal(r.size, 40 + 20);
+	/* Errors travel as positive errno values. */
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), EEXIST);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/d/f1", 0644), EEXIST);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "/nope", 0), ENOENT);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMDIR, "/d", 0), ENOTEMPTY);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMDIR, "/d/f1", 0), ENOTDIR);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/d/sub", 0), EISDIR);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "relative", 0), EINVAL);
+	/* No attr on failure. */
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_STAT, "/nope", NULL);
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), ENOENT);
+	assert_null(out.res.attr);
+	op_out_release(&out);
+}
+
+static void test_every_op_code(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/d/f", 0644), 0);
+	Mcache__Attr fa = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/f");
+
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_LINK, "/d/f", "/d/g");
+	assert_int_equal(run(f, &op), 0);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/g").ino, fa.ino);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/g").nlink, 2);
+
+	/* SYMLINK: link at path, target in path2. */
+	op = mkop(MCACHE__OP_CODE__OP_SYMLINK, "/sl", "/d/f");
+	assert_int_equal(run(f, &op), 0);
+	Mcache__Attr la = stat_ok(f, MCACHE__OP_CODE__OP_LSTAT, "/sl");
+	assert_int_equal(la.mode, S_IFLNK | 0777);
+	assert_int_equal(la.size, 4);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/sl").ino, fa.ino);
+	op = mkop(MCACHE__OP_CODE__OP_READLINK, "/sl", NULL);
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.data.len, 4);
+	assert_memory_equal(out.res.data.data, "/d/f", 4);
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_READLINK, "/d/f", NULL);
+	assert_int_equal(run(f, &op), EINVAL);
+
+	op = mkop(MCACHE__OP_CODE__OP_CHMOD, "/d/f", NULL);
+	op.mode = 0600;
+	assert_int_equal(run(f, &op), 0);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/f").mode, S_IFREG | 0600);
+
+	op = mkop(MCACHE__OP_CODE__OP_CHOWN, "/d/f", NULL);
+	op.uid = 1000;
+	op.gid = 0xffffffffu;
+	assert_int_equal(run(f, &op), 0);
+	Mcache__Attr ca = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/f");
+	assert_int_equal(ca.uid, 1000);
+	assert_int_equal(ca.gid, 0);
+
+	op = mkop(MCACHE__OP_CODE__OP_UTIMENS, "/d/f", NULL);
+	op.atime_sec = 100;
+	op.atime_nsec = 5;
+	op.mtime_sec = -1;
+	op.mtime_nsec = 500000000;
+	assert_int_equal(run(f, &op), 0);
+	Mcache__Attr ta = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/f");
+	assert_int_equal(ta.atime_sec, 100);
+	assert_int_equal(ta.atime_nsec, 5);
+	assert_int_equal(ta.mtime_sec, -1);
+	assert_int_equal(ta.mtime_nsec, 500000000);
+	op.mtime_nsec = 1000000000; /* neither valid nor UTIME_NOW/OMIT */
+	assert_int_equal(run(f, &op), EINVAL);
+
+	op = mkop(MCACHE__OP_CODE__OP_TRUNCATE, "/d/f", NULL);
+	op.size = 123456;
+	assert_int_equal(run(f, &op), 0);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/g").size, 123456);
+	op.size = (uint64_t)-5; /* negative as int64 */
+	assert_int_equal(run(f, &op), EINVAL);
+
+	op = mkop(MCACHE__OP_CODE__OP_RENAME, "/d/g", "/d/h");
+	assert_int_equal(run(f, &op), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "/d/g", 0), ENOENT);
+	op = mkop(MCACHE__OP_CODE__OP_RENAME, "/d", "/d/h/x");
+	assert_int_equal(run(f, &op), ENOTDIR);
+
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/d/h", 0), 0);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/d/f").nlink, 1);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d/e", 0755), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMDIR, "/d/e", 0), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMTREE, "/d", 0), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "/d", 0), ENOENT);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMTREE, "/d", 0), ENOENT);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_RMTREE, "/", 0), EBUSY);
+
+	op = mkop(MCACHE__OP_CODE__OP_SYNC, NULL, NULL);
+	assert_int_equal(run(f, &op), 0);
+	op = mkop(MCACHE__OP_CODE__OP_NONE, "/", NULL);
+	assert_int_equal(run(f, &op), EOPNOTSUPP);
+	op = mkop((Mcache__OpCode)99, "/", NULL);
+	assert_int_equal(run(f, &op), EOPNOTSUPP);
+}
+
+static void test_handles(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/f", 0644), 0);
+	Mcache__Attr oa;
+	uint64_t h = open_ok(f, "/f", O_RDWR, &oa);
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
+	op.handle = h;
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.attr->ino, oa.ino);
+	assert_int_equal(out.res.attr->mode, S_IFREG | 0644);
+	op_out_release(&out);
+
+	op = mkop(MCACHE__OP_CODE__OP_FTRUNCATE, NULL, NULL);
+	op.handle = h;
+	op.size = 10;
+	assert_int_equal(run(f, &op), 0);
+	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/f").size, 10);
+	/* A read-only handle cannot truncate. */
+	uint64_t ro = open_ok(f, "/f", O_RDONLY, NULL);
+	assert_int_not_equal(ro, h);
+	op.handle = ro;
+	assert_int_equal(run(f, &op), EINVAL);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSYNC, ro), 0);
+
+	/* Open with O_CREAT makes the file and a handle. */
+	uint64_t hc = open_ok(f, "/new", O_CREAT | O_WRONLY, &oa);
+	assert_int_equal(oa.mode, S_IFREG | 0644);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, hc), 0);
+	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/missing", NULL);
+	op.flags = O_RDONLY;
+	assert_int_equal(run(f, &op), ENOENT);
+
+	/* Unlinked but open: fstat works with nlink 0 until close. */
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/f", 0), 0);
+	op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
+	op.handle = h;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.attr->nlink, 0);
+	assert_int_equal(out.res.attr->size, 10);
+	op_out_release(&out);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h), 0);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, h), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FTRUNCATE, h), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSYNC, h), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_READDIR, h), EBADF);
+	/* The other handle still holds the inode. */
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, ro), 0);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, ro), 0);
+	struct ns_counts c;
+	ns_get_counts(f->m.ns, &c);
+	uint64_t inodes = c.inodes;
+	/* Never-issued handles. */
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, 0), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, 12345), EBADF);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, UINT64_MAX), EBADF);
+	/* A closed slot is reused. */
+	uint64_t h2 = open_ok(f, "/new", O_RDONLY, NULL);
+	assert_true(h2 == h || h2 == ro || h2 == hc);
+	/* Handles are per session. */
+	struct session *other = session_new(&f->m, &root_cred);
+	assert_non_null(other);
+	op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
+	op.handle = h2;
+	assert_int_equal(run_in(other, &op, &out), EBADF);
+	op_out_release(&out);
+	session_free(other);
+	/* session_free releases what a session holds: an unlinked file goes. */
+	other = session_new(&f->m, &root_cred);
+	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/new", NULL);
+	op.flags = O_RDONLY;
+	assert_int_equal(run_in(other, &op, &out), 0);
+	op_out_release(&out);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h2), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/new", 0), 0);
+	ns_get_counts(f->m.ns, &c);
+	assert_int_equal(c.inodes, inodes);
+	session_free(other);
+	ns_get_counts(f->m.ns, &c);
+	assert_int_equal(c.inodes, inodes - 1);
+}
+
+static void test_readdir_paging(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), 0);
+	enum { N = 25 };
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), i == 3 ? "/d/sub%d" : "/d/f%d", i);
+		assert_int_equal(path_op(f, i == 3 ? MCACHE__OP_CODE__OP_MKDIR
+		                                   : MCACHE__OP_CODE__OP_CREATE, p, 0755), 0);
+	}
+	uint64_t h = open_ok(f, "/d", O_RDONLY | O_DIRECTORY, NULL);
+	bool seen[N] = { false };
+	uint64_t cookie = 0;
+	int pages = 0, total = 0;
+	for (;;) {
+		Mcache__Op op = mkop(MCACHE__OP_CODE__OP_READDIR, NULL, NULL);
+		op.handle = h;
+		op.cookie = cookie;
+		op.count = 10;
+		struct op_out out;
+		assert_int_equal(run_in(f->s, &op, &out), 0);
+		assert_true(out.res.n_entries <= 10);
+		for (size_t k = 0; k < out.res.n_entries; k++) {
+			const Mcache__Dirent *e = out.res.entries[k];
+			char name[64] = { 0 };
+			assert_true(e->name.len < sizeof(name));
+			memcpy(name, e->name.data, e->name.len);
+			int i;
+			if (sscanf(name, "f%d", &i) != 1 && sscanf(name, "sub%d", &i) != 1)
+				fail_msg("unexpected name %s", name);
+			assert_true(i >= 0 && i < N);
+			assert_false(seen[i]);
+			seen[i] = true;
+			char p[80];
+			snprintf(p, sizeof(p), "/d/%s", name);
+			Mcache__Attr a = stat_ok(f, MCACHE__OP_CODE__OP_LSTAT, p);
+			assert_int_equal(e->ino, a.ino);
+			assert_int_equal(e->type, i == 3 ? DT_DIR : DT_REG);
+			total++;
+		}
+		bool eof = out.res.eof;
+		assert_true(out.res.cookie >= cookie);
+		cookie = out.res.cookie;
+		if (!eof)
+			assert_int_equal(out.res.n_entries, 10);
+		op_out_release(&out);
+		pages++;
+		if (eof)
+			break;
+		assert_true(pages < 10);
+	}
+	assert_int_equal(total, N);
+	assert_int_equal(pages, 3);
+	/* Past the end: empty and eof. */
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_READDIR, NULL, NULL);
+	op.handle = h;
+	op.cookie = cookie;
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.n_entries, 0);
+	assert_true(out.res.eof);
+	op_out_release(&out);
+	/* A file handle is not a directory. */
+	uint64_t fh = open_ok(f, "/d/f0", O_RDONLY, NULL);
+	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_READDIR, fh), ENOTDIR);
+	/* A directory handle with the default count lists everything at once. */
+	op.cookie = 0;
+	op.count = 0;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.n_entries, N);
+	assert_true(out.res.eof);
+	op_out_release(&out);
+}
+
+static void test_stats_json(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), 0);
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_STATS, NULL, NULL);
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_true(out.res.data.len > 10);
+	char *txt = calloc(1, out.res.data.len + 1);
+	assert_non_null(txt);
+	memcpy(txt, out.res.data.data, out.res.data.len);
+	assert_int_equal(txt[0], '{');
+	assert_non_null(strstr(txt, "\"dentries\""));
+	assert_non_null(strstr(txt, "\"positive\""));
+	free(txt);
+	op_out_release(&out);
+}
+
+static void test_path_checks(void **state)
+{
+	struct fx *f = *state;
+	static const Mcache__OpCode codes[] = {
+		MCACHE__OP_CODE__OP_STAT, MCACHE__OP_CODE__OP_MKDIR, MCACHE__OP_CODE__OP_CREATE,
+		MCACHE__OP_CODE__OP_UNLINK, MCACHE__OP_CODE__OP_OPEN, MCACHE__OP_CODE__OP_RMTREE,
+		MCACHE__OP_CODE__OP_CHMOD, MCACHE__OP_CODE__OP_READLINK,
+	};
+	static char big[5000];
+	memset(big, '/', sizeof(big));
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		Mcache__Op op = mkop(codes[i], NULL, NULL);
+		op.path.data = (uint8_t *)"/a\0b";
+		op.path.len = 4;
+		assert_int_equal(run(f, &op), EINVAL);
+		op.path.data = (uint8_t *)"";
+		op.path.len = 0;
+		assert_int_equal(run(f, &op), ENOENT);
+		op.path.data = (uint8_t *)big;
+		op.path.len = 4096;
+		assert_int_equal(run(f, &op), ENAMETOOLONG);
+	}
+	/* 4095 bytes is a path (all slashes: the root). */
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_STAT, NULL, NULL);
+	op.path.data = (uint8_t *)big;
+	op.path.len = 4095;
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.attr->ino, 1);
+	op_out_release(&out);
+	/* The second path is checked too. */
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/a", 0644), 0);
+	static const Mcache__OpCode two[] = {
+		MCACHE__OP_CODE__OP_RENAME, MCACHE__OP_CODE__OP_LINK, MCACHE__OP_CODE__OP_SYMLINK,
+	};
+	for (size_t i = 0; i < 3; i++) {
+		op = mkop(two[i], "/b", NULL);
+		if (two[i] != MCACHE__OP_CODE__OP_SYMLINK)
+			op.path.data = (uint8_t *)"/a", op.path.len = 2;
+		op.path2.data = (uint8_t *)"/c\0d";
+		op.path2.len = 4;
+		assert_int_equal(run(f, &op), EINVAL);
+		op.path2.len = 0;
+		assert_int_equal(run(f, &op), ENOENT);
+		op.path2.data = (uint8_t *)big;
+		op.path2.len = 4096;
+		assert_int_equal(run(f, &op), ENAMETOOLONG);
+	}
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "/b", 0), ENOENT);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_STAT, "/a", 0), 0);
+	/* Nothing of this was journaled. */
+	assert_int_equal(commit_wait(f->m.commit, ns_pending_seq(f->m.ns)), 0);
+	struct ns_counts c;
+	ns_get_counts(f->m.ns, &c);
+	assert_int_equal(c.journal_records, 0);
+}
+
+static void test_sync_sets_wait_seq(void **state)
+{
+	struct fx *f = *state;
+	struct op_out out;
+	/* Without --sync, mutations do not wait. */
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_MKDIR, "/a", NULL);
+	op.mode = 0755;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.wait_seq, 0);
+	op_out_release(&out);
+	/* mc_sync waits for what is pending. */
+	op = mkop(MCACHE__OP_CODE__OP_SYNC, NULL, NULL);
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	uint64_t w = out.wait_seq;
+	op_out_release(&out);
+	if (w)
+		assert_int_equal(commit_wait(f->m.commit, w), 0);
+	assert_int_equal(ns_pending_seq(f->m.ns), 0);
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.wait_seq, 0); /* nothing pending now */
+	op_out_release(&out);
+
+	f->cfg.sync = true;
+	static const struct {
+		Mcache__OpCode code;
+		const char *path, *path2;
+		int err;
+	} cases[] = {
+		{ MCACHE__OP_CODE__OP_MKDIR, "/b", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_CREATE, "/b/f", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_LINK, "/b/f", "/b/g", 0 },
+		{ MCACHE__OP_CODE__OP_SYMLINK, "/b/s", "f", 0 },
+		{ MCACHE__OP_CODE__OP_CHMOD, "/b/f", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_TRUNCATE, "/b/f", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_UTIMENS, "/b/f", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_RENAME, "/b/g", "/b/h", 0 },
+		{ MCACHE__OP_CODE__OP_UNLINK, "/b/h", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_RMTREE, "/b", NULL, 0 },
+		{ MCACHE__OP_CODE__OP_RMDIR, "/a", NULL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		op = mkop(cases[i].code, cases[i].path, cases[i].path2);
+		op.mode = 0755;
+		op.uid = op.gid = 0xffffffffu;
+		assert_int_equal(run_in(f->s, &op, &out), cases[i].err);
+		uint64_t pend = ns_pending_seq(f->m.ns);
+		if (out.wait_seq == 0 || out.wait_seq < pend)
+			fail_msg("case %zu (op %d): wait_seq %llu, pending %llu", i, cases[i].code,
+			         (unsigned long long)out.wait_seq, (unsigned long long)pend);
+		assert_int_equal(commit_wait(f->m.commit, out.wait_seq), 0);
+		struct store_meta m;
+		assert_int_equal(store_get_meta(f->m.store, &m), 0);
+		assert_true(m.last_seq >= out.wait_seq);
+		op_out_release(&out);
+	}
+	/* A failed mutation and a read have nothing to wait for. */
+	assert_int_equal(ns_pending_seq(f->m.ns), 0);
+	op = mkop(MCACHE__OP_CODE__OP_MKDIR, "/nope/x", NULL);
+	assert_int_equal(run_in(f->s, &op, &out), ENOENT);
+	assert_int_equal(out.wait_seq, 0);
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_STAT, "/", NULL);
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.wait_seq, 0);
+	op_out_release(&out);
+	/* An open handle for writing under --sync. */
+	Mcache__Op oop = mkop(MCACHE__OP_CODE__OP_OPEN, "/o", NULL);
+	oop.flags = O_CREAT | O_RDWR;
+	oop.mode = 0644;
+	assert_int_equal(run_in(f->s, &oop, &out), 0);
+	assert_true(out.wait_seq > 0);
+	uint64_t h = out.res.handle;
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_FTRUNCATE, NULL, NULL);
+	op.handle = h;
+	op.size = 5;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_true(out.wait_seq > 0);
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_FSYNC, NULL, NULL);
+	op.handle = h;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	uint64_t fw = out.wait_seq;
+	op_out_release(&out);
+	assert_int_equal(commit_wait(f->m.commit, fw), 0);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->m.store, &m), 0);
+	assert_true(m.last_seq >= fw);
+	assert_int_equal(ns_pending_seq(f->m.ns), 0);
+}
+
+static void test_user_session(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/ro", 0755), 0);
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/pub", 0777), 0);
+	struct session *u = session_new(&f->m, &user_cred);
+	assert_non_null(u);
+	struct op_out out;
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_MKDIR, "/ro/x", NULL);
+	op.mode = 0755;
+	assert_int_equal(run_in(u, &op, &out), EACCES);
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_CREATE, "/pub/mine", NULL);
+	op.mode = 0600;
+	assert_int_equal(run_in(u, &op, &out), 0);
+	op_out_release(&out);
+	Mcache__Attr a = stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/pub/mine");
+	assert_int_equal(a.uid, 1000);
+	assert_int_equal(a.gid, 1000);
+	op = mkop(MCACHE__OP_CODE__OP_CHMOD, "/ro", NULL);
+	op.mode = 0777;
+	assert_int_equal(run_in(u, &op, &out), EPERM);
+	op_out_release(&out);
+	/* The root's file is not readable... */
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/ro/secret", 0600), 0);
+	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/ro/secret", NULL);
+	op.flags = O_RDONLY;
+	assert_int_equal(run_in(u, &op, &out), EACCES);
+	op_out_release(&out);
+	/* A session's group list is capped, not overrun. */
+	struct cred many = user_cred;
+	many.ngroups = SESSION_MAX_GROUPS + 100;
+	for (int i = 0; i < SESSION_MAX_GROUPS; i++)
+		many.groups[i] = (gid_t)(2000 + i);
+	struct session *m = session_new(&f->m, &many);
+	assert_non_null(m);
+	session_free(m);
+	session_free(u);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_mkdir_create_stat),
+		T(test_every_op_code),
+		T(test_handles),
+		T(test_readdir_paging),
+		T(test_stats_json),
+		T(test_path_checks),
+		T(test_sync_sets_wait_seq),
+		T(test_user_session),
+	};
+	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
+}

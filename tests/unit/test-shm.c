@@ -1,0 +1,398 @@
+/* test-shm.c - unit tests of the shared-memory segment (server/shm.c):
+ * bounds, header, type-stable slabs, blob classes, full segment, seals. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mc_shm.h"
+#include "shm.h"
+
+#define MIB (1ull << 20)
+
+static struct shm *create_ok(uint64_t size)
+{
+	struct shm *s = NULL;
+	int rc = shm_create(size, &s);
+	if (rc != 0)
+		fail_msg("shm_create(%llu): %d", (unsigned long long)size, rc);
+	assert_non_null(s);
+	return s;
+}
+
+static uint32_t seq_of(const struct shm *s, mc_off_t off)
+{
+	_Atomic uint32_t *q = shm_at(s, off);
+	return atomic_load(q);
+}
+
+static uint8_t page_type_of(const struct shm *s, mc_off_t off)
+{
+	uint64_t b = (uint64_t)off << MC_OFF_SHIFT;
+	return s->page_types[b >> MC_PAGE_SHIFT];
+}
+
+/* Below 1 MiB (after rounding down to pages) and above the maximum: -EINVAL,
+ * out untouched. */
+static void test_create_bounds(void **state)
+{
+	(void)state;
+	struct shm *s = (struct shm *)(uintptr_t)0x1;
+	assert_int_equal(shm_create(0, &s), -EINVAL);
+	assert_int_equal(shm_create(MIB - 1, &s), -EINVAL);
+	assert_int_equal(shm_create(MIB - MC_PAGE_SIZE, &s), -EINVAL);
+	assert_int_equal(shm_create(MC_SHM_MAX_SIZE + MC_PAGE_SIZE, &s), -EINVAL);
+	assert_ptr_equal(s, (struct shm *)(uintptr_t)0x1);
+
+	s = create_ok(MIB);
+	assert_int_equal(s->size, MIB);
+	shm_destroy(s);
+	/* Rounded down to whole pages. */
+	s = create_ok(MIB + MC_PAGE_SIZE + 100);
+	assert_int_equal(s->size, MIB + MC_PAGE_SIZE);
+	shm_destroy(s);
+}
+
+static void test_header(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(4 * MIB);
+	const struct mc_shm_header *h = s->base;
+	assert_ptr_equal(h, s->hdr);
+	assert_int_equal(h->magic, MC_SHM_MAGIC);
+	assert_int_equal(h->version, MC_SHM_VERSION);
+	assert_int_equal(h->size, 4 * MIB);
+	assert_int_equal(h->npages, 4 * MIB / MC_PAGE_SIZE);
+	assert_int_equal(h->server_pid, (uint32_t)getpid());
+	assert_int_equal(h->root, 0);
+	assert_int_equal(atomic_load(&h->committed_seq), 0);
+	/* Tables inside the metadata pages, buckets a power of two. */
+	assert_ptr_equal((uint8_t *)s->base + h->page_types_off, s->page_types);
+	assert_ptr_equal((char *)s->base + h->dbuckets_off, (char *)s->dbuckets);
+	assert_ptr_equal((char *)s->base + h->ibuckets_off, (char *)s->ibuckets);
+	assert_int_equal(h->dbucket_mask & (h->dbucket_mask + 1), 0);
+	assert_int_equal(h->ibucket_mask & (h->ibucket_mask + 1), 0);
+	assert_true(h->dbucket_mask > 0);
+	uint64_t end = h->ibuckets_off + (uint64_t)(h->ibucket_mask + 1) * sizeof(struct mc_bucket);
+	assert_true(end <= s->meta_bytes);
+	assert_true(h->page_types_off >= sizeof(*h));
+	for (uint64_t p = 0; p < s->meta_bytes / MC_PAGE_SIZE; p++)
+		assert_int_equal(s->page_types[p], MC_PT_META);
+	for (uint64_t p = s->meta_bytes / MC_PAGE_SIZE; p < h->npages; p++)
+		assert_int_equal(s->page_types[p], MC_PT_FREE);
+	/* Empty hash tables. */
+	for (uint32_t b = 0; b <= h->dbucket_mask; b++)
+		assert_int_equal(s->dbuckets[b].head, 0);
+	assert_int_equal(shm_bytes_used(s), s->meta_bytes);
+	shm_destroy(s);
+}
+
+/* Distinct, zeroed, correctly typed slots; seq even. */
+static void test_alloc_distinct_zeroed_typed(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(2 * MIB);
+	static const struct {
+		enum shm_slab slab;
+		uint8_t pt;
+		size_t size;
+	} kinds[] = {
+		{ SLAB_DENTRY, MC_PT_DENTRY, sizeof(struct mc_dentry) },
+		{ SLAB_INODE, MC_PT_INODE, sizeof(struct mc_inode) },
+		{ SLAB_DIRX, MC_PT_DIRX, sizeof(struct mc_dirx) },
+	};
+	enum { N = 300 };
+	mc_off_t offs[3][N];
+	for (size_t k = 0; k < 3; k++) {
+		for (size_t i = 0; i < N; i++) {
+			mc_off_t off = shm_alloc(s, kinds[k].slab);
+			assert_int_not_equal(off, 0);
+			assert_true(mc_shm_valid(s->base, s->size, s->page_types, off, kinds[k].size,
+			                         kinds[k].pt));
+			assert_int_equal(seq_of(s, off) & 1, 0);
+			const uint8_t *p = shm_at(s, off);
+			for (size_t b = sizeof(uint32_t); b < kinds[k].size; b++)
+				assert_int_equal(p[b], 0);
+			/* Scribble, so a reused-but-not-zeroed slot would show. */
+			memset((uint8_t *)shm_at(s, off) + 4, 0xa5, kinds[k].size - 4);
+			offs[k][i] = off;
+		}
+		assert_int_equal(s->slab[kinds[k].slab].live, N);
+	}
+	/* All distinct, across kinds too (and slots do not overlap). */
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < N; i++)
+			for (size_t l = 0; l < 3; l++)
+				for (size_t j = 0; j < N; j++) {
+					if (k == l && i == j)
+						continue;
+					uint64_t a = (uint64_t)offs[k][i] << MC_OFF_SHIFT;
+					uint64_t b = (uint64_t)offs[l][j] << MC_OFF_SHIFT;
+					assert_true(a + kinds[k].size <= b || b + kinds[l].size <= a);
+				}
+	shm_destroy(s);
+}
+
+/* shm_free bumps the seq by 2 (odd then even); the slot comes back zeroed
+ * (seq kept) and only for its own type. */
+static void test_free_seq_and_reuse(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
+	assert_int_not_equal(d, 0);
+	memset((uint8_t *)shm_at(s, d) + 4, 0x5a, sizeof(struct mc_dentry) - 4);
+	uint32_t before = seq_of(s, d);
+	uint64_t used = shm_bytes_used(s);
+	shm_free(s, SLAB_DENTRY, d);
+	assert_int_equal(seq_of(s, d), before + 2);
+	assert_int_equal(shm_bytes_used(s), used - sizeof(struct mc_dentry));
+	assert_int_equal(s->slab[SLAB_DENTRY].live, 0);
+
+	/* Other types never get the dentry slot. */
+	for (int i = 0; i < 50; i++) {
+		mc_off_t x = shm_alloc(s, SLAB_INODE);
+		assert_int_not_equal(x, d);
+		assert_int_equal(page_type_of(s, x), MC_PT_INODE);
+		mc_off_t y = shm_alloc(s, SLAB_DIRX);
+		assert_int_not_equal(y, d);
+		mc_off_t z = shm_blob_new(s, "abc", 3);
+		assert_int_not_equal(z, d);
+	}
+	/* The dentry slab hands it back, zeroed, seq kept. */
+	mc_off_t d2 = shm_alloc(s, SLAB_DENTRY);
+	assert_int_equal(d2, d);
+	assert_int_equal(seq_of(s, d2), before + 2);
+	const uint8_t *p = shm_at(s, d2);
+	for (size_t b = 4; b < sizeof(struct mc_dentry); b++)
+		assert_int_equal(p[b], 0);
+	/* Free and reuse again: the seq keeps counting. */
+	shm_free(s, SLAB_DENTRY, d2);
+	assert_int_equal(seq_of(s, d2), before + 4);
+
+	/* Inode slots too. */
+	mc_off_t i1 = shm_alloc(s, SLAB_INODE);
+	uint32_t is = seq_of(s, i1);
+	shm_free(s, SLAB_INODE, i1);
+	assert_int_equal(seq_of(s, i1), is + 2);
+	shm_destroy(s);
+}
+
+/* Blob lengths map to the smallest class that holds them. */
+static void test_blob_classes(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(2 * MIB);
+	static const struct {
+		size_t len;
+		unsigned cls;
+	} cases[] = {
+		{ 1, 0 }, { 32, 0 }, { 33, 1 }, { 64, 1 }, { 65, 2 },
+		{ 255, 3 }, { 256, 3 }, { 257, 4 }, { 2048, 6 }, { 4095, 7 }, { 4096, 7 },
+	};
+	static char data[4096];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t used = shm_bytes_used(s);
+		mc_off_t b = shm_blob_new(s, data, cases[i].len);
+		if (!b)
+			fail_msg("blob of %zu bytes: 0", cases[i].len);
+		assert_int_equal(page_type_of(s, b), MC_PT_BLOB32 + cases[i].cls);
+		assert_true(mc_shm_valid(s->base, s->size, s->page_types, b,
+		                         mc_blob_size(cases[i].cls), MC_PT_BLOB32 + cases[i].cls));
+		assert_memory_equal(shm_at(s, b), data, cases[i].len);
+		/* The rest of the slot is zero. */
+		const uint8_t *p = shm_at(s, b);
+		for (size_t k = cases[i].len; k < mc_blob_size(cases[i].cls); k++)
+			assert_int_equal(p[k], 0);
+		assert_int_equal(shm_bytes_used(s), used + mc_blob_size(cases[i].cls));
+		assert_int_equal(s->slab[SLAB_BLOB0 + cases[i].cls].live, 1);
+		shm_blob_free(s, b, cases[i].len);
+		assert_int_equal(shm_bytes_used(s), used);
+		assert_int_equal(s->slab[SLAB_BLOB0 + cases[i].cls].live, 0);
+	}
+	/* Out of range. */
+	assert_int_equal(shm_blob_new(s, data, 0), 0);
+	assert_int_equal(shm_blob_new(s, data, 4097), 0);
+	shm_blob_free(s, 0, 10); /* no-op */
+	shm_destroy(s);
+}
+
+/* Fill a 1 MiB segment with dentries until shm_alloc says 0; failures are
+ * counted; freeing everything brings bytes used back to the baseline, and
+ * the pages stay dentry pages (type-stable) so other types still fail. */
+static void test_fill_until_full(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	uint64_t base = shm_bytes_used(s);
+	uint32_t free_pages = s->hdr->npages - s->next_page;
+	size_t cap = (size_t)free_pages * (MC_PAGE_SIZE / sizeof(struct mc_dentry));
+	mc_off_t *v = calloc(cap + 1, sizeof(*v));
+	assert_non_null(v);
+	size_t n = 0;
+	for (;;) {
+		mc_off_t off = shm_alloc(s, SLAB_DENTRY);
+		if (!off)
+			break;
+		assert_true(n < cap);
+		v[n++] = off;
+	}
+	assert_int_equal(n, cap);
+	assert_int_equal(s->alloc_failures, 1);
+	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	assert_int_equal(shm_alloc(s, SLAB_INODE), 0);
+	assert_int_equal(shm_blob_new(s, "x", 1), 0);
+	assert_int_equal(s->alloc_failures, 4);
+	assert_int_equal(shm_bytes_used(s), base + cap * sizeof(struct mc_dentry));
+
+	for (size_t i = 0; i < n; i++)
+		shm_free(s, SLAB_DENTRY, v[i]);
+	assert_int_equal(shm_bytes_used(s), base);
+	assert_int_equal(s->slab[SLAB_DENTRY].live, 0);
+	/* Pages never change type: still no room for inodes... */
+	assert_int_equal(shm_alloc(s, SLAB_INODE), 0);
+	/* ...but the dentry slots are all there again. */
+	for (size_t i = 0; i < n; i++)
+		assert_int_not_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	free(v);
+	shm_destroy(s);
+}
+
+/* Mixed slabs: everything allocated and freed returns to the baseline. */
+static void test_bytes_used_baseline(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(4 * MIB);
+	uint64_t base = shm_bytes_used(s);
+	enum { N = 2000 };
+	static mc_off_t d[N], in[N], x[N], b[N];
+	static size_t bl[N];
+	for (size_t i = 0; i < N; i++) {
+		d[i] = shm_alloc(s, SLAB_DENTRY);
+		in[i] = shm_alloc(s, SLAB_INODE);
+		x[i] = shm_alloc(s, SLAB_DIRX);
+		bl[i] = 1 + (i * 37) % 600;
+		char buf[600];
+		memset(buf, 'q', sizeof(buf));
+		b[i] = shm_blob_new(s, buf, bl[i]);
+		assert_true(d[i] && in[i] && x[i] && b[i]);
+	}
+	assert_true(shm_bytes_used(s) > base + N * (48 + 64 + 32));
+	for (size_t i = N; i-- > 0;) {
+		shm_free(s, SLAB_DENTRY, d[i]);
+		shm_free(s, SLAB_INODE, in[i]);
+		shm_free(s, SLAB_DIRX, x[i]);
+		shm_blob_free(s, b[i], bl[i]);
+	}
+	assert_int_equal(shm_bytes_used(s), base);
+	for (unsigned k = 0; k < SLAB_COUNT; k++)
+		assert_int_equal(s->slab[k].live, 0);
+	assert_int_equal(s->alloc_failures, 0);
+	shm_destroy(s);
+}
+
+/* The memfd cannot change size (a client's map never faults). */
+static void test_sealed(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	int seals = fcntl(s->fd, F_GET_SEALS);
+	assert_true(seals >= 0);
+	assert_true(seals & F_SEAL_SHRINK);
+	assert_true(seals & F_SEAL_GROW);
+	assert_true(seals & F_SEAL_SEAL);
+	assert_int_equal(ftruncate(s->fd, (off_t)(MIB / 2)), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(s->fd, (off_t)(2 * MIB)), -1);
+	assert_int_equal(errno, EPERM);
+	/* No more seals can be added or removed. */
+	assert_int_equal(fcntl(s->fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	assert_int_equal(errno, EPERM);
+	/* The header survives. */
+	assert_int_equal(s->hdr->magic, MC_SHM_MAGIC);
+	shm_destroy(s);
+}
+
+/* A client holding a read-only descriptor of the segment can map it for
+ * reading and sees the server's writes, but cannot map it for writing or
+ * upgrade a read-only map. */
+static void test_readonly_reopen(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
+	int ro = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(ro >= 0);
+	void *w = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0);
+	assert_ptr_equal(w, MAP_FAILED);
+	assert_int_equal(errno, EACCES);
+	void *r = mmap(NULL, s->size, PROT_READ, MAP_SHARED, ro, 0);
+	assert_ptr_not_equal(r, MAP_FAILED);
+	assert_int_equal(((const struct mc_shm_header *)r)->magic, MC_SHM_MAGIC);
+	s->hdr->reserved[0] = 0x42;
+	assert_int_equal(((const struct mc_shm_header *)r)->reserved[0], 0x42);
+	assert_int_equal(mprotect(r, s->size, PROT_READ | PROT_WRITE), -1);
+	assert_int_equal(errno, EACCES);
+	munmap(r, s->size);
+	close(ro);
+	shm_destroy(s);
+}
+
+/* DESIGN.md: clients map the segment read-only, and a bad client "can only
+ * skew eviction, never corrupt the cache". The descriptor passed to clients
+ * at hello is shm->fd itself (server/main.c: .shm_fd = m.shm->fd), so a
+ * client receiving it must not be able to get a writable shared map of it
+ * (F_SEAL_FUTURE_WRITE), while the server's own map stays writable. */
+static void test_client_fd_not_writable(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	int fd = dup(s->fd); /* what SCM_RIGHTS hands the client */
+	assert_true(fd >= 0);
+	void *w = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	bool writable = w != MAP_FAILED;
+	if (writable)
+		munmap(w, s->size);
+	void *r = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_ptr_not_equal(r, MAP_FAILED);
+	bool upgradable = mprotect(r, s->size, PROT_READ | PROT_WRITE) == 0;
+	munmap(r, s->size);
+	close(fd);
+	/* The server's own map stays writable. */
+	s->hdr->reserved[1] = 1;
+	shm_destroy(s);
+	if (writable || upgradable)
+		fail_msg("client descriptor of the segment allows writing (mmap %s, mprotect %s)",
+		         writable ? "rw ok" : "refused", upgradable ? "rw ok" : "refused");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_bounds),
+		cmocka_unit_test(test_header),
+		cmocka_unit_test(test_alloc_distinct_zeroed_typed),
+		cmocka_unit_test(test_free_seq_and_reuse),
+		cmocka_unit_test(test_blob_classes),
+		cmocka_unit_test(test_fill_until_full),
+		cmocka_unit_test(test_bytes_used_baseline),
+		cmocka_unit_test(test_sealed),
+		cmocka_unit_test(test_readonly_reopen),
+		cmocka_unit_test(test_client_fd_not_writable),
+	};
+	return cmocka_run_group_tests_name("shm", tests, NULL, NULL);
+}
