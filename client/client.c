@@ -14,6 +14,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,14 +74,21 @@ static int transport_error(mc_client *c, int err)
 	return -ENOTCONN;
 }
 
-static int client_hello(mc_client *c, int *shm_fd, uint64_t *shm_size)
+struct hello_out {
+	int fds[2];                   /* segment, client area */
+	uint64_t shm_size;
+	uint64_t area_size;
+	uint32_t slot;
+};
+
+static int client_hello(mc_client *c, struct hello_out *h)
 {
 	Mcache__Hello hello = MCACHE__HELLO__INIT;
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	Mcache__Response *rsp = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
-	int fd = -1;
+	int fds[2] = { -1, -1 };
 	int err;
 
 	hello.version = MC_PROTO_VERSION;
@@ -96,7 +104,7 @@ static int client_hello(mc_client *c, int *shm_fd, uint64_t *shm_size)
 		err = transport_error(c, err);
 		goto fail;
 	}
-	err = frame_read(c->sock, MC_FRAME_MAX, &buf, &len, &fd);
+	err = frame_read_fds(c->sock, MC_FRAME_MAX, &buf, &len, fds, 2);
 	if (err < 0) {
 		err = transport_error(c, err);
 		goto fail;
@@ -110,12 +118,15 @@ static int client_hello(mc_client *c, int *shm_fd, uint64_t *shm_size)
 		goto fail;
 	}
 	if (rsp->id != req.id || !rsp->hello || rsp->hello->version != MC_PROTO_VERSION ||
-	    rsp->hello->shm_version != MC_SHM_VERSION || fd < 0 ||
+	    rsp->hello->shm_version != MC_SHM_VERSION || fds[0] < 0 ||
 	    rsp->hello->shm_size < sizeof(struct mc_shm_header) ||
 	    rsp->hello->shm_size > MC_SHM_MAX_SIZE || rsp->hello->shm_size > SIZE_MAX)
 		goto fail;
-	*shm_fd = fd;
-	*shm_size = rsp->hello->shm_size;
+	h->fds[0] = fds[0];
+	h->fds[1] = fds[1];
+	h->shm_size = rsp->hello->shm_size;
+	h->area_size = fds[1] >= 0 ? rsp->hello->area_size : 0;
+	h->slot = rsp->hello->client_slot;
 	mcache__response__free_unpacked(rsp, NULL);
 	free(buf);
 	return 0;
@@ -123,8 +134,9 @@ fail:
 	if (rsp)
 		mcache__response__free_unpacked(rsp, NULL);
 	free(buf);
-	if (fd >= 0)
-		close(fd);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return err;
 }
 
@@ -150,6 +162,85 @@ static int client_map(mc_client *c, int fd, uint64_t size)
 	return 0;
 }
 
+/* Map the client area read-write and find this client's slot and the
+ * referenced bitmap. The area is optional: without it nothing is counted. */
+static int client_map_area(mc_client *c, int fd, uint64_t size, uint32_t slot)
+{
+	struct stat st;
+	if (fd < 0 || size < sizeof(struct mc_area_header) || size > SIZE_MAX)
+		return 0;
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size)
+		return -EPROTO;
+	void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	const struct mc_area_header *h = p;
+	if (h->magic != MC_AREA_MAGIC || h->version != MC_AREA_VERSION || h->size != size ||
+	    (uint64_t)h->slots_off + (uint64_t)h->nslots * sizeof(struct mc_client_slot) > size ||
+	    (uint64_t)h->refbits_off + h->refbits_bytes > size || (h->refbits_off & 7)) {
+		munmap(p, (size_t)size);
+		return -EPROTO;
+	}
+	c->area = p;
+	c->area_size = (size_t)size;
+	if (slot < h->nslots)
+		c->slot = (struct mc_client_slot *)((char *)p + h->slots_off) + slot;
+	return 0;
+}
+
+/* $MCACHE_WALK_LIMITS="chain,depth,retries,links" overrides the walk's
+ * bounds (for tests that force the fallback path). */
+static void view_limits_from_env(struct view_limits *l)
+{
+	view_default_limits(l);
+	const char *e = getenv("MCACHE_WALK_LIMITS");
+	if (!e)
+		return;
+	unsigned v[4];
+	if (sscanf(e, "%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3]) == 4) {
+		l->chain = v[0];
+		l->depth = v[1];
+		l->retries = v[2];
+		l->links = v[3];
+	}
+}
+
+/* Set up the shared-memory read path: the view over the segment, with the
+ * credentials the server saw at connect (SO_PEERCRED is taken at connect
+ * too, so both sides check the same identity). */
+static int client_view(mc_client *c)
+{
+	const char *e = getenv("MCACHE_LOCAL_READS");
+	if (e && strcmp(e, "0") == 0)
+		return 0;
+	struct view *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	int err = view_init(v, c->shm, c->shm_size);
+	if (err < 0) {
+		free(v);
+		return err;
+	}
+	view_limits_from_env(&v->lim);
+	v->cred.uid = (uint32_t)geteuid();
+	v->cred.gid = (uint32_t)getegid();
+	gid_t groups[64];
+	int n = getgroups(64, groups);
+	if (n < 0)
+		n = 0; /* more than 64 groups: check with fewer, as the server does */
+	for (int i = 0; i < n; i++)
+		v->cred.groups[i] = (uint32_t)groups[i];
+	v->cred.ngroups = n;
+	if (c->area) {
+		const struct mc_area_header *h = c->area;
+		v->refbits = (_Atomic uint64_t *)((char *)c->area + h->refbits_off);
+		v->nbits = (uint64_t)h->refbits_bytes * 8;
+		v->slot = c->slot;
+	}
+	c->view = v;
+	return 0;
+}
+
 static const char *socket_default(const char *path)
 {
 	if (path)
@@ -164,8 +255,7 @@ mc_client *mc_connect(const char *socket_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = socket_default(socket_path);
-	uint64_t shm_size = 0;
-	int shm_fd = -1;
+	struct hello_out h = { { -1, -1 }, 0, 0, 0 };
 	int err;
 
 	pthread_once(&fork_once, fork_register);
@@ -195,11 +285,17 @@ mc_client *mc_connect(const char *socket_path)
 		err = -errno;
 		goto fail;
 	}
-	err = client_hello(c, &shm_fd, &shm_size);
+	err = client_hello(c, &h);
 	if (err < 0)
 		goto fail;
-	err = client_map(c, shm_fd, shm_size);
-	close(shm_fd);
+	err = client_map(c, h.fds[0], h.shm_size);
+	if (err == 0)
+		err = client_map_area(c, h.fds[1], h.area_size, h.slot);
+	if (err == 0)
+		err = client_view(c);
+	close(h.fds[0]);
+	if (h.fds[1] >= 0)
+		close(h.fds[1]);
 	if (err < 0)
 		goto fail;
 	c->broken = false;
@@ -207,6 +303,11 @@ mc_client *mc_connect(const char *socket_path)
 fail:
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->shm)
+		munmap((void *)c->shm, c->shm_size);
+	if (c->area)
+		munmap(c->area, c->area_size);
+	free(c->view);
 	free(c);
 	errno = -err;
 	return NULL;
@@ -226,6 +327,9 @@ void mc_disconnect(mc_client *c)
 		batch_free(c->batches);
 	if (c->shm)
 		munmap((void *)c->shm, c->shm_size);
+	if (c->area)
+		munmap(c->area, c->area_size);
+	free(c->view);
 	close(c->sock);
 	free(c->fds);
 	free(c);
@@ -245,6 +349,7 @@ int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out
 	err = client_check(c);
 	if (err < 0)
 		return err;
+	client_count(c, offsetof(struct mc_client_slot, rpcs));
 	req.id = c->next_id++;
 	req.n_ops = n;
 	req.ops = ops;
@@ -364,9 +469,10 @@ int client_fd_reserve(mc_client *c, int *fd)
 	return 0;
 }
 
-void client_fd_take(mc_client *c, int fd, uint64_t handle)
+void client_fd_take(mc_client *c, int fd, uint64_t handle, uint64_t ino)
 {
 	c->fds[fd].handle = handle;
+	c->fds[fd].ino = ino;
 	c->fds[fd].used = true;
 }
 
@@ -406,7 +512,8 @@ int mc_open(mc_client *c, const char *path, int flags, mode_t mode)
 	err = client_op(c, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
-	client_fd_take(c, fd, rsp->results[0]->handle);
+	client_fd_take(c, fd, rsp->results[0]->handle,
+	               rsp->results[0]->attr ? rsp->results[0]->attr->ino : 0);
 	mcache__response__free_unpacked(rsp, NULL);
 	return fd;
 }
@@ -450,8 +557,15 @@ int mc_fstat(mc_client *c, int fd, struct stat *st)
 	Mcache__Response *rsp = NULL;
 	if (!st)
 		return client_fail(-EFAULT);
+	int err = client_check(c);
+	if (err == 0 && c->view && fd >= 0 && (size_t)fd < c->nfds && c->fds[fd].used &&
+	    c->fds[fd].ino) {
+		/* The inode is held in the cache while the descriptor is open. */
+		if (view_stat_ino(c->view, c->fds[fd].ino, st) == 0)
+			return 0;
+	}
 	op.code = MCACHE__OP_CODE__OP_FSTAT;
-	int err = fd_op(c, fd, &op, &rsp);
+	err = fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	if (!rsp->results[0]->attr) {

@@ -15,6 +15,7 @@
 
 #include "mcache.h"
 #include "mcache.pb-c.h"
+#include "shmview.h"
 
 /* Largest path accepted (bytes, without the NUL); longer is ENAMETOOLONG. */
 #define MC_CLIENT_PATH_MAX 4095u
@@ -24,6 +25,7 @@
 /* One slot of the descriptor table. */
 struct mc_fdslot {
 	uint64_t handle;              /* the server's handle */
+	uint64_t ino;                 /* the inode it holds (cached while open) */
 	bool used;
 };
 
@@ -40,7 +42,10 @@ struct mc_fdslot {
  *     current generation means we are in a child: every call fails with
  *     ECHILD and nothing is ever written to the socket again.
  *  4. shm is a read-only MAP_SHARED mapping of shm_size bytes whose header
- *     was checked at connect; it stays mapped until mc_disconnect().
+ *     was checked at connect; it stays mapped until mc_disconnect(). view
+ *     reads it (NULL when $MCACHE_LOCAL_READS=0: every call is an RPC).
+ *     area is the read-write client area (statistics slot, referenced
+ *     bits), or NULL.
  *  5. dirs and batches list every MC_DIR and mc_batch made from this client
  *     that is not yet freed, so mc_disconnect() can free them.
  */
@@ -51,17 +56,31 @@ struct mc_client {
 	uint64_t next_id;
 	const void *shm;
 	size_t shm_size;
+	void *area;
+	size_t area_size;
+	struct view *view;
+	struct mc_client_slot *slot;  /* this client's counters in the area, or NULL */
 	struct mc_fdslot *fds;
 	size_t nfds;                  /* slots allocated */
 	struct mc_dir *dirs;
 	struct mc_batch *batches;
 };
 
-/* Linked into c->dirs; see dir.c. */
+/* Entries a listing read from shared memory holds at once. */
+#define MC_DIR_LOCAL_PAGE 64u
+
+/* Linked into c->dirs; see dir.c. A listing starts from shared memory when
+ * the directory is complete there (local), and continues through the
+ * server from the same cookie if the cache stops answering. */
 struct mc_dir {
 	mc_client *c;
 	struct mc_dir *next, *prev;
-	uint64_t handle;
+	bool local;                   /* reading from shared memory */
+	struct view_dir vd;
+	struct view_dirent *lpage;    /* MC_DIR_LOCAL_PAGE entries */
+	unsigned lcount, lpos;
+	char *path;                   /* for opening on the server when needed */
+	uint64_t handle;              /* 0: not opened on the server yet */
 	Mcache__Response *page;       /* the current page, or NULL */
 	size_t pos;                   /* next entry of page to return */
 	uint64_t cookie;              /* where the next page starts */
@@ -114,6 +133,16 @@ int path_check(const char *path);
 /* Point a protobuf bytes field at path (not copied). */
 void path_set(ProtobufCBinaryData *f, const char *path);
 
+/* Count an event in this client's slot (relaxed; only this client writes). */
+static inline void client_count(mc_client *c, size_t field)
+{
+	if (c->slot) {
+		_Atomic uint64_t *f = (_Atomic uint64_t *)((char *)c->slot + field);
+		atomic_store_explicit(f, atomic_load_explicit(f, memory_order_relaxed) + 1,
+		                      memory_order_relaxed);
+	}
+}
+
 /* Fill *st from an Attr (st_dev/st_rdev 0, st_blksize 4096, st_blocks 0). */
 void attr_to_stat(const Mcache__Attr *a, struct stat *st);
 
@@ -123,7 +152,7 @@ void attr_to_stat(const Mcache__Attr *a, struct stat *st);
  * client_fd_handle(): 0 and *handle, or -EBADF. client_fd_release() frees a
  * used slot. */
 int client_fd_reserve(mc_client *c, int *fd);
-void client_fd_take(mc_client *c, int fd, uint64_t handle);
+void client_fd_take(mc_client *c, int fd, uint64_t handle, uint64_t ino);
 int client_fd_handle(const mc_client *c, int fd, uint64_t *handle);
 void client_fd_release(mc_client *c, int fd);
 

@@ -1,6 +1,13 @@
-/* dir.c - libmcache's directory listings: opendir opens a server handle,
- * readdir fetches pages of entries (OP_READDIR) and hands them out one at a
- * time, closedir closes the handle.
+/* dir.c - libmcache's directory listings. A directory that is complete in
+ * shared memory is listed from there, a page at a time, with no system
+ * call (local). Otherwise opendir opens a server handle, readdir fetches
+ * pages of entries (OP_READDIR) and hands them out one at a time, and
+ * closedir closes the handle. Both use the same cursor (the per-directory
+ * cookie), so a local listing that the cache stops answering continues
+ * through the server exactly where it was.
+ *
+ *   mc_opendir ─(complete in memory)─► local ─(VIEW_MISS)─► server
+ *        └──────────(otherwise)───────────────────────────► server
  *
  * Invariants of an MC_DIR (struct mc_dir in client_impl.h):
  *  1. page, when not NULL, is the last READDIR response; entries before pos
@@ -8,6 +15,8 @@
  *  2. cookie is the server's cursor for the page after page; it is only
  *     used once page is exhausted, and only when eof is false.
  *  3. ent is the storage of the struct dirent last returned.
+ *  4. local: lpage[lpos..lcount) are read but not yet returned; vd.cookie
+ *     is the cookie of lpage's last entry; eof says the listing ended.
  */
 #include "client_impl.h"
 
@@ -37,13 +46,66 @@ void dir_free(struct mc_dir *d)
 		d->next->prev = d->prev;
 	if (d->page)
 		mcache__response__free_unpacked(d->page, NULL);
+	free(d->lpage);
+	free(d->path);
 	free(d);
+}
+
+/* Open path as a directory on the server: 0 and the handle and inode. */
+static int dir_open_server(mc_client *c, const char *path, uint64_t *handle, uint64_t *ino)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_OPEN;
+	path_set(&op.path, path);
+	op.flags = O_RDONLY | O_DIRECTORY;
+	int err = client_op(c, &op, &rsp);
+	if (err < 0)
+		return err;
+	*handle = rsp->results[0]->handle;
+	*ino = rsp->results[0]->attr ? rsp->results[0]->attr->ino : 0;
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+/* Try to list d from shared memory. 0 (d is local), VIEW_MISS, or -errno. */
+static int dir_open_local(mc_client *c, struct mc_dir *d, const char *path)
+{
+	int err = view_opendir(c->view, path, strlen(path), &d->vd);
+	if (err != 0)
+		return err;
+	d->lpage = malloc(MC_DIR_LOCAL_PAGE * sizeof(*d->lpage));
+	d->path = strdup(path);
+	if (!d->lpage || !d->path)
+		return -ENOMEM;
+	d->local = true;
+	return 0;
+}
+
+/* The cache stopped answering a local listing: go on through the server
+ * from the same cookie. If the path no longer names the directory being
+ * listed, that directory is gone and the listing ends. */
+static int dir_to_server(struct mc_dir *d)
+{
+	uint64_t handle, ino;
+	int err = dir_open_server(d->c, d->path, &handle, &ino);
+	d->local = false;
+	d->eof = false;
+	d->cookie = d->vd.cookie;
+	if (err == -ENOENT || err == -ENOTDIR) {
+		d->eof = true;
+		return 0;
+	}
+	if (err < 0)
+		return err;
+	d->handle = handle;
+	if (ino != d->vd.ino)
+		d->eof = true;
+	return 0;
 }
 
 MC_DIR *mc_opendir(mc_client *c, const char *path)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
 	int err = client_check(c);
 	if (err == 0)
 		err = path_check(path);
@@ -56,19 +118,48 @@ MC_DIR *mc_opendir(mc_client *c, const char *path)
 		errno = ENOMEM;
 		return NULL;
 	}
-	op.code = MCACHE__OP_CODE__OP_OPEN;
-	path_set(&op.path, path);
-	op.flags = O_RDONLY | O_DIRECTORY;
-	err = client_op(c, &op, &rsp);
+	d->c = c;
+	err = c->view ? dir_open_local(c, d, path) : VIEW_MISS;
+	if (err == VIEW_MISS) {
+		uint64_t ino;
+		d->local = false;
+		err = dir_open_server(c, path, &d->handle, &ino);
+	}
 	if (err < 0) {
+		free(d->lpage);
+		free(d->path);
 		free(d);
 		errno = -err;
 		return NULL;
 	}
-	d->handle = rsp->results[0]->handle;
-	mcache__response__free_unpacked(rsp, NULL);
 	dir_link(c, d);
 	return d;
+}
+
+/* The next entry of a local listing, NULL at the end (or when the listing
+ * moved to the server: then d->local is false). */
+static int dir_next_local(struct mc_dir *d, const struct view_dirent **out)
+{
+	while (d->lpos == d->lcount) {
+		if (d->eof) {
+			*out = NULL;
+			return 0;
+		}
+		unsigned n;
+		bool eof;
+		int err = view_readdir(d->c->view, &d->vd, d->lpage, MC_DIR_LOCAL_PAGE, &n, &eof);
+		if (err == VIEW_MISS) {
+			*out = NULL;
+			return dir_to_server(d);
+		}
+		if (err < 0)
+			return err;
+		d->lcount = n;
+		d->lpos = 0;
+		d->eof = eof;
+	}
+	*out = &d->lpage[d->lpos++];
+	return 0;
 }
 
 /* Fetch the next page into d->page. 0, or -errno. */
@@ -110,10 +201,29 @@ struct dirent *mc_readdir(MC_DIR *d)
 		errno = -err;
 		return NULL;
 	}
+	struct dirent *ent = &d->ent;
+	if (d->local) {
+		const struct view_dirent *v;
+		err = dir_next_local(d, &v);
+		if (err < 0) {
+			errno = -err;
+			return NULL;
+		}
+		if (v) {
+			ent->d_ino = (ino_t)v->ino;
+			ent->d_type = v->type;
+			memcpy(ent->d_name, v->name, (size_t)v->namelen + 1);
+			ent->d_off = (off_t)++d->index;
+			ent->d_reclen = (unsigned short)(offsetof(struct dirent, d_name) + v->namelen + 1);
+			return ent;
+		}
+		if (d->local || d->eof)
+			return NULL; /* the end: errno unchanged */
+	}
 	for (;;) {
 		if (d->page && d->pos < d->page->results[0]->n_entries)
 			break;
-		if (d->page && d->eof)
+		if (d->eof)
 			return NULL; /* the end: errno unchanged */
 		err = dir_fetch(d);
 		if (err < 0) {
@@ -127,7 +237,6 @@ struct dirent *mc_readdir(MC_DIR *d)
 		errno = EPROTO;
 		return NULL;
 	}
-	struct dirent *ent = &d->ent;
 	ent->d_ino = (ino_t)e->ino;
 	ent->d_type = (unsigned char)e->type;
 	memcpy(ent->d_name, e->name.data, e->name.len);
@@ -150,6 +259,8 @@ int mc_closedir(MC_DIR *d)
 	dir_free(d);
 	if (err < 0)
 		return client_fail(err);
+	if (!handle)
+		return 0; /* listed from shared memory: nothing open on the server */
 	op.code = MCACHE__OP_CODE__OP_CLOSE;
 	op.handle = handle;
 	err = client_op_simple(c, &op);

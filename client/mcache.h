@@ -28,9 +28,11 @@
  * the client that made them.
  *
  * fork(): a child must not use its parent's mc_client. The library notices
- * (the pid changed) and every call in the child fails with ECHILD; the child
- * calls mc_disconnect() on it (which then only frees memory) and connects
- * anew.
+ * (a pthread_atfork child handler bumps a fork generation that every call
+ * compares, so no system call is spent on it) and every call in the child
+ * fails with ECHILD, MC_DIR and batch calls included; the child calls
+ * mc_disconnect() on it (which then only frees memory and closes its copy of
+ * the socket, sending nothing) and connects anew.
  */
 #ifndef MCACHE_H
 #define MCACHE_H
@@ -81,7 +83,8 @@ MC_EXPORT int mc_rmdir(mc_client *c, const char *path);
 MC_EXPORT int mc_open(mc_client *c, const char *path, int flags, mode_t mode);
 /* mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode). */
 MC_EXPORT int mc_creat(mc_client *c, const char *path, mode_t mode);
-/* Release a descriptor. EBADF if it is not open. */
+/* Release a descriptor. EBADF if it is not open. As with close(2), the
+ * descriptor is released even when the call fails otherwise. */
 MC_EXPORT int mc_close(mc_client *c, int fd);
 
 /* unlink(2). EISDIR (a directory), ENOENT, EACCES/EPERM (sticky). */
@@ -95,7 +98,8 @@ MC_EXPORT int mc_link(mc_client *c, const char *oldpath, const char *newpath);
 /* symlink(2). target is stored as given (1..4095 bytes). */
 MC_EXPORT int mc_symlink(mc_client *c, const char *target, const char *linkpath);
 /* readlink(2): copies at most size bytes, no terminating NUL; returns the
- * number of bytes copied. EINVAL (not a symlink). */
+ * number of bytes copied. EINVAL (not a symlink, or size 0), EFAULT (buf
+ * NULL). */
 MC_EXPORT ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size);
 
 /* stat(2), lstat(2), fstat(2). st_dev is 0, st_blksize 4096, st_blocks 0. */
@@ -109,7 +113,8 @@ MC_EXPORT int mc_fstat(mc_client *c, int fd, struct stat *st);
 MC_EXPORT int mc_chmod(mc_client *c, const char *path, mode_t mode);
 MC_EXPORT int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid);
 MC_EXPORT int mc_utimens(mc_client *c, const char *path, const struct timespec times[2]);
-/* truncate(2), ftruncate(2): set the size. EISDIR, EINVAL (negative). */
+/* truncate(2), ftruncate(2): set the size. EISDIR, EINVAL (negative, checked
+ * before sending). */
 MC_EXPORT int mc_truncate(mc_client *c, const char *path, off_t length);
 MC_EXPORT int mc_ftruncate(mc_client *c, int fd, off_t length);
 
@@ -118,7 +123,8 @@ MC_EXPORT int mc_ftruncate(mc_client *c, int fd, off_t length);
  * returned exactly once even while others are created or removed. The
  * struct dirent returned is valid until the next mc_readdir or mc_closedir on
  * the same MC_DIR. readdir returns NULL at the end (errno unchanged) or on
- * error (errno set). */
+ * error (errno set). opendir: ENOENT, ENOTDIR, EACCES. closedir frees the
+ * MC_DIR whatever it returns. */
 MC_EXPORT MC_DIR *mc_opendir(mc_client *c, const char *path);
 MC_EXPORT struct dirent *mc_readdir(MC_DIR *dir);
 MC_EXPORT int mc_closedir(MC_DIR *dir);
@@ -151,7 +157,8 @@ MC_EXPORT int mc_batch_rename(mc_batch *b, const char *oldpath, const char *newp
 MC_EXPORT int mc_batch_stat(mc_batch *b, const char *path, struct stat *st);
 /* Send every queued operation and wait for the results. Returns 0 when the
  * server answered (see mc_batch_error for each), -1 with errno on transport
- * failure. The queue is then empty; results stay until the next run. */
+ * failure (the operations may or may not have run). Either way the queue is
+ * then empty; results stay until the next run, which replaces them. */
 MC_EXPORT int mc_batch_run(mc_batch *b);
 /* Number of operations in the last run. */
 MC_EXPORT size_t mc_batch_count(const mc_batch *b);

@@ -14,20 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* mc_config.h is generated in the build root; client/meson.build does not
- * yet give mcachectl that include directory (config_inc). Until it does,
- * fall back to the meson_options.txt defaults. */
-#if defined(__has_include)
-#if __has_include("mc_config.h")
 #include "mc_config.h"
-#endif
-#endif
-#ifndef MC_VERSION
-#define MC_VERSION "0.1.0"
-#endif
-#ifndef MC_DEFAULT_SOCKET
-#define MC_DEFAULT_SOCKET "/run/mcache/mcached.sock"
-#endif
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -296,7 +283,8 @@ static int cmd_ls(int argc, char **argv)
 	if (errno)
 		rc = fail(path);
 	mc_closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		if (!lng) {
 			printf("%s\n", names[i]);

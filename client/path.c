@@ -1,6 +1,8 @@
-/* path.c - libmcache's path calls (mkdir, unlink, rename, stat, chmod ...),
- * each one RPC; the server resolves the path and decides every errno except
- * the three checked here before sending (EFAULT, ENOENT, ENAMETOOLONG). */
+/* path.c - libmcache's path calls (mkdir, unlink, rename, stat, chmod ...).
+ * stat, lstat and readlink are answered from shared memory when the cache
+ * holds the answer (shmview.c); everything else is one RPC, and the server
+ * decides every errno except the three checked here before sending
+ * (EFAULT, ENOENT, ENAMETOOLONG). */
 #include "client_impl.h"
 
 #include <stdlib.h>
@@ -124,6 +126,14 @@ ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size)
 		return client_fail(-EINVAL); /* as readlink(2) */
 	if (!buf)
 		return client_fail(-EFAULT);
+	if (c->view) {
+		size_t n;
+		err = view_readlink(c->view, path, strlen(path), buf, size, &n);
+		if (err == 0)
+			return (ssize_t)n;
+		if (err < 0)
+			return client_fail(err);
+	}
 	op.code = MCACHE__OP_CODE__OP_READLINK;
 	path_set(&op.path, path);
 	err = client_op(c, &op, &rsp);
@@ -146,6 +156,12 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 		return client_fail(err);
 	if (!st)
 		return client_fail(-EFAULT);
+	if (c->view) {
+		/* Answered from shared memory when the cache can vouch for it. */
+		err = view_stat(c->view, path, strlen(path), code != MCACHE__OP_CODE__OP_LSTAT, st);
+		if (err <= 0)
+			return err < 0 ? client_fail(err) : 0;
+	}
 	op.code = code;
 	path_set(&op.path, path);
 	err = client_op(c, &op, &rsp);

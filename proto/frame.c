@@ -80,9 +80,9 @@ int frame_write(int sock, const uint8_t *buf, size_t len, int passfd)
 	return 0;
 }
 
-/* Collect descriptors from a received control buffer: the first one seen
- * lands in *fd (when it is still -1), every other one is closed. */
-static void frame_take_fds(struct msghdr *mh, int *fd)
+/* Collect descriptors from a received control buffer: they fill the free
+ * (-1) places of fds[0..nfds) in order; any beyond those are closed. */
+static void frame_take_fds(struct msghdr *mh, int *fds, size_t nfds)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		size_t n;
@@ -92,10 +92,13 @@ static void frame_take_fds(struct msghdr *mh, int *fd)
 		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (size_t i = 0; i < n; i++) {
 			int x;
+			size_t k = 0;
 
 			memcpy(&x, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*fd < 0)
-				*fd = x;
+			while (k < nfds && fds[k] >= 0)
+				k++;
+			if (k < nfds)
+				fds[k] = x;
 			else
 				close(x);
 		}
@@ -103,7 +106,7 @@ static void frame_take_fds(struct msghdr *mh, int *fd)
 }
 
 /* Read exactly len bytes; every read is a recvmsg that may carry fds. */
-static int frame_recv_all(int sock, uint8_t *buf, size_t len, int *fd)
+static int frame_recv_all(int sock, uint8_t *buf, size_t len, int *fds, size_t nfds)
 {
 	union {
 		struct cmsghdr h;
@@ -125,7 +128,7 @@ static int frame_recv_all(int sock, uint8_t *buf, size_t len, int *fd)
 			return -errno;
 		}
 		if (mh.msg_controllen > 0)
-			frame_take_fds(&mh, fd);
+			frame_take_fds(&mh, fds, nfds);
 		if (n == 0)
 			return -ECONNRESET;
 		off += (size_t)n;
@@ -133,15 +136,20 @@ static int frame_recv_all(int sock, uint8_t *buf, size_t len, int *fd)
 	return 0;
 }
 
-int frame_read(int sock, size_t max, uint8_t **payload, size_t *len, int *passfd)
+int frame_read_fds(int sock, size_t max, uint8_t **payload, size_t *len, int *fds,
+                   size_t nfds)
 {
 	uint8_t hdr[MC_FRAME_HDR];
 	uint8_t *buf = NULL;
 	uint32_t n;
-	int fd = -1;
+	int got[FRAME_MAX_FDS];
 	int err;
 
-	err = frame_recv_all(sock, hdr, sizeof(hdr), &fd);
+	for (size_t i = 0; i < FRAME_MAX_FDS; i++)
+		got[i] = -1;
+	if (nfds > FRAME_MAX_FDS)
+		nfds = FRAME_MAX_FDS;
+	err = frame_recv_all(sock, hdr, sizeof(hdr), got, nfds);
 	if (err)
 		goto fail;
 	n = frame_get_len(hdr);
@@ -158,19 +166,23 @@ int frame_read(int sock, size_t max, uint8_t **payload, size_t *len, int *passfd
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = frame_recv_all(sock, buf, n, &fd);
+	err = frame_recv_all(sock, buf, n, got, nfds);
 	if (err)
 		goto fail;
 	*payload = buf;
 	*len = n;
-	if (passfd)
-		*passfd = fd;
-	else if (fd >= 0)
-		close(fd);
+	for (size_t i = 0; i < nfds; i++)
+		fds[i] = got[i];
 	return 0;
 fail:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
+	for (size_t i = 0; i < nfds; i++)
+		if (got[i] >= 0)
+			close(got[i]);
 	return err;
+}
+
+int frame_read(int sock, size_t max, uint8_t **payload, size_t *len, int *passfd)
+{
+	return frame_read_fds(sock, max, payload, len, passfd, passfd ? 1 : 0);
 }

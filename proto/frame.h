@@ -50,5 +50,9 @@ int frame_write(int sock, const uint8_t *buf, size_t len, int passfd);
  * peer closed, -EMSGSIZE when the announced length exceeds max (nothing more
  * is read), -ENOMEM, or the socket's errno. */
 int frame_read(int sock, size_t max, uint8_t **payload, size_t *len, int *passfd);
+/* frame_read() keeping up to nfds (at most 8) received descriptors in
+ * fds[] in the order they came, -1 where none came; any more are closed. */
+int frame_read_fds(int sock, size_t max, uint8_t **payload, size_t *len, int *fds,
+                   size_t nfds);
 
 #endif
