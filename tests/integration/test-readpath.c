@@ -1,0 +1,247 @@
+/* test-readpath.c - what the shared-memory read path promises, through the
+ * public API against a real server: cached stat, negative lookups, readlink,
+ * fstat and readdir send no request at all; the mapping cannot be written
+ * or made writable; counters show where answers came from. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "mcache.h"
+
+static struct mc_server srv;
+
+/* A number from the /stats JSON: the first "key": after `section`. */
+static uint64_t stat_of(mc_client *c, const char *section, const char *key)
+{
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	const char *p = strstr(js, section);
+	assert_non_null(p);
+	char k[64];
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(p, k);
+	assert_non_null(p);
+	uint64_t v = strtoull(p + strlen(k), NULL, 10);
+	free(js);
+	return v;
+}
+
+static uint64_t requests(mc_client *c)
+{
+	return stat_of(c, "\"rpc\"", "requests");
+}
+
+static void test_cached_lookups_send_nothing(void **state)
+{
+	(void)state;
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/a", 0755), 0);
+	assert_int_equal(mc_mkdir(c, "/a/b", 0755), 0);
+	int fd = mc_creat(c, "/a/b/file", 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(mc_symlink(c, "b/file", "/a/link"), 0);
+	for (int i = 0; i < 100; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/a/b/e%03d", i);
+		assert_int_equal(mc_mkdir(c, p, 0700), 0);
+	}
+
+	uint64_t before = requests(c);
+	struct stat st, st2;
+	char buf[64];
+	for (int i = 0; i < 10000; i++) {
+		assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+		assert_int_equal(mc_stat(c, "/a/b/missing", &st2), -1);
+		assert_int_equal(errno, ENOENT);
+	}
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(mc_lstat(c, "/a/link", &st2), 0);
+	assert_true(S_ISLNK(st2.st_mode));
+	assert_int_equal(mc_stat(c, "/a/link", &st2), 0);
+	assert_int_equal(st2.st_ino, st.st_ino);
+	assert_int_equal(mc_readlink(c, "/a/link", buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "b/file", 6);
+	assert_int_equal(mc_fstat(c, fd, &st2), 0);
+	assert_int_equal(st2.st_ino, st.st_ino);
+	MC_DIR *d = mc_opendir(c, "/a/b");
+	assert_non_null(d);
+	int n = 0;
+	while (mc_readdir(d))
+		n++;
+	assert_int_equal(n, 101);
+	assert_int_equal(mc_closedir(d), 0);
+	/* Only the stats call itself reached the server. */
+	assert_int_equal(requests(c), before + 1);
+	assert_int_equal(mc_close(c, fd), 0);
+	mc_disconnect(c);
+}
+
+static void test_misses_are_loaded_then_local(void **state)
+{
+	(void)state;
+	/* A restart empties the cache: the first lookups go to the server,
+	 * which loads them; then they are local. */
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	assert_int_equal(server_start(&srv, NULL), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	struct stat st;
+	uint64_t r0 = requests(c);
+	assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+	assert_int_equal(mc_stat(c, "/a/nothing", &st), -1);
+	assert_int_equal(errno, ENOENT);
+	uint64_t r1 = requests(c);
+	assert_int_equal(r1, r0 + 3);
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+		assert_int_equal(mc_stat(c, "/a/nothing", &st), -1);
+	}
+	assert_int_equal(requests(c), r1 + 1);
+	/* readdir of a directory loaded from the store: the first listing
+	 * goes through the server (which makes it complete), the next is local. */
+	MC_DIR *d = mc_opendir(c, "/a/b");
+	assert_non_null(d);
+	int n = 0;
+	while (mc_readdir(d))
+		n++;
+	assert_int_equal(n, 101);
+	mc_closedir(d);
+	uint64_t r2 = requests(c);
+	d = mc_opendir(c, "/a/b");
+	n = 0;
+	while (mc_readdir(d))
+		n++;
+	assert_int_equal(n, 101);
+	mc_closedir(d);
+	assert_int_equal(requests(c), r2 + 1);
+	uint64_t hits = stat_of(c, "\"readpath\"", "hits");
+	uint64_t misses = stat_of(c, "\"readpath\"", "misses");
+	print_message("# read path: %llu hits, %llu misses\n", (unsigned long long)hits,
+	              (unsigned long long)misses);
+	assert_true(hits >= 2000);
+	assert_true(misses >= 2);
+	mc_disconnect(c);
+}
+
+/* Find this process's mapping of the segment in /proc/self/maps. */
+static int find_segment(unsigned long *lo, unsigned long *hi, char *perms)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "/memfd:mcache ") || strstr(line, "/memfd:mcache (deleted)")) {
+			if (sscanf(line, "%lx-%lx %4s", lo, hi, perms) == 3) {
+				found = 1;
+				break;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void test_mapping_is_read_only(void **state)
+{
+	(void)state;
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	unsigned long lo, hi;
+	char perms[8];
+	assert_true(find_segment(&lo, &hi, perms));
+	assert_int_equal(perms[1], '-');
+	/* mprotect to writable is refused. */
+	assert_int_equal(mprotect((void *)lo, 4096, PROT_READ | PROT_WRITE), -1);
+	assert_int_equal(errno, EACCES);
+	/* A new writable mapping of the same file is refused, even through a
+	 * read-write open of it. */
+	char mf[128];
+	snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx", lo, hi);
+	int fd = open(mf, O_RDWR);
+	if (geteuid() == 0)
+		assert_true(fd >= 0); /* map_files needs CAP_SYS_ADMIN */
+	if (fd >= 0) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		assert_true(p == MAP_FAILED);
+		close(fd);
+	}
+	fd = open(mf, O_RDONLY);
+	if (fd >= 0) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		assert_true(p == MAP_FAILED);
+		close(fd);
+	}
+	/* A write faults (in a child, which dies of SIGSEGV). */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL); /* cmocka's handler would catch it */
+		*(volatile char *)(lo + 100) = 1;
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	/* The server did not notice anything. */
+	struct stat s;
+	assert_int_equal(mc_stat(c, "/", &s), 0);
+	mc_disconnect(c);
+}
+
+static void test_local_reads_can_be_turned_off(void **state)
+{
+	(void)state;
+	setenv("MCACHE_LOCAL_READS", "0", 1);
+	mc_client *c = mc_connect(srv.socket);
+	unsetenv("MCACHE_LOCAL_READS");
+	assert_non_null(c);
+	struct stat st;
+	uint64_t r0 = requests(c);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+	assert_int_equal(requests(c), r0 + 11);
+	mc_disconnect(c);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return server_start(&srv, NULL) < 0 ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	int st = server_stop(&srv, SIGTERM);
+	server_cleanup(&srv);
+	return st == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cached_lookups_send_nothing),
+		cmocka_unit_test(test_misses_are_loaded_then_local),
+		cmocka_unit_test(test_mapping_is_read_only),
+		cmocka_unit_test(test_local_reads_can_be_turned_off),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
