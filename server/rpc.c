@@ -1001,11 +1001,15 @@ int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 		goto fail;
 	}
 	evconnlistener_set_error_cb(r->lev, rpc_accept_error_cb);
-	err = -pthread_create(&r->ath, NULL, rpc_acceptor_main, r);
-	if (err)
-		goto fail;
-	r->ath_started = true;
+	/* Published before the first connection is accepted: requests may ask
+	 * for statistics through the caller's copy of the pointer. */
 	*out = r;
+	err = -pthread_create(&r->ath, NULL, rpc_acceptor_main, r);
+	if (err) {
+		*out = NULL;
+		goto fail;
+	}
+	r->ath_started = true;
 	return 0;
 fail:
 	rpc_free(r);

@@ -24,7 +24,9 @@ struct rpc_opts {
 	uint32_t shm_version;
 };
 
-/* Bind the socket (mode 0660) and start the threads. A socket path with a
+/* Bind the socket (mode 0660) and start the threads. *out is set before
+ * the first connection is accepted (so ops may read it), and reset to
+ * NULL if starting fails after that. A socket path with a
  * live server behind it is refused with -EADDRINUSE; a stale socket file is
  * replaced. -EACCES, -ENAMETOOLONG, -ENOMEM. */
 int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out);
