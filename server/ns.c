@@ -463,11 +463,18 @@ void set_size(struct ns *ns, mc_off_t off, uint64_t size)
 	inode_changed(ns, off);
 }
 
+/* open(2) of the last component, in the kernel's order (open_last_lookups
+ * then do_open): trailing slashes, O_CREAT, symlinks, O_EXCL, O_DIRECTORY,
+ * then may_open's type and permission checks. */
 static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint32_t mode,
                    mc_off_t *out)
 {
 	struct ns *ns = nd->ns;
 	struct shm *s = ns->shm;
+	bool creat = flags & O_CREAT;
+	bool excl = creat && (flags & O_EXCL);
+	bool follow = !(flags & O_NOFOLLOW) && !excl;
+	bool want_dir = flags & O_DIRECTORY;
 	int acc = (flags & O_ACCMODE) == O_RDONLY ? MAY_READ
 	        : (flags & O_ACCMODE) == O_WRONLY ? MAY_WRITE : MAY_READ | MAY_WRITE;
 	if (flags & O_TRUNC)
@@ -479,22 +486,24 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 		return rc;
 	for (;;) {
 		if (nd->last_type != LAST_NORM) {
-			if (flags & O_CREAT)
-				return -EISDIR;
 			rc = walk_last(nd, true, &target);
 			if (rc < 0)
 				return rc;
 			break;
+		}
+		if (nd->slash) {
+			if (creat)
+				return -EISDIR;
+			follow = true;     /* "name/" means the directory it names */
+			want_dir = true;
 		}
 		mc_off_t d, ino;
 		rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &ino);
 		if (rc < 0)
 			return rc;
 		if (!ino) {
-			if (!(flags & O_CREAT))
+			if (!creat)
 				return -ENOENT;
-			if (nd->slash)
-				return -EISDIR;
 			rc = permission(nd->cred, inode_at(s, nd_top(nd)), MAY_WRITE | MAY_EXEC);
 			if (rc < 0)
 				return rc;
@@ -505,12 +514,8 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 			created = true;
 			break;
 		}
-		if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
-			return -EEXIST;
 		struct mc_inode *i = inode_at(s, ino);
-		if (S_ISLNK(i->mode)) {
-			if (flags & O_NOFOLLOW)
-				return -ELOOP;
+		if (S_ISLNK(i->mode) && follow) {
 			if (++nd->nlinks > NS_MAX_SYMLINKS)
 				return -ELOOP;
 			size_t tlen;
@@ -520,17 +525,21 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 				return rc;
 			continue;
 		}
-		if (nd->slash && !S_ISDIR(i->mode))
-			return -ENOTDIR;
 		target = ino;
 		break;
 	}
 	struct mc_inode *i = inode_at(s, target);
-	if (!created) {
-		if ((flags & O_CREAT) && S_ISDIR(i->mode))
+	if (creat) {
+		if (excl && !created)
+			return -EEXIST;
+		if (S_ISDIR(i->mode))
 			return -EISDIR;
-		if ((flags & O_DIRECTORY) && !S_ISDIR(i->mode))
-			return -ENOTDIR;
+	}
+	if (want_dir && !S_ISDIR(i->mode))
+		return -ENOTDIR;
+	if (!created) {
+		if (S_ISLNK(i->mode))
+			return -ELOOP;
 		if (S_ISDIR(i->mode) && (acc & MAY_WRITE))
 			return -EISDIR;
 		rc = permission(nd->cred, i, acc);
@@ -538,9 +547,6 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 			return rc;
 		if ((flags & O_TRUNC) && S_ISREG(i->mode))
 			set_size(ns, target, 0);
-	} else if ((flags & O_DIRECTORY)) {
-		/* open(O_CREAT | O_DIRECTORY) of a new name: Linux refuses it
-		 * before creating anything. */
 	}
 	*out = target;
 	return 0;
@@ -671,6 +677,9 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 {
 	int64_t now = now_ns();
 	bool isdir = S_ISDIR(inode_at(ns->shm, victim)->mode);
+	/* The name goes first: a reader must never find it naming an inode
+	 * whose link is already gone. */
+	name_drop(ns, dir, d);
 	INODE_EDIT(ns, victim, {
 		ie_->nlink = isdir ? 0 : ie_->nlink - 1;
 		ie_->ctime_ns = now;
@@ -682,7 +691,6 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	} else {
 		inode_changed(ns, victim);
 	}
-	name_drop(ns, dir, d);
 	dir_entries(ns, dir, -1, isdir ? -1 : 0, now);
 	inode_maybe_free(ns, victim);
 }
@@ -838,6 +846,10 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	int64_t now = now_ns();
 	atomic_fetch_add_explicit(&s->hdr->rename_seq, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	/* The new name first (so the replaced inode is never reachable with
+	 * its link gone); both names show x until the old one is dropped, inside
+	 * the odd rename seq that path walks check. */
+	name_set(ns, p2, slot, x);
 	if (y) {
 		INODE_EDIT(ns, y, {
 			ie_->nlink = isdir ? 0 : ie_->nlink - 1;
@@ -853,7 +865,6 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	}
 	INODE_EDIT(ns, x, { ie_->ctime_ns = now; });
 	inode_changed(ns, x);
-	name_set(ns, p2, slot, x);
 	name_drop(ns, p1, d1);
 	if (p1 == p2) {
 		dir_entries(ns, p1, y ? -1 : 0, (y && isdir) ? -1 : 0, now);

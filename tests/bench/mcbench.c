@@ -24,6 +24,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
@@ -76,6 +77,7 @@ struct opts {
 	unsigned long batch;         /* --batch: 0 = serial */
 	unsigned repeat;             /* --repeat */
 	unsigned long count;         /* --count: calls per client for stat3/negstat */
+	unsigned threads;            /* --threads: lookup threads per client in stat3/negstat */
 	unsigned name_len;           /* --name-len */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
@@ -940,13 +942,75 @@ static int step_setup(struct client *c, const struct step *s, const char *lmdb_d
 	}
 }
 
+/* One lookup thread of stat3/negstat: --count stats of one path, each
+ * checked (found, or ENOENT for negstat). Extra threads have their own
+ * connection, as a threaded application would. */
+struct lookup_thread {
+	pthread_t th;
+	struct client *c;
+	enum tkind tk;
+	const char *path;
+	bool neg;
+	mc_client *mc;
+	uint64_t ops;
+	int err;
+};
+
+static void *lookup_main(void *arg)
+{
+	struct lookup_thread *t = arg;
+	struct stat st;
+	for (unsigned long i = 0; i < O.count; i++) {
+		int r = t->tk == T_MC ? mc_stat(t->mc, t->path, &st) : stat(t->path, &st);
+		if (t->neg ? (r == 0 || errno != ENOENT) : r < 0) {
+			t->err = r == 0 ? EEXIST : errno;
+			break;
+		}
+		t->ops++;
+	}
+	return NULL;
+}
+
+static int lookups(struct client *c, enum tkind tk, const char *path, bool neg, uint64_t *ops)
+{
+	struct lookup_thread t[64];
+	unsigned n = O.threads, started = 0;
+	int rc = 0;
+	memset(t, 0, sizeof(t));
+	for (unsigned k = 0; k < n; k++) {
+		t[k] = (struct lookup_thread){ .c = c, .tk = tk, .path = path, .neg = neg, .mc = c->mc };
+		if (k > 0 && tk == T_MC && !(t[k].mc = mc_connect(O.socket))) {
+			cl_error(c, "mc_connect", NULL, errno);
+			rc = -1;
+			break;
+		}
+	}
+	for (unsigned k = 1; rc == 0 && k < n; k++, started++)
+		if (pthread_create(&t[k].th, NULL, lookup_main, &t[k]) != 0) {
+			cl_error(c, "pthread_create", NULL, EAGAIN);
+			rc = -1;
+		}
+	if (rc == 0)
+		lookup_main(&t[0]);
+	for (unsigned k = 1; k <= started; k++)
+		pthread_join(t[k].th, NULL);
+	for (unsigned k = 0; k < n; k++) {
+		if (k > 0 && tk == T_MC && t[k].mc)
+			mc_disconnect(t[k].mc);
+		*ops += t[k].ops;
+		if (t[k].err && rc == 0) {
+			cl_error(c, neg ? "stat (expected ENOENT)" : "stat", path, t[k].err);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
 /* The timed part of a step. */
 static int step_run(struct client *c, const struct step *s, uint64_t *ops)
 {
 	enum tkind tk = s->tk;
 	char path[PATH_MAX], name[256];
-	struct stat st;
-	unsigned long i;
 	int r;
 
 	if (tk == T_LMDB)
@@ -994,27 +1058,11 @@ static int step_run(struct client *c, const struct step *s, uint64_t *ops)
 	}
 	case PH_STAT3:
 		path_make(path, sizeof(path), tk, c->base, "s3", c->fnames[0]);
-		for (i = 0; i < O.count; i++) {
-			r = tk == T_MC ? mc_stat(c->mc, path, &st) : stat(path, &st);
-			if (r < 0) {
-				cl_error(c, "stat", path, errno);
-				return -1;
-			}
-			(*ops)++;
-		}
-		return 0;
+		return lookups(c, tk, path, false, ops);
 	case PH_NEGSTAT:
 		neg_name(name);
 		path_make(path, sizeof(path), tk, c->base, "ng", name);
-		for (i = 0; i < O.count; i++) {
-			r = tk == T_MC ? mc_stat(c->mc, path, &st) : stat(path, &st);
-			if (r == 0 || errno != ENOENT) {
-				cl_error(c, "stat (expected ENOENT)", path, r == 0 ? EEXIST : errno);
-				return -1;
-			}
-			(*ops)++;
-		}
-		return 0;
+		return lookups(c, tk, path, true, ops);
 	default:
 		return 0;
 	}
@@ -1649,6 +1697,10 @@ static void usage(FILE *f)
 "        the median rate of each phase (default 3).\n"
 "    --count N\n"
 "        Calls per client in stat3 and negstat (default 1000000; 1e6 works).\n"
+"    --threads T\n"
+"        Threads per client in stat3 and negstat, each making --count calls\n"
+"        (default 1). On mcache every thread but the first opens its own\n"
+"        connection; the kernel side uses the same number of threads.\n"
 "    --name-len L\n"
 "        Length of file and directory names (default 16; 2..255, and long\n"
 "        enough to number FILES and DIRS).\n"
@@ -1775,7 +1827,7 @@ static bool need_server(void)
 static int parse_args(int argc, char **argv)
 {
 	enum { OPT_KDIR = 256, OPT_PHASES, OPT_BATCH, OPT_REPEAT, OPT_JSON, OPT_NAMELEN,
-	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY };
+	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
@@ -1788,6 +1840,7 @@ static int parse_args(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "name-len", required_argument, NULL, OPT_NAMELEN },
 		{ "count", required_argument, NULL, OPT_COUNT },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "lmdb-dir", required_argument, NULL, OPT_LMDB },
 		{ "mcached", required_argument, NULL, OPT_MCACHED },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
@@ -1802,6 +1855,7 @@ static int parse_args(int argc, char **argv)
 	O.clients = 1;
 	O.repeat = 3;
 	O.count = 1000000;
+	O.threads = 1;
 	O.name_len = 16;
 	if (parse_phases("mkdir,create,stat,readdir,unlink,rmdir") < 0)
 		return -1;
@@ -1819,11 +1873,12 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			break;
 		case 'n': case 'd': case 'c': case OPT_BATCH: case OPT_REPEAT:
-		case OPT_NAMELEN: case OPT_COUNT: {
+		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: {
 			unsigned long lo = 1, hi = 100000000;
 			const char *name = ch == 'n' ? "-n" : ch == 'd' ? "-d" : ch == 'c' ? "-c" :
 			                   ch == OPT_BATCH ? "--batch" : ch == OPT_REPEAT ? "--repeat" :
-			                   ch == OPT_NAMELEN ? "--name-len" : "--count";
+			                   ch == OPT_NAMELEN ? "--name-len" :
+			                   ch == OPT_THREADS ? "--threads" : "--count";
 			if (ch == 'c')
 				hi = MAX_CLIENTS;
 			else if (ch == OPT_BATCH)
@@ -1834,6 +1889,8 @@ static int parse_args(int argc, char **argv)
 				lo = 2, hi = 255;
 			else if (ch == OPT_COUNT)
 				hi = 1000000000;
+			else if (ch == OPT_THREADS)
+				hi = 64;
 			if (parse_ulong(optarg, lo, hi, &v) < 0) {
 				fprintf(stderr, "mcbench: %s wants an integer in %lu..%lu, not '%s'\n",
 				        name, lo, hi, optarg);
@@ -1845,6 +1902,7 @@ static int parse_args(int argc, char **argv)
 			else if (ch == OPT_BATCH) O.batch = v;
 			else if (ch == OPT_REPEAT) O.repeat = (unsigned)v;
 			else if (ch == OPT_NAMELEN) O.name_len = (unsigned)v;
+			else if (ch == OPT_THREADS) O.threads = (unsigned)v;
 			else O.count = v;
 			break;
 		}

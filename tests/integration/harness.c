@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -76,8 +77,12 @@ int server_start(struct mc_server *s, const char *const *extra_args)
 		return -1;
 	}
 	if (pid == 0) {
+		/* The server must not outlive the test (nor hold its stdout, which
+		 * meson waits on). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0) {
+			dup2(fd, 1);
 			dup2(fd, 2);
 			close(fd);
 		}

@@ -189,10 +189,10 @@ static void print_server_log(const struct diff *d)
 		n++;
 	rewind(f);
 	long skip = n > 20 ? n - 20 : 0;
-	printf("# last lines of the server log %s:\n", d->srv.log);
+	fprintf(stderr, "last lines of the server log %s:\n", d->srv.log);
 	for (long i = 0; fgets(line, sizeof(line), f); i++)
 		if (i >= skip)
-			printf("#   %s%s", line, strchr(line, '\n') ? "" : "\n");
+			fprintf(stderr, "  %s%s", line, strchr(line, '\n') ? "" : "\n");
 	fclose(f);
 }
 
@@ -209,15 +209,22 @@ static int diff_fail(struct diff *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	printf("# MISMATCH seed=%llu op=%ld: %s\n", (unsigned long long)d->seed, d->last, msg);
-	printf("# the last operations (index: op):\n");
+	/* The verdict goes to the TAP stream; with the history and the server
+	 * log also to stderr, which meson --print-errorlogs shows. */
+	char repro[160];
+	snprintf(repro, sizeof(repro), "reproduce: MCACHE_DIFF_SEED=%llu MCACHE_DIFF_OPS=%ld "
+	         "(the second case runs seed+1: give it seed-1)",
+	         (unsigned long long)d->seed, d->last + 1);
+	printf("# MISMATCH seed=%llu op=%ld: %s\n# %s\n", (unsigned long long)d->seed, d->last,
+	       msg, repro);
+	fflush(stdout);
+	fprintf(stderr, "MISMATCH seed=%llu op=%ld: %s\n", (unsigned long long)d->seed, d->last, msg);
+	fprintf(stderr, "the last operations (index: op):\n");
 	long first = d->last >= HISTORY - 1 ? d->last - (HISTORY - 1) : 0;
 	for (long i = first; i <= d->last; i++)
-		printf("#   %ld: %s\n", i, d->hist[i % HISTORY]);
-	printf("# reproduce: MCACHE_DIFF_SEED=%llu MCACHE_DIFF_OPS=%ld (for the second case: "
-	       "MCACHE_DIFF_SEED=seed-1)\n", (unsigned long long)d->seed, d->last + 1);
+		fprintf(stderr, "  %ld: %s\n", i, d->hist[i % HISTORY]);
+	fprintf(stderr, "%s\n", repro);
 	print_server_log(d);
-	fflush(stdout);
 	return -1;
 }
 
@@ -267,6 +274,8 @@ static bool soft_mismatch(struct diff *d, struct res k, struct res m)
 	printf("# errno mismatch (going on) seed=%llu op=%lu: %s: kernel %s, mcache %s\n",
 	       (unsigned long long)d->seed, d->op, desc, res_str(k, kb, sizeof(kb)),
 	       res_str(m, mb, sizeof(mb)));
+	fprintf(stderr, "errno mismatch (going on) seed=%llu op=%lu: %s: kernel %s, mcache %s\n",
+	        (unsigned long long)d->seed, d->op, desc, kb, mb);
 	return true;
 }
 
