@@ -3,14 +3,17 @@
 # server in the foreground (`run`) or the test suite (`test`).
 #
 #   deploy/setup.sh run [MCACHED-OPTION...]   build, then start mcached on ./var
-#   deploy/setup.sh test                      build, then meson test; prints
-#                                             "N passed, N failed" last
+#   deploy/setup.sh test                      build and run the whole suite three
+#                                             times: plain (-Werror), under
+#                                             ASan+UBSan, under ThreadSanitizer;
+#                                             prints "N passed, N failed" last
 #
 # Run as root, it installs the Debian packages that are missing (and only
 # those) with apt-get; otherwise it names them and goes on. The build
-# directory is ./build (MCACHE_BUILD_DIR overrides it); extra `meson setup`
-# arguments for a new build directory may be given in MCACHE_MESON_ARGS
-# (for example "-Dwerror=true").
+# directory is ./build (MCACHE_BUILD_DIR overrides it; the sanitizer builds
+# go to ./build-asan and ./build-tsan); extra `meson setup` arguments for a
+# new build directory may be given in MCACHE_MESON_ARGS. MCACHE_TEST_VARIANTS
+# picks the variants to test (default "plain asan tsan").
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
@@ -58,32 +61,37 @@ install_deps() {
 	apt-get -y -q install --no-install-recommends "${missing[@]}" </dev/null
 }
 
+# build [DIR [MESON-SETUP-ARG...]]: configure DIR once, then build it.
 build() {
+	local dir=${1:-$BUILD}
+	shift || true
 	cd "$ROOT"
-	if [[ ! -f $BUILD/build.ninja ]]; then
+	if [[ ! -f $dir/build.ninja ]]; then
 		local wipe=()
 		# A directory left by an interrupted setup: start it afresh.
-		[[ -d $BUILD/meson-private ]] && wipe=(--wipe)
+		[[ -d $dir/meson-private ]] && wipe=(--wipe)
 		# shellcheck disable=SC2086 # MCACHE_MESON_ARGS is split on purpose
-		meson setup "${wipe[@]}" ${MCACHE_MESON_ARGS:-} "$BUILD" . ||
+		meson setup "${wipe[@]}" "$@" ${MCACHE_MESON_ARGS:-} "$dir" . ||
 			die "meson setup failed"
 	fi
-	ninja -C "$BUILD" || die "build failed"
+	ninja -C "$dir" || die "build failed"
 }
 
-# "N passed, N failed" from meson's testlog.json (one JSON object a line).
+# "N passed, N failed" from meson's testlog.json files (one JSON object a
+# line), summed over the variants; each argument is VARIANT=LOG.
 summarize() {
-	local log=$1
-	if [[ ! -f $log ]]; then
-		echo "0 passed, 0 failed"
-		return
-	fi
 	if command -v python3 >/dev/null 2>&1; then
-		python3 - "$log" <<'PY'
-import json, sys
+		python3 - "$@" <<'PY'
+import json, os, sys
 passed = failed = 0
 bad = []
-with open(sys.argv[1]) as f:
+for arg in sys.argv[1:]:
+  variant, log = arg.split("=", 1)
+  if not os.path.exists(log):
+    bad.append("%s: no test log" % variant)
+    failed += 1
+    continue
+  with open(log) as f:
     for line in f:
         line = line.strip()
         if not line:
@@ -97,16 +105,25 @@ with open(sys.argv[1]) as f:
             passed += 1
         elif r in ("FAIL", "UNEXPECTEDPASS", "TIMEOUT", "ERROR"):
             failed += 1
-            bad.append("%s (%s)" % (t.get("name", "?"), r))
+            bad.append("%s:%s (%s)" % (variant, t.get("name", "?"), r))
 if bad:
     print("failed: " + ", ".join(bad))
 print("%d passed, %d failed" % (passed, failed))
 PY
 	else
-		local passed failed
-		passed=$(grep -cE '"result": *"(OK|EXPECTEDFAIL)"' "$log" || true)
-		failed=$(grep -cE '"result": *"(FAIL|UNEXPECTEDPASS|TIMEOUT|ERROR)"' "$log" || true)
-		echo "${passed:-0} passed, ${failed:-0} failed"
+		local passed=0 failed=0 arg log p f
+		for arg in "$@"; do
+			log=${arg#*=}
+			if [[ ! -f $log ]]; then
+				failed=$((failed + 1))
+				continue
+			fi
+			p=$(grep -cE '"result": *"(OK|EXPECTEDFAIL)"' "$log" || true)
+			f=$(grep -cE '"result": *"(FAIL|UNEXPECTEDPASS|TIMEOUT|ERROR)"' "$log" || true)
+			passed=$((passed + ${p:-0}))
+			failed=$((failed + ${f:-0}))
+		done
+		echo "$passed passed, $failed failed"
 	fi
 }
 
@@ -126,13 +143,24 @@ cmd_run() {
 
 cmd_test() {
 	install_deps
-	build
 	cd "$ROOT"
-	local log=$BUILD/meson-logs/testlog.json rc=0
-	rm -f "$log"
-	meson test -C "$BUILD" --print-errorlogs </dev/null || rc=$?
+	local variants=${MCACHE_TEST_VARIANTS:-plain asan tsan} v dir rc=0 logs=()
+	for v in $variants; do
+		case $v in
+		plain) dir=$BUILD; build "$dir" -Dwerror=true ;;
+		asan) dir=$BUILD-asan; build "$dir" -Dwerror=true -Db_sanitize=address,undefined \
+			-Db_lundef=false ;;
+		tsan) dir=$BUILD-tsan; build "$dir" -Dwerror=true -Db_sanitize=thread ;;
+		*) die "unknown test variant '$v' (plain, asan, tsan)" ;;
+		esac
+		local log=$dir/meson-logs/testlog.json
+		rm -f "$log"
+		say "testing the $v build ($dir)"
+		meson test -C "$dir" --print-errorlogs </dev/null || rc=1
+		logs+=("$v=$log")
+	done
 	local out line
-	out=$(summarize "$log")
+	out=$(summarize "${logs[@]}")
 	echo "$out"
 	line=${out##*$'\n'}
 	local failed=${line#*, }
