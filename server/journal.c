@@ -200,6 +200,18 @@ int journal_put_inode(struct journal_batch *b, const struct mc_inode_rec *rec,
 	return 0;
 }
 
+int journal_update_inode(struct journal_batch *b, size_t off, const struct mc_inode_rec *rec)
+{
+	if (off > b->len || b->len - off < JOURNAL_HDR_SIZE + JOURNAL_INODE_DISK_SIZE)
+		return -EINVAL;
+	uint8_t *p = b->buf + off;
+	if (p[0] != JR_INODE_PUT || get_le32(p + 4) < JOURNAL_INODE_DISK_SIZE ||
+	    get_le64(p + JOURNAL_HDR_SIZE) != rec->ino || !journal_mode_ok(rec->mode))
+		return -EINVAL;
+	journal_inode_encode(rec, p + JOURNAL_HDR_SIZE);
+	return 0;
+}
+
 int journal_del_inode(struct journal_batch *b, uint64_t ino)
 {
 	if (ino == 0)

@@ -75,6 +75,11 @@ void journal_batch_free(struct journal_batch *b);
  * MC_SYMLINK_MAX or given for an inode that is not a symlink. */
 int journal_put_inode(struct journal_batch *b, const struct mc_inode_rec *rec,
                       const char *target, size_t target_len);
+/* Rewrite, with rec, the INODE_PUT record that starts at byte off of b (b->len
+ * when journal_put_inode appended it): a batch keeps one record per inode
+ * however often the inode changes. The symlink target stays. 0, or -EINVAL
+ * (the batch unchanged) when there is no INODE_PUT of rec->ino at off. */
+int journal_update_inode(struct journal_batch *b, size_t off, const struct mc_inode_rec *rec);
 int journal_del_inode(struct journal_batch *b, uint64_t ino);
 int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *name,
                        size_t namelen, uint64_t ino, uint8_t dtype);

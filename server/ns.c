@@ -234,6 +234,7 @@ void ns_free(struct ns *ns)
 	for (int p = 0; p < 2; p++) {
 		free(ns->dirty_d[p].v);
 		free(ns->dirty_i[p].v);
+		recmap_free(&ns->recs[p]);
 	}
 	free(ns->holds.keys);
 	free(ns->holds.counts);

@@ -24,6 +24,14 @@ struct offvec {
 	size_t n, cap;
 };
 
+/* Inode slot -> offset of its INODE_PUT record in one batch (open
+ * addressing, linear probing), so a batch holds one record per inode. */
+struct recmap {
+	mc_off_t *keys;        /* 0: empty */
+	size_t *offs;
+	size_t cap, n;
+};
+
 /* Inodes held open: ino -> count (open addressing, linear probing). */
 struct holdmap {
 	uint64_t *keys;        /* 0: empty */
@@ -42,6 +50,7 @@ struct ns {
 	struct journal_batch *swapped;   /* handed to the committer, not yet published */
 	struct offvec dirty_d[2];        /* dentries dirtied by batches of even/odd seq */
 	struct offvec dirty_i[2];
+	struct recmap recs[2];           /* INODE_PUT records of the batches of even/odd seq */
 	struct holdmap holds;
 };
 
@@ -98,6 +107,7 @@ void inode_dirty(struct ns *ns, mc_off_t off);
 void inode_changed(struct ns *ns, mc_off_t off);
 /* Journal the deletion of an inode that lost its last link. */
 void inode_gone(struct ns *ns, mc_off_t off);
+void recmap_free(struct recmap *m);
 
 /* ns.c: building blocks of the operations. */
 uint32_t hold_count(const struct holdmap *h, uint64_t ino);

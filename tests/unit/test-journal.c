@@ -478,10 +478,42 @@ static void test_byte_flips(void **state)
 	journal_batch_free(&b);
 }
 
+static void test_update_inode_in_place(void **state)
+{
+	(void)state;
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	struct mc_inode_rec r = { .ino = 7, .mode = S_IFDIR | 0755, .nlink = 2, .size = 0 };
+	size_t at = b.len;
+	assert_int_equal(journal_put_inode(&b, &r, NULL, 0), 0);
+	assert_int_equal(journal_put_dentry(&b, 7, "x", 1, 8, DT_REG), 0);
+	size_t len = b.len;
+	r.size = 5;
+	r.nlink = 3;
+	assert_int_equal(journal_update_inode(&b, at, &r), 0);
+	assert_int_equal(b.len, len);
+	assert_int_equal(b.nrecs, 2);
+	size_t pos = 0;
+	struct journal_rec rec;
+	assert_int_equal(journal_next(b.buf, b.len, &pos, &rec), 1);
+	assert_int_equal(rec.type, JR_INODE_PUT);
+	assert_int_equal(rec.inode.size, 5);
+	assert_int_equal(rec.inode.nlink, 3);
+	/* Not that inode's record, or not an inode record at all. */
+	r.ino = 8;
+	assert_int_equal(journal_update_inode(&b, at, &r), -EINVAL);
+	r.ino = 7;
+	assert_int_equal(journal_update_inode(&b, pos, &r), -EINVAL);
+	assert_int_equal(journal_update_inode(&b, b.len, &r), -EINVAL);
+	assert_int_equal(journal_update_inode(&b, b.len + 100, &r), -EINVAL);
+	journal_batch_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_all_types),
+		cmocka_unit_test(test_update_inode_in_place),
 		cmocka_unit_test(test_inode_encoding_bytes),
 		cmocka_unit_test(test_buffer_growth_and_reset),
 		cmocka_unit_test(test_append_rejects_invalid),

@@ -1375,11 +1375,34 @@ static void test_unlinked_but_held(void **state)
 	assert_int_equal(ns_stat_ino(f->ns, dino, &h), -ENOENT);
 }
 
+/* A batch holds one INODE_PUT per inode however often it changes: 100
+ * creates in one directory journal the directory once, not 100 times, and
+ * what is committed is its final state. */
+static void test_journal_one_record_per_inode(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	mkdir_ok(f, "/jd", 0755);
+	uint64_t base = ns_journal_records(f->ns);
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "/jd/f%03d", i);
+		create_ok(f, p);
+	}
+	/* 100 new inodes, 100 dentries, and the directory's record rewritten. */
+	assert_int_equal(ns_journal_records(f->ns) - base, 200);
+	assert_true(commit_now(f));
+	reopen(f);
+	ns_attr a = st_ok(f, "/jd");
+	assert_int_equal(a.size, 100);
+	st_ok(f, "/jd/f099");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_mkdir_stat_rmdir),
+		T(test_journal_one_record_per_inode),
 		T(test_open_create),
 		T(test_unlink),
 		T(test_rename_same_dir),
