@@ -18,6 +18,8 @@
  */
 #include "shmview.h"
 
+#include "mc_path.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -27,8 +29,8 @@
 #define AGAIN 2   /* data moved: restart the walk */
 #define BOUND 3   /* a bound was hit: VIEW_MISS, counted as a fallback */
 
-#define MAY_EXEC  1
-#define MAY_READ  4
+#define MAY_EXEC  MC_MAY_EXEC
+#define MAY_READ  MC_MAY_READ
 
 void view_default_limits(struct view_limits *l)
 {
@@ -153,32 +155,10 @@ static bool inode_still(const struct view *v, mc_off_t off, uint64_t ino)
 	return i && LD(i->ino) == ino;
 }
 
-static bool in_group(const struct view_cred *c, uint32_t gid)
-{
-	if (c->gid == gid)
-		return true;
-	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
-}
-
 /* The server's permission(), on a snapshot. */
 static int permission(const struct view_cred *c, const struct isnap *i, int mask)
 {
-	if (c->uid == 0) {
-		if (!(mask & MAY_EXEC) || S_ISDIR(i->mode) || (i->mode & 0111))
-			return 0;
-		return -EACCES;
-	}
-	unsigned bits;
-	if (c->uid == i->uid)
-		bits = (i->mode >> 6) & 7;
-	else if (in_group(c, i->gid))
-		bits = (i->mode >> 3) & 7;
-	else
-		bits = i->mode & 7;
-	return ((unsigned)mask & ~bits) ? -EACCES : 0;
+	return mc_permission(c->uid, c->gid, c->groups, c->ngroups, i->mode, i->uid, i->gid, mask);
 }
 
 /* Is directory dir complete right now? */
@@ -276,8 +256,6 @@ done:
 	return 0;
 }
 
-enum last_type { LAST_NORM, LAST_ROOT, LAST_DOT, LAST_DOTDOT };
-
 struct walk {
 	struct view *v;
 	mc_off_t stack[VIEW_DEPTH_MAX];
@@ -286,7 +264,7 @@ struct walk {
 	bool top_ok;
 	const char *last;
 	size_t lastlen;
-	enum last_type last_type;
+	enum mc_last last_type;
 	bool slash;
 	unsigned nlinks;             /* symlinks followed in all */
 };
@@ -346,10 +324,14 @@ static int read_target(struct walk *w, const struct isnap *s, unsigned level, si
 
 static int walk_step(struct walk *w, const char *name, size_t len, unsigned level)
 {
-	if (len == 1 && name[0] == '.')
+	switch (mc_comp_type(name, len)) {
+	case MC_LAST_DOT:
 		return 0;
-	if (len == 2 && name[0] == '.' && name[1] == '.')
+	case MC_LAST_DOTDOT:
 		return pop(w);
+	default:
+		break;
+	}
 	struct isnap cs;
 	bool found;
 	int rc = lookup(w->v, &w->top, name, len, &found, &cs);
@@ -391,10 +373,9 @@ static int walk_parent(struct walk *w, const char *path, size_t len, unsigned le
 		return -EINVAL;
 	}
 	for (;;) {
-		while (p < end && *p == '/')
-			p++;
-		if (p == end) {
-			w->last_type = LAST_ROOT;
+		struct mc_comp c;
+		if (!mc_path_next(&p, end, &c)) {
+			w->last_type = MC_LAST_ROOT;
 			w->slash = false;
 			return 0;
 		}
@@ -404,26 +385,14 @@ static int walk_parent(struct walk *w, const char *path, size_t len, unsigned le
 		rc = permission(&w->v->cred, &w->top, MAY_EXEC);
 		if (rc)
 			return rc;
-		const char *c = p;
-		while (p < end && *p != '/')
-			p++;
-		size_t clen = (size_t)(p - c);
-		const char *q = p;
-		while (q < end && *q == '/')
-			q++;
-		if (q == end) {
-			w->last = c;
-			w->lastlen = clen;
-			w->slash = p < end;
-			if (clen == 1 && c[0] == '.')
-				w->last_type = LAST_DOT;
-			else if (clen == 2 && c[0] == '.' && c[1] == '.')
-				w->last_type = LAST_DOTDOT;
-			else
-				w->last_type = LAST_NORM;
+		if (c.last) {
+			w->last = c.name;
+			w->lastlen = c.len;
+			w->slash = c.slash;
+			w->last_type = mc_comp_type(c.name, c.len);
 			return 0;
 		}
-		rc = walk_step(w, c, clen, level);
+		rc = walk_step(w, c.name, c.len, level);
 		if (rc)
 			return rc;
 	}
@@ -433,16 +402,16 @@ static int walk_last(struct walk *w, bool follow, unsigned level, struct isnap *
 {
 	int rc;
 	switch (w->last_type) {
-	case LAST_DOTDOT:
+	case MC_LAST_DOTDOT:
 		pop(w);
 		/* fall through */
-	case LAST_ROOT:
-	case LAST_DOT:
+	case MC_LAST_ROOT:
+	case MC_LAST_DOT:
 		rc = top_snap(w);
 		if (rc == 0)
 			*res = w->top;
 		return rc;
-	case LAST_NORM:
+	case MC_LAST_NORM:
 		break;
 	}
 	rc = top_snap(w);

@@ -396,7 +396,7 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 /* filename_create(): the checks before creating the last component. */
 static int create_checks(struct nd *nd, bool is_dir, mc_off_t *d)
 {
-	if (nd->last_type != LAST_NORM)
+	if (nd->last_type != MC_LAST_NORM)
 		return -EEXIST;
 	mc_off_t ino;
 	int rc = ns_lookup(nd->ns, nd_top(nd), nd->last, nd->lastlen, d, &ino);
@@ -486,7 +486,7 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 	if (rc < 0)
 		return rc;
 	for (;;) {
-		if (nd->last_type != LAST_NORM) {
+		if (nd->last_type != MC_LAST_NORM) {
 			rc = walk_last(nd, true, &target);
 			if (rc < 0)
 				return rc;
@@ -599,7 +599,7 @@ int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
 	rc = walk_parent(&nd2, to, tlen);
 	if (rc < 0)
 		goto out;
-	if (nd2.last_type != LAST_NORM) {
+	if (nd2.last_type != MC_LAST_NORM) {
 		rc = -EEXIST;
 		goto out;
 	}
@@ -704,7 +704,7 @@ int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	int rc = walk_parent(&nd, path, len);
 	if (rc < 0)
 		goto out;
-	if (nd.last_type != LAST_NORM) {
+	if (nd.last_type != MC_LAST_NORM) {
 		rc = -EISDIR;
 		goto out;
 	}
@@ -734,10 +734,10 @@ int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	if (rc < 0)
 		goto out;
 	switch (nd.last_type) {
-	case LAST_DOTDOT: rc = -ENOTEMPTY; goto out;
-	case LAST_DOT: rc = -EINVAL; goto out;
-	case LAST_ROOT: rc = -EBUSY; goto out;
-	case LAST_NORM: break;
+	case MC_LAST_DOTDOT: rc = -ENOTEMPTY; goto out;
+	case MC_LAST_DOT: rc = -EINVAL; goto out;
+	case MC_LAST_ROOT: rc = -EBUSY; goto out;
+	case MC_LAST_NORM: break;
 	}
 	mc_off_t d, victim;
 	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
@@ -785,7 +785,7 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	rc = walk_parent(&n, to, tlen);
 	if (rc < 0)
 		goto out;
-	if (o.last_type != LAST_NORM || n.last_type != LAST_NORM) {
+	if (o.last_type != MC_LAST_NORM || n.last_type != MC_LAST_NORM) {
 		rc = -EBUSY;
 		goto out;
 	}

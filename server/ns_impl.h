@@ -1,4 +1,4 @@
-/* ns_impl.h - what the namespace's modules (ns.c, walk.c, rmtree in ns.c)
+/* ns_impl.h - what the namespace's modules (ns.c, walk.c, dirty.c, attr.c, rmtree.c)
  * share: the namespace state, the path-walk state and their helpers. Not
  * for use outside the namespace. */
 #ifndef MC_NS_IMPL_H
@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "dcache.h"
+#include "mc_path.h"
 #include "inode.h"
 #include "journal.h"
 #include "ns.h"
@@ -56,8 +57,6 @@ struct ns {
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
  * stack[depth - 1] the directory the walk stands in. */
-enum last_type { LAST_NORM, LAST_ROOT, LAST_DOT, LAST_DOTDOT };
-
 struct nd {
 	struct ns *ns;
 	const struct cred *cred;
@@ -66,14 +65,14 @@ struct nd {
 	unsigned nlinks;
 	const char *last;
 	size_t lastlen;
-	enum last_type last_type;
+	enum mc_last last_type;
 	bool slash;                      /* the last component had trailing slashes */
 };
 
 /* Permission masks. */
-#define MAY_EXEC  1
-#define MAY_WRITE 2
-#define MAY_READ  4
+#define MAY_EXEC  MC_MAY_EXEC
+#define MAY_WRITE MC_MAY_WRITE
+#define MAY_READ  MC_MAY_READ
 
 /* walk.c */
 void nd_init(struct nd *nd, struct ns *ns, const struct cred *c);

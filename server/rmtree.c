@@ -113,10 +113,10 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		int rc = walk_parent(&nd, path, len);
 		if (rc == 0) {
 			switch (nd.last_type) {
-			case LAST_ROOT: rc = -EBUSY; break;
-			case LAST_DOT: rc = -EINVAL; break;
-			case LAST_DOTDOT: rc = -ENOTEMPTY; break;
-			case LAST_NORM: rc = rmtree_some(&nd, &budget); break;
+			case MC_LAST_ROOT: rc = -EBUSY; break;
+			case MC_LAST_DOT: rc = -EINVAL; break;
+			case MC_LAST_DOTDOT: rc = -ENOTEMPTY; break;
+			case MC_LAST_NORM: rc = rmtree_some(&nd, &budget); break;
 			}
 		}
 		nd_free(&nd);

@@ -15,31 +15,12 @@
 
 bool in_group(const struct cred *c, uint32_t gid)
 {
-	if (c->gid == gid)
-		return true;
-	for (int i = 0; i < c->ngroups; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
+	return mc_in_group(c->gid, c->groups, c->ngroups, gid);
 }
 
-/* generic_permission(): owner, group or other bits; root passes reads and
- * writes, and exec where any exec bit is set (or on a directory). */
 int permission(const struct cred *c, const struct mc_inode *i, int mask)
 {
-	if (c->uid == 0) {
-		if (!(mask & MAY_EXEC) || S_ISDIR(i->mode) || (i->mode & 0111))
-			return 0;
-		return -EACCES;
-	}
-	unsigned bits;
-	if (c->uid == i->uid)
-		bits = (i->mode >> 6) & 7;
-	else if (in_group(c, i->gid))
-		bits = (i->mode >> 3) & 7;
-	else
-		bits = i->mode & 7;
-	return ((unsigned)mask & ~bits) ? -EACCES : 0;
+	return mc_permission(c->uid, c->gid, c->groups, c->ngroups, i->mode, i->uid, i->gid, mask);
 }
 
 bool sticky_denies(const struct cred *c, const struct mc_inode *dir, const struct mc_inode *victim)
@@ -173,12 +154,15 @@ int ns_load_dir(struct ns *ns, mc_off_t dir)
 /* Step into component name of the current directory (not the last). */
 static int walk_step(struct nd *nd, const char *name, size_t len)
 {
-	if (len == 1 && name[0] == '.')
+	switch (mc_comp_type(name, len)) {
+	case MC_LAST_DOT:
 		return 0;
-	if (len == 2 && name[0] == '.' && name[1] == '.') {
+	case MC_LAST_DOTDOT:
 		if (nd->depth > 1)
 			nd->depth--;
 		return 0;
+	default:
+		break;
 	}
 	mc_off_t d, ino;
 	int rc = ns_lookup(nd->ns, nd_top(nd), name, len, &d, &ino);
@@ -219,39 +203,26 @@ int walk_parent(struct nd *nd, const char *path, size_t len)
 		return -EINVAL; /* no working directory to be relative to */
 	}
 	for (;;) {
-		while (p < end && *p == '/')
-			p++;
-		if (p == end) {
+		struct mc_comp c;
+		if (!mc_path_next(&p, end, &c)) {
 			/* Only slashes: the path names the directory we stand in. */
 			nd->last = NULL;
 			nd->lastlen = 0;
-			nd->last_type = LAST_ROOT;
+			nd->last_type = MC_LAST_ROOT;
 			nd->slash = false;
 			return 0;
 		}
 		rc = permission(nd->cred, inode_at(s, nd_top(nd)), MAY_EXEC);
 		if (rc < 0)
 			return rc;
-		const char *c = p;
-		while (p < end && *p != '/')
-			p++;
-		size_t clen = (size_t)(p - c);
-		const char *q = p;
-		while (q < end && *q == '/')
-			q++;
-		if (q == end) {
-			nd->last = c;
-			nd->lastlen = clen;
-			nd->slash = p < end;
-			if (clen == 1 && c[0] == '.')
-				nd->last_type = LAST_DOT;
-			else if (clen == 2 && c[0] == '.' && c[1] == '.')
-				nd->last_type = LAST_DOTDOT;
-			else
-				nd->last_type = LAST_NORM;
+		if (c.last) {
+			nd->last = c.name;
+			nd->lastlen = c.len;
+			nd->slash = c.slash;
+			nd->last_type = mc_comp_type(c.name, c.len);
 			return 0;
 		}
-		rc = walk_step(nd, c, clen);
+		rc = walk_step(nd, c.name, c.len);
 		if (rc < 0)
 			return rc;
 	}
@@ -261,16 +232,16 @@ int walk_last(struct nd *nd, bool follow, mc_off_t *res)
 {
 	struct shm *s = nd->ns->shm;
 	switch (nd->last_type) {
-	case LAST_ROOT:
-	case LAST_DOT:
+	case MC_LAST_ROOT:
+	case MC_LAST_DOT:
 		*res = nd_top(nd);
 		return 0;
-	case LAST_DOTDOT:
+	case MC_LAST_DOTDOT:
 		if (nd->depth > 1)
 			nd->depth--;
 		*res = nd_top(nd);
 		return 0;
-	case LAST_NORM:
+	case MC_LAST_NORM:
 		break;
 	}
 	mc_off_t d, ino;
