@@ -336,6 +336,31 @@ void mc_disconnect(mc_client *c)
 	errno = saved;
 }
 
+/* ---- the shared-memory path ------------------------------------------- */
+
+bool client_local(mc_client *c)
+{
+	if (!c->view || c->broken)
+		return false;
+	if (++c->local_calls < CLIENT_LIVENESS_EVERY)
+		return true;
+	c->local_calls = 0;
+	char b;
+	ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		c->broken = true;   /* the server is gone: its segment is stale */
+		return false;
+	}
+	return true;
+}
+
+int client_view_result(mc_client *c, int err)
+{
+	if (err == -ENOTCONN)
+		c->broken = true;
+	return err;
+}
+
 /* ---- the call ---------------------------------------------------------- */
 
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
@@ -558,11 +583,13 @@ int mc_fstat(mc_client *c, int fd, struct stat *st)
 	if (!st)
 		return client_fail(-EFAULT);
 	int err = client_check(c);
-	if (err == 0 && c->view && fd >= 0 && (size_t)fd < c->nfds && c->fds[fd].used &&
-	    c->fds[fd].ino) {
+	if (err == 0 && fd >= 0 && (size_t)fd < c->nfds && c->fds[fd].used && c->fds[fd].ino &&
+	    client_local(c)) {
 		/* The inode is held in the cache while the descriptor is open. */
-		if (view_stat_ino(c->view, c->fds[fd].ino, st) == 0)
-			return 0;
+		err = client_view_result(c, view_stat_ino(c->view, c->fds[fd].ino, st));
+		if (err <= 0)
+			return err < 0 ? client_fail(err) : 0;
+		err = 0;
 	}
 	op.code = MCACHE__OP_CODE__OP_FSTAT;
 	err = fd_op(c, fd, &op, &rsp);

@@ -59,6 +59,7 @@ struct mc_client {
 	void *area;
 	size_t area_size;
 	struct view *view;
+	unsigned local_calls;         /* local answers since the last liveness check */
 	struct mc_client_slot *slot;  /* this client's counters in the area, or NULL */
 	struct mc_fdslot *fds;
 	size_t nfds;                  /* slots allocated */
@@ -132,6 +133,16 @@ int client_op_simple(mc_client *c, Mcache__Op *op);
 int path_check(const char *path);
 /* Point a protobuf bytes field at path (not copied). */
 void path_set(ProtobufCBinaryData *f, const char *path);
+
+/* May c answer from shared memory now? false when there is no view or
+ * the server is gone (c is then broken: ENOTCONN). A server that died
+ * without closing the segment is noticed by peeking at the socket once
+ * every CLIENT_LIVENESS_EVERY local answers: one system call per that many
+ * lookups. */
+#define CLIENT_LIVENESS_EVERY 4096u
+bool client_local(mc_client *c);
+/* Take the answer of a view_* call: -ENOTCONN breaks the client. */
+int client_view_result(mc_client *c, int err);
 
 /* Count an event in this client's slot (relaxed; only this client writes). */
 static inline void client_count(mc_client *c, size_t field)

@@ -71,7 +71,7 @@ static int dir_open_server(mc_client *c, const char *path, uint64_t *handle, uin
 /* Try to list d from shared memory. 0 (d is local), VIEW_MISS, or -errno. */
 static int dir_open_local(mc_client *c, struct mc_dir *d, const char *path)
 {
-	int err = view_opendir(c->view, path, strlen(path), &d->vd);
+	int err = client_view_result(c, view_opendir(c->view, path, strlen(path), &d->vd));
 	if (err != 0)
 		return err;
 	d->lpage = malloc(MC_DIR_LOCAL_PAGE * sizeof(*d->lpage));
@@ -119,7 +119,7 @@ MC_DIR *mc_opendir(mc_client *c, const char *path)
 		return NULL;
 	}
 	d->c = c;
-	err = c->view ? dir_open_local(c, d, path) : VIEW_MISS;
+	err = client_local(c) ? dir_open_local(c, d, path) : VIEW_MISS;
 	if (err == VIEW_MISS) {
 		uint64_t ino;
 		d->local = false;
@@ -147,7 +147,10 @@ static int dir_next_local(struct mc_dir *d, const struct view_dirent **out)
 		}
 		unsigned n;
 		bool eof;
-		int err = view_readdir(d->c->view, &d->vd, d->lpage, MC_DIR_LOCAL_PAGE, &n, &eof);
+		int err = client_local(d->c)
+		        ? client_view_result(d->c, view_readdir(d->c->view, &d->vd, d->lpage,
+		                                                MC_DIR_LOCAL_PAGE, &n, &eof))
+		        : -ENOTCONN;
 		if (err == VIEW_MISS) {
 			*out = NULL;
 			return dir_to_server(d);

@@ -126,9 +126,9 @@ ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size)
 		return client_fail(-EINVAL); /* as readlink(2) */
 	if (!buf)
 		return client_fail(-EFAULT);
-	if (c->view) {
+	if (client_local(c)) {
 		size_t n;
-		err = view_readlink(c->view, path, strlen(path), buf, size, &n);
+		err = client_view_result(c, view_readlink(c->view, path, strlen(path), buf, size, &n));
 		if (err == 0)
 			return (ssize_t)n;
 		if (err < 0)
@@ -156,9 +156,10 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 		return client_fail(err);
 	if (!st)
 		return client_fail(-EFAULT);
-	if (c->view) {
+	if (client_local(c)) {
 		/* Answered from shared memory when the cache can vouch for it. */
-		err = view_stat(c->view, path, strlen(path), code != MCACHE__OP_CODE__OP_LSTAT, st);
+		err = client_view_result(c, view_stat(c->view, path, strlen(path),
+		                                      code != MCACHE__OP_CODE__OP_LSTAT, st));
 		if (err <= 0)
 			return err < 0 ? client_fail(err) : 0;
 	}

@@ -461,6 +461,8 @@ static int walk_path(struct walk *w, const char *path, size_t len, bool follow, 
 /* One whole walk inside a stable rename seq (note 4). */
 static int walk_once(struct view *v, const char *path, size_t len, bool follow, struct isnap *res)
 {
+	if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
+		return -ENOTCONN;
 	const _Atomic uint32_t *rs = &v->hdr->rename_seq;
 	uint32_t r0 = seq_read(rs);
 	if (r0 & 1)
@@ -481,6 +483,8 @@ static int walk_retry(struct view *v, const char *path, size_t len, bool follow,
 {
 	for (unsigned r = 0;; r++) {
 		int rc = walk_once(v, path, len, follow, res);
+		if (rc == -ENOTCONN)
+			return rc;
 		if (rc == AGAIN) {
 			count(v, f_retries);
 			if (r < v->lim.retries)
@@ -542,6 +546,8 @@ int view_stat(struct view *v, const char *path, size_t len, bool follow, struct 
 
 int view_stat_ino(struct view *v, uint64_t ino, struct stat *st)
 {
+	if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
+		return -ENOTCONN;
 	const struct mc_bucket *b = &v->ibuckets[mc_hash_ino(v->seed, ino) & v->imask];
 	for (unsigned r = 0; r <= v->lim.retries; r++) {
 		uint32_t bs = seq_read(&b->seq);
@@ -634,6 +640,8 @@ int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *
 static int readdir_once(struct view *v, struct view_dir *d, struct view_dirent *out,
                         unsigned max, unsigned *n, bool *eof, mc_off_t *last)
 {
+	if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
+		return -ENOTCONN;
 	const struct mc_inode *di = at(v, d->dir, sizeof(*di), MC_PT_INODE);
 	if (!di)
 		return AGAIN;
@@ -745,6 +753,8 @@ int view_readdir(struct view *v, struct view_dir *d, struct view_dirent *out, un
 			count(v, f_misses);
 			return VIEW_MISS;
 		}
+		if (rc < 0)
+			return rc;
 		count(v, f_retries);
 		if (r >= v->lim.retries) {
 			count(v, f_fallbacks);

@@ -7,6 +7,7 @@
  * dentry or a complete directory, -ENOTDIR, -EACCES, -ENAMETOOLONG,
  * -EINVAL), or VIEW_MISS: the cache cannot answer (something is not cached,
  * a bound was hit, the data kept moving) and the caller asks the server.
+ * -ENOTCONN: the server stopped serving this segment.
  */
 #ifndef MC_SHMVIEW_H
 #define MC_SHMVIEW_H

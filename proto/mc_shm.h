@@ -77,7 +77,7 @@ struct mc_shm_header {
 	mc_off_t root;            /* inode slot of ino 1 */
 	uint32_t server_pid;
 	_Atomic uint32_t rename_seq;
-	uint32_t pad0;
+	_Atomic uint32_t closed;   /* 1 once the server stopped serving: readers answer ENOTCONN */
 	_Atomic uint64_t committed_seq; /* last journal batch known durable */
 	uint8_t reserved[64];
 };

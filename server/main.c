@@ -147,6 +147,9 @@ out:
 		admin_stop(m.admin);
 	if (m.rpc)
 		rpc_stop(m.rpc);
+	/* Clients reading the segment must stop trusting it. */
+	if (m.shm)
+		atomic_store_explicit(&m.shm->hdr->closed, 1, memory_order_release);
 	if (m.commit)
 		commit_stop(m.commit);
 	if (m.ns) {

@@ -221,6 +221,35 @@ static void test_local_reads_can_be_turned_off(void **state)
 	mc_disconnect(c);
 }
 
+/* A stopped or dead server's segment must not keep answering. */
+static void test_server_gone(void **state)
+{
+	(void)state;
+	struct stat st;
+	for (int sig = 0; sig < 2; sig++) {
+		mc_client *c = mc_connect(srv.socket);
+		assert_non_null(c);
+		assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+		assert_int_equal(server_stop(&srv, sig == 0 ? SIGTERM : SIGKILL), sig == 0 ? 0 : 128 + SIGKILL);
+		/* SIGTERM closes the segment: the next lookup knows. SIGKILL
+		 * cannot: the client notices within a bounded number of lookups. */
+		int i, rc = 0;
+		for (i = 0; i < 10000; i++) {
+			rc = mc_stat(c, "/a/b/file", &st);
+			if (rc < 0)
+				break;
+		}
+		assert_int_equal(rc, -1);
+		assert_int_equal(errno, ENOTCONN);
+		if (sig == 0)
+			assert_int_equal(i, 0);
+		else
+			assert_true(i <= 4096);
+		mc_disconnect(c);
+		assert_int_equal(server_start(&srv, NULL), 0);
+	}
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -242,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_misses_are_loaded_then_local),
 		cmocka_unit_test(test_mapping_is_read_only),
 		cmocka_unit_test(test_local_reads_can_be_turned_off),
+		cmocka_unit_test(test_server_gone),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
