@@ -346,12 +346,13 @@ bool client_local(mc_client *c)
 		return true;
 	c->local_calls = 0;
 	char b;
+	int saved = errno;      /* callers promise errno unchanged on success */
 	ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+	bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+	errno = saved;
+	if (gone)
 		c->broken = true;   /* the server is gone: its segment is stale */
-		return false;
-	}
-	return true;
+	return !gone;
 }
 
 int client_view_result(mc_client *c, int err)
