@@ -1,0 +1,60 @@
+/* conn.h - what the RPC server's two modules (rpc.c, conn.c) share: the
+ * server and worker state a connection reads, and the calls a worker makes
+ * on its connections. Not for use outside the RPC server. */
+#ifndef MC_CONN_H
+#define MC_CONN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+#include "stats.h"
+
+struct conn;                     /* one client connection: conn.c only */
+
+struct worker {
+	struct rpc *r;
+	pthread_t th;
+	struct event_base *base;
+	struct event *ev_notify;     /* activated by the acceptor and rpc_stop */
+	pthread_mutex_t mu;          /* guards q, nq, cap, stop */
+	int *q;                      /* accepted fds not yet taken */
+	size_t nq, cap;
+	bool stop;
+	bool exiting;                /* worker thread only */
+	struct conn *conns;          /* every allocated conn (conn.c keeps it) */
+	unsigned nalloc;
+	struct rpc_stats stats;
+};
+
+struct rpc {
+	struct rpc_opts o;
+	char *path;
+	struct mcd *m;
+	struct event_base *abase;
+	struct evconnlistener *lev;
+	struct event *ev_resume;     /* re-enables accept after EMFILE */
+	struct event *ev_stop;       /* activated by rpc_stop: ends the acceptor loop */
+	pthread_t ath;
+	bool ath_started;
+	struct worker *w;
+	unsigned nw;                 /* workers started */
+	unsigned next;               /* round robin, acceptor thread only */
+	_Atomic unsigned nconns;
+	_Atomic uint64_t refused;    /* over max_conns */
+};
+
+/* Worker thread: take over the accepted socket fd as a new connection on w,
+ * waiting for its Hello. 0, or -ENOMEM, or -errno from reading the peer's
+ * credentials; on failure fd is closed and nothing else changes (the caller
+ * still owns its r->nconns count). */
+int conn_new(struct worker *w, int fd);
+/* Worker thread, for shutdown (w->exiting set): close every conn of w at
+ * once, after one nonblocking attempt to send what is queued, except those
+ * whose reply is held for a commit; their commit callbacks finish them. */
+void conn_close_all(struct worker *w);
+
+#endif
