@@ -269,7 +269,12 @@ mc_client *mc_connect(const char *socket_path)
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 
-	mc_client *c = calloc(1, sizeof(*c));
+	/* Cache-line aligned: clients of different threads must not share a
+	 * line, since every local answer writes local_calls. */
+	size_t csize = (sizeof(struct mc_client) + 63) & ~(size_t)63;
+	mc_client *c = aligned_alloc(64, csize);
+	if (c)
+		memset(c, 0, csize);
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;
