@@ -337,8 +337,75 @@ void mc_disconnect(mc_client *c)
 	free(c->view);
 	close(c->sock);
 	free(c->fds);
+	free(c->closes);
 	free(c);
 	errno = saved;
+}
+
+static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
+
+/* Send the queued closes in front of ops[0..n) and drop their results. */
+int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+{
+	size_t k = c->nclose;
+	if (k == 0 || client_check(c) < 0)
+		return call_raw(c, ops, n, out);
+	Mcache__Op *cl = calloc(k, sizeof(*cl));
+	Mcache__Op **all = malloc((k + n) * sizeof(*all));
+	int err = -ENOMEM;
+	if (!cl || !all)
+		goto out;
+	for (size_t i = 0; i < k; i++) {
+		mcache__op__init(&cl[i]);
+		cl[i].code = MCACHE__OP_CODE__OP_CLOSE;
+		cl[i].handle = c->closes[i];
+		all[i] = &cl[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		all[k + i] = ops[i];
+	Mcache__Response *rsp;
+	err = call_raw(c, all, k + n, &rsp);
+	if (err == -E2BIG && n > 0) {
+		/* The closes tipped a full request over the frame limit: alone. */
+		err = call_raw(c, all, k, &rsp);
+		if (err == 0) {
+			mcache__response__free_unpacked(rsp, NULL);
+			c->nclose = 0;
+			err = call_raw(c, ops, n, out);
+		}
+		goto out;
+	}
+	if (err == 0 || c->broken)
+		c->nclose = 0;   /* the server has them, or the connection is gone */
+	if (err < 0)
+		goto out;
+	for (size_t i = 0; i < k; i++)
+		mcache__result__free_unpacked(rsp->results[i], NULL);
+	memmove(rsp->results, rsp->results + k, n * sizeof(*rsp->results));
+	rsp->n_results = n;
+	*out = rsp;
+out:
+	free(cl);
+	free(all);
+	return err;
+}
+
+int client_close_handle(mc_client *c, uint64_t handle)
+{
+	if (c->nclose == CLIENT_CLOSE_QUEUE) {
+		Mcache__Response *rsp;
+		int err = client_call(c, NULL, 0, &rsp);
+		if (err < 0)
+			return err;
+		mcache__response__free_unpacked(rsp, NULL);
+	}
+	if (!c->closes) {
+		c->closes = malloc(CLIENT_CLOSE_QUEUE * sizeof(*c->closes));
+		if (!c->closes)
+			return -ENOMEM;
+	}
+	c->closes[c->nclose++] = handle;
+	return 0;
 }
 
 /* ---- the shared-memory path ------------------------------------------- */
@@ -369,7 +436,8 @@ int client_view_result(mc_client *c, int err)
 
 /* ---- the call ---------------------------------------------------------- */
 
-int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+/* One request with ops[0..n), one response with as many results. */
+static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	Mcache__Response *rsp = NULL;
@@ -568,18 +636,16 @@ static int fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
 
 int mc_close(mc_client *c, int fd)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
-	op.code = MCACHE__OP_CODE__OP_CLOSE;
-	int err = fd_op(c, fd, &op, &rsp);
-	if (err == -EBADF || err == -EFAULT || err == -ECHILD)
+	uint64_t handle;
+	int err = client_check(c);
+	if (err == 0)
+		err = client_fd_handle(c, fd, &handle);
+	if (err < 0)
 		return client_fail(err);
 	/* As close(2): the descriptor is gone even when the call failed. */
 	client_fd_release(c, fd);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	err = client_close_handle(c, handle);
+	return err < 0 ? client_fail(err) : 0;
 }
 
 int mc_fstat(mc_client *c, int fd, struct stat *st)

@@ -34,7 +34,8 @@ struct mc_fdslot {
  * Invariants:
  *  1. At most one request is in flight: client_call() writes one frame and
  *     reads its response before returning, so responses never need matching
- *     beyond checking the id.
+ *     beyond checking the id. Queued closes (closes[0..nclose)) ride in
+ *     front of the next request's ops; their results are dropped.
  *  2. broken is set once the byte stream may be out of step with the server
  *     (a short read or write, a wrong id, a whole-request error); every later
  *     call fails with ENOTCONN without touching the socket.
@@ -63,6 +64,8 @@ struct mc_client {
 	struct mc_client_slot *slot;  /* this client's counters in the area, or NULL */
 	struct mc_fdslot *fds;
 	size_t nfds;                  /* slots allocated */
+	uint64_t *closes;             /* server handles closed here, not yet told */
+	size_t nclose;
 	struct mc_dir *dirs;
 	struct mc_batch *batches;
 };
@@ -121,6 +124,13 @@ bool client_forked(const mc_client *c);
  * (transport failed or broken), -EPROTO (bad response), -E2BIG (frame too
  * big), -ENOMEM, or the server's whole-request error. */
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
+/* Release a server handle (mc_close, mc_closedir). No round trip of its
+ * own: the close travels in front of the next request, or with others once
+ * CLIENT_CLOSE_QUEUE are waiting. The server releases everything of a
+ * connection when it ends, so nothing is lost if none follows. */
+#define CLIENT_CLOSE_QUEUE 64u
+int client_close_handle(mc_client *c, uint64_t handle);
+
 /* client_call() for one op; a result error comes back as its -errno (the
  * response already freed). On success *out is the response and
  * (*out)->results[0] the result. */

@@ -252,7 +252,6 @@ struct dirent *mc_readdir(MC_DIR *d)
 
 int mc_closedir(MC_DIR *d)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
 	if (!d)
 		return client_fail(-EFAULT);
 	mc_client *c = d->c;
@@ -264,8 +263,6 @@ int mc_closedir(MC_DIR *d)
 		return client_fail(err);
 	if (!handle)
 		return 0; /* listed from shared memory: nothing open on the server */
-	op.code = MCACHE__OP_CODE__OP_CLOSE;
-	op.handle = handle;
-	err = client_op_simple(c, &op);
+	err = client_close_handle(c, handle);
 	return err < 0 ? client_fail(err) : 0;
 }

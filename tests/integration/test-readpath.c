@@ -221,6 +221,42 @@ static void test_local_reads_can_be_turned_off(void **state)
 	mc_disconnect(c);
 }
 
+/* mc_close costs no round trip: the close rides in front of the next
+ * request, or goes with 63 others once 64 are waiting. */
+static void test_close_rides_along(void **state)
+{
+	(void)state;
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/cl", 0755), 0);
+	char p[32];
+	uint64_t r0 = requests(c);
+	for (int i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "/cl/f%03d", i);
+		int fd = mc_open(c, p, O_CREAT | O_WRONLY, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(mc_close(c, fd), 0);
+		struct stat st;
+		assert_int_equal(mc_fstat(c, fd, &st), -1);
+		assert_int_equal(errno, EBADF);
+	}
+	/* 200 opens, each carrying the previous close, and the stats call. */
+	assert_int_equal(requests(c), r0 + 200 + 1);
+	/* Closes alone: one request per 64. */
+	int fds[130];
+	for (int i = 0; i < 130; i++) {
+		snprintf(p, sizeof(p), "/cl/f%03d", i);
+		fds[i] = mc_open(c, p, O_RDONLY, 0);
+		assert_true(fds[i] >= 0);
+	}
+	uint64_t r1 = requests(c);
+	for (int i = 0; i < 130; i++)
+		assert_int_equal(mc_close(c, fds[i]), 0);
+	assert_int_equal(requests(c), r1 + 2 + 1);
+	assert_int_equal(mc_rmtree(c, "/cl"), 0);
+	mc_disconnect(c);
+}
+
 /* A stopped or dead server's segment must not keep answering. */
 static void test_server_gone(void **state)
 {
@@ -271,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_misses_are_loaded_then_local),
 		cmocka_unit_test(test_mapping_is_read_only),
 		cmocka_unit_test(test_local_reads_can_be_turned_off),
+		cmocka_unit_test(test_close_rides_along),
 		cmocka_unit_test(test_server_gone),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
