@@ -84,7 +84,10 @@ MC_EXPORT int mc_open(mc_client *c, const char *path, int flags, mode_t mode);
 /* mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode). */
 MC_EXPORT int mc_creat(mc_client *c, const char *path, mode_t mode);
 /* Release a descriptor. EBADF if it is not open. As with close(2), the
- * descriptor is released even when the call fails otherwise. */
+ * descriptor is released even when the call fails otherwise. It costs no
+ * round trip: the server is told with this client's next request (or
+ * when 64 closes are waiting), so an unlinked file's inode may stay cached
+ * until then. */
 MC_EXPORT int mc_close(mc_client *c, int fd);
 
 /* unlink(2). EISDIR (a directory), ENOENT, EACCES/EPERM (sticky). */
