@@ -246,7 +246,9 @@ size_t dcache_prune(struct shm *s, mc_off_t dir)
 		shm_write_end(&dx->seq);
 		s->dirs_complete--;
 	}
-	s->prunes++;
-	s->pruned += n;
+	if (n) {
+		s->prunes++;
+		s->pruned += n;
+	}
 	return n;
 }

@@ -36,7 +36,8 @@ void dcache_del(struct shm *s, mc_off_t d);
 /* Free every cached child of dir (rule 1 of DESIGN.md: a removed directory's
  * children go at once, in O(children)); clears the complete flag. Returns the
  * number freed. The children must not be positive directories with cached
- * children of their own (the caller prunes bottom-up). */
+ * children of their own (the caller prunes bottom-up). Counted as a subtree
+ * prune in the statistics when anything was freed. */
 size_t dcache_prune(struct shm *s, mc_off_t dir);
 
 /* The directory state of dir, created when missing and create is set;

@@ -20,6 +20,7 @@
 
 #include "ns.h"
 #include "ops.h"
+#include "dcache.h"
 #include "shm.h"
 #include "shmview.h"
 #include "store.h"
@@ -247,6 +248,42 @@ static void test_readdir_pages(void **state)
 	assert_int_equal(view_opendir(f->v, P("/"), &d), VIEW_MISS);
 }
 
+/* Hits mark the dentry's bit in the referenced bitmap (for the shrinker's
+ * second chance); a miss or a negative answer marks nothing. */
+static void test_referenced_bits(void **state)
+{
+	struct fx *f = *state;
+	uint64_t nbits = f->shm->size >> MC_OFF_SHIFT;
+	_Atomic uint64_t *bits = calloc((nbits + 63) / 64, sizeof(*bits));
+	assert_non_null(bits);
+	f->v->refbits = bits;
+	f->v->nbits = nbits;
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/r"), 0755, NULL), 0);
+	mkfile(f, "/r/hot");
+	mkfile(f, "/r/cold");
+	struct stat st;
+	assert_int_equal(view_stat(f->v, P("/r/nothing"), true, &st), -ENOENT);
+	size_t set = 0;
+	for (uint64_t w = 0; w < (nbits + 63) / 64; w++)
+		set += (size_t)__builtin_popcountll(atomic_load(&bits[w]));
+	/* "/r" itself was walked through. */
+	assert_int_equal(set, 1);
+	assert_int_equal(view_stat(f->v, P("/r/hot"), true, &st), 0);
+	set = 0;
+	for (uint64_t w = 0; w < (nbits + 63) / 64; w++)
+		set += (size_t)__builtin_popcountll(atomic_load(&bits[w]));
+	assert_int_equal(set, 2);
+	/* The bit is the one of the dentry's offset. */
+	mc_off_t dir = dcache_find(f->shm, f->shm->hdr->root, "r", 1);
+	assert_true(dir != 0);
+	mc_off_t hot = dcache_find(f->shm, dentry_at(f->shm, dir)->inode, "hot", 3);
+	mc_off_t cold = dcache_find(f->shm, dentry_at(f->shm, dir)->inode, "cold", 4);
+	assert_true(atomic_load(&bits[hot >> 6]) & (1ull << (hot & 63)));
+	assert_false(atomic_load(&bits[cold >> 6]) & (1ull << (cold & 63)));
+	f->v->refbits = NULL;
+	free(bits);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +294,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bounds_fall_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readlink_and_ino, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_referenced_bits, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
