@@ -218,30 +218,54 @@ int mc_batch_run(mc_batch *b)
 	err = -ENOMEM;
 	ptrs = malloc(b->nops * sizeof(*ptrs));
 	errs = malloc(b->nops * sizeof(*errs));
-	if (!ptrs || !errs)
+	size_t *sent = malloc(b->nops * sizeof(*sent));
+	if (!ptrs || !errs || !sent)
 		goto fail;
-	for (size_t i = 0; i < b->nops; i++)
-		ptrs[i] = &b->ops[i];
-	err = client_call(b->c, ptrs, b->nops, &rsp);
-	if (err < 0)
-		goto fail;
+	/* Stats before the batch's first mutation see nothing the batch does:
+	 * answer them from shared memory when the cache can. The rest go to
+	 * the server, in order. */
+	size_t nsend = 0;
+	bool mutated = false;
 	for (size_t i = 0; i < b->nops; i++) {
-		const Mcache__Result *r = rsp->results[i];
-		errs[i] = r->err;
-		if (r->err == 0 && b->stats[i]) {
-			if (r->attr)
-				attr_to_stat(r->attr, b->stats[i]);
-			else
-				errs[i] = EPROTO;
+		const Mcache__Op *op = &b->ops[i];
+		if (op->code != MCACHE__OP_CODE__OP_STAT)
+			mutated = true;
+		else if (!mutated && client_local(b->c)) {
+			int rc = client_view_result(b->c, view_stat(b->c->view, (const char *)op->path.data,
+			                                            op->path.len, true, b->stats[i]));
+			if (rc <= 0) {
+				errs[i] = -rc;
+				continue;
+			}
 		}
+		sent[nsend] = i;
+		ptrs[nsend++] = &b->ops[i];
+	}
+	if (nsend) {
+		err = client_call(b->c, ptrs, nsend, &rsp);
+		if (err < 0)
+			goto fail;
+		for (size_t k = 0; k < nsend; k++) {
+			size_t i = sent[k];
+			const Mcache__Result *r = rsp->results[k];
+			errs[i] = r->err;
+			if (r->err == 0 && b->stats[i]) {
+				if (r->attr)
+					attr_to_stat(r->attr, b->stats[i]);
+				else
+					errs[i] = EPROTO;
+			}
+		}
+		mcache__response__free_unpacked(rsp, NULL);
 	}
 	b->errs = errs;
 	b->nerrs = b->nops;
-	mcache__response__free_unpacked(rsp, NULL);
+	free(sent);
 	free(ptrs);
 	batch_clear(b);
 	return 0;
 fail:
+	free(sent);
 	free(ptrs);
 	free(errs);
 	/* Sent or not, the queue is spent: the caller re-queues what it wants. */

@@ -221,6 +221,41 @@ static void test_local_reads_can_be_turned_off(void **state)
 	mc_disconnect(c);
 }
 
+/* A batch's stats that come before any of its mutations are answered from
+ * shared memory; a stat after a mutation goes with it and sees it. */
+static void test_batch_stats_local(void **state)
+{
+	(void)state;
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	static struct stat st[101];
+	uint64_t r0 = requests(c);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(mc_batch_stat(b, i % 2 ? "/a/b/file" : "/a/b/none", &st[i]), i);
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(requests(c), r0 + 1);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(mc_batch_error(b, (size_t)i), i % 2 ? 0 : ENOENT);
+		if (i % 2)
+			assert_true(S_ISREG(st[i].st_mode));
+	}
+	uint64_t r1 = requests(c);
+	assert_int_equal(mc_batch_stat(b, "/a/b/later", &st[0]), 0);
+	assert_int_equal(mc_batch_create(b, "/a/b/later", 0600), 1);
+	assert_int_equal(mc_batch_stat(b, "/a/b/later", &st[100]), 2);
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_error(b, 0), ENOENT);
+	assert_int_equal(mc_batch_error(b, 1), 0);
+	assert_int_equal(mc_batch_error(b, 2), 0);
+	assert_true(S_ISREG(st[100].st_mode));
+	assert_int_equal(requests(c), r1 + 1 + 1);
+	assert_int_equal(mc_unlink(c, "/a/b/later"), 0);
+	mc_batch_free(b);
+	mc_disconnect(c);
+}
+
 /* mc_close costs no round trip: the close rides in front of the next
  * request, or goes with 63 others once 64 are waiting. */
 static void test_close_rides_along(void **state)
@@ -307,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_misses_are_loaded_then_local),
 		cmocka_unit_test(test_mapping_is_read_only),
 		cmocka_unit_test(test_local_reads_can_be_turned_off),
+		cmocka_unit_test(test_batch_stats_local),
 		cmocka_unit_test(test_close_rides_along),
 		cmocka_unit_test(test_server_gone),
 	};
