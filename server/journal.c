@@ -12,6 +12,7 @@
  *     remaining bytes before it is used, and any inconsistency is -EPROTO.
  */
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -24,43 +25,45 @@
 #define JOURNAL_HDR_SIZE 8u          /* u8 type, u8 dtype, u16 namelen, u32 body_len */
 #define JOURNAL_BUF_MIN 4096u
 
+/* Little-endian fields, whatever the host's order (memcpy of a converted
+ * value: one store on any host that allows it). */
 static void put_le16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static void put_le64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint16_t get_le16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | (p[1] << 8));
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return le16toh(v);
 }
 
 static uint32_t get_le32(const uint8_t *p)
 {
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
 }
 
 static uint64_t get_le64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 void journal_inode_encode(const struct mc_inode_rec *rec, uint8_t out[JOURNAL_INODE_DISK_SIZE])

@@ -57,11 +57,13 @@ struct ns {
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
  * stack[depth - 1] the directory the walk stands in. */
+#define ND_INLINE 32
 struct nd {
 	struct ns *ns;
 	const struct cred *cred;
-	mc_off_t *stack;
+	mc_off_t *stack;                 /* inline, or malloc'd once deeper than ND_INLINE */
 	unsigned depth, cap;
+	mc_off_t inline_stack[ND_INLINE];
 	unsigned nlinks;
 	const char *last;
 	size_t lastlen;

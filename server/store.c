@@ -23,6 +23,7 @@
  *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
  *                    └──store_close──► [closed]
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
@@ -97,16 +98,15 @@ static uint64_t now_ns(clockid_t clk)
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint64_t get_be64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
 }
 
 static void put_le(uint8_t *p, uint64_t v, int n)

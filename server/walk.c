@@ -32,24 +32,35 @@ bool sticky_denies(const struct cred *c, const struct mc_inode *dir, const struc
 
 void nd_init(struct nd *nd, struct ns *ns, const struct cred *c)
 {
-	memset(nd, 0, sizeof(*nd));
 	nd->ns = ns;
 	nd->cred = c;
+	nd->stack = nd->inline_stack;
+	nd->depth = 0;
+	nd->cap = ND_INLINE;
+	nd->nlinks = 0;
+	nd->last = NULL;
+	nd->lastlen = 0;
+	nd->last_type = MC_LAST_NORM;
+	nd->slash = false;
 }
 
 void nd_free(struct nd *nd)
 {
-	free(nd->stack);
-	nd->stack = NULL;
+	if (nd->stack != nd->inline_stack)
+		free(nd->stack);
+	nd->stack = nd->inline_stack;
 }
 
 int nd_push(struct nd *nd, mc_off_t dir)
 {
 	if (nd->depth == nd->cap) {
-		unsigned cap = nd->cap ? nd->cap * 2 : 32;
-		mc_off_t *s = realloc(nd->stack, cap * sizeof(*s));
+		unsigned cap = nd->cap * 2;
+		mc_off_t *s = malloc(cap * sizeof(*s));
 		if (!s)
 			return -ENOMEM;
+		memcpy(s, nd->stack, nd->depth * sizeof(*s));
+		if (nd->stack != nd->inline_stack)
+			free(nd->stack);
 		nd->stack = s;
 		nd->cap = cap;
 	}

@@ -1375,6 +1375,25 @@ static void test_unlinked_but_held(void **state)
 	assert_int_equal(ns_stat_ino(f->ns, dino, &h), -ENOENT);
 }
 
+/* Paths deeper than the walk's inline stack: 100 nested directories, and
+ * ".." all the way back up. */
+static void test_deep_paths(void **state)
+{
+	struct fx *f = *state;
+	char p[1024] = "";
+	size_t n = 0;
+	for (int i = 0; i < 100; i++) {
+		n += (size_t)snprintf(p + n, sizeof(p) - n, "/d");
+		mkdir_ok(f, p, 0755);
+	}
+	ns_attr deep = st_ok(f, p);
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(p + n, sizeof(p) - n, "/..");
+	ns_attr root = st_ok(f, p);
+	assert_int_equal(root.ino, 1);
+	assert_int_not_equal(deep.ino, 1);
+}
+
 /* A batch holds one INODE_PUT per inode however often it changes: 100
  * creates in one directory journal the directory once, not 100 times, and
  * what is committed is its final state. */
@@ -1403,6 +1422,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_mkdir_stat_rmdir),
 		T(test_journal_one_record_per_inode),
+		T(test_deep_paths),
 		T(test_open_create),
 		T(test_unlink),
 		T(test_rename_same_dir),
