@@ -14,6 +14,9 @@
  * with a new mc_connect()), ENOMEM, or EPROTO (the server sent something this
  * library does not understand).
  *
+ * Modes given to mc_mkdir, mc_open and mc_creat are stored as given (no
+ * umask is applied; apply the process's own if you want it).
+ *
  * Permissions: the server checks every operation against the credentials of
  * the connecting process (taken from the socket at connect time), as Linux
  * does, including supplementary groups and sticky directories.
