@@ -10,7 +10,9 @@
  *     walk of it; a dentry's inode only if the dentry seq did not move
  *     around reading the inode; a directory's children only if that
  *     directory's slot still holds the same inode number afterwards (inode
- *     numbers are never reused, and a freed slot reads ino 0).
+ *     numbers are never reused, and a freed slot reads ino 0). The walk's
+ *     stack remembers each directory's inode number too, so ".." back into
+ *     a slot that was freed and reused meanwhile restarts the walk.
  *  4. A whole walk is valid only if the segment's rename seq is the same at
  *     its end as at its start.
  *  5. Every loop is bounded (chain length, stack depth, nested symlinks,
@@ -259,6 +261,7 @@ done:
 struct walk {
 	struct view *v;
 	mc_off_t stack[VIEW_DEPTH_MAX];
+	uint64_t stack_ino[VIEW_DEPTH_MAX]; /* the inode each slot held when pushed */
 	unsigned depth;
 	struct isnap top;            /* snapshot of stack[depth - 1] */
 	bool top_ok;
@@ -273,6 +276,7 @@ static int push(struct walk *w, const struct isnap *s)
 {
 	if (w->depth >= w->v->lim.depth || w->depth >= VIEW_DEPTH_MAX)
 		return BOUND;
+	w->stack_ino[w->depth] = s->ino;
 	w->stack[w->depth++] = s->off;
 	w->top = *s;
 	w->top_ok = true;
@@ -293,9 +297,14 @@ static int top_snap(struct walk *w)
 	if (w->top_ok)
 		return 0;
 	int rc = inode_snap(w->v, w->stack[w->depth - 1], &w->top);
-	if (rc == 0)
-		w->top_ok = true;
-	return rc;
+	if (rc)
+		return rc;
+	/* After "..", the slot may have been freed and reused for another
+	 * directory since we passed it (note 3): inode numbers tell. */
+	if (w->top.ino != w->stack_ino[w->depth - 1])
+		return AGAIN;
+	w->top_ok = true;
+	return 0;
 }
 
 static int walk_path(struct walk *w, const char *path, size_t len, bool follow, unsigned level,

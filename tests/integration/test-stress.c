@@ -348,6 +348,78 @@ static void test_tiny_bounds_still_correct(void **state)
 	unsetenv("MCACHE_WALK_LIMITS");
 }
 
+/* ".." after a directory that is removed and whose slot is reused for
+ * another directory meanwhile: "/a/b/../c" must never resolve, since no
+ * /a/c ever exists (the writer makes /a/b, removes both, then makes /z/c,
+ * which takes the freed slots). */
+struct dotdot_reader {
+	pthread_t th;
+	_Atomic int *stop;
+	uint64_t stats, wrong, other;
+};
+
+static void *dotdot_main(void *arg)
+{
+	struct dotdot_reader *r = arg;
+	mc_client *c = mc_connect(srv.socket);
+	if (!c) {
+		r->other++;
+		return NULL;
+	}
+	while (!atomic_load(r->stop)) {
+		struct stat st;
+		int rc = mc_stat(c, "/x/a/b/../c", &st);
+		r->stats++;
+		if (rc == 0)
+			r->wrong++;
+		else if (errno != ENOENT)
+			r->other++;
+	}
+	mc_disconnect(c);
+	return NULL;
+}
+
+static void test_dotdot_into_reused_slot(void **state)
+{
+	(void)state;
+	mc_client *w = mc_connect(srv.socket);
+	assert_non_null(w);
+	assert_int_equal(mc_mkdir(w, "/x", 0755), 0);
+	_Atomic int stop = 0;
+	struct dotdot_reader rd[NREADERS];
+	memset(rd, 0, sizeof(rd));
+	for (int i = 0; i < NREADERS; i++) {
+		rd[i].stop = &stop;
+		assert_int_equal(pthread_create(&rd[i].th, NULL, dotdot_main, &rd[i]), 0);
+	}
+	uint64_t iters = 0;
+	double end = now_s() + seconds;
+	int bad = 0;
+	while (now_s() < end && !bad) {
+		bad |= mc_mkdir(w, "/x/a", 0755) | mc_mkdir(w, "/x/a/b", 0755);
+		bad |= mc_rmdir(w, "/x/a/b") | mc_rmdir(w, "/x/a");
+		bad |= mc_mkdir(w, "/x/z", 0755) | mc_mkdir(w, "/x/z/c", 0755);
+		bad |= mc_rmdir(w, "/x/z/c") | mc_rmdir(w, "/x/z");
+		iters++;
+	}
+	atomic_store(&stop, 1);
+	uint64_t stats = 0, wrong = 0, other = 0;
+	for (int i = 0; i < NREADERS; i++) {
+		pthread_join(rd[i].th, NULL);
+		stats += rd[i].stats;
+		wrong += rd[i].wrong;
+		other += rd[i].other;
+	}
+	print_message("# dotdot: %llu writer rounds, %llu stats, %llu wrong, %llu other errors\n",
+	              (unsigned long long)iters, (unsigned long long)stats,
+	              (unsigned long long)wrong, (unsigned long long)other);
+	assert_int_equal(bad, 0);
+	assert_int_equal(wrong, 0);
+	assert_int_equal(other, 0);
+	assert_true(iters > 100);
+	mc_disconnect(w);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -373,6 +445,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shared_path_under_change),
 		cmocka_unit_test(test_tiny_bounds_still_correct),
+		cmocka_unit_test(test_dotdot_into_reused_slot),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
