@@ -63,17 +63,26 @@ static int do_chown(struct ns *ns, const struct cred *c, mc_off_t off, const voi
 		    !(c->uid == i->uid && (gid == i->gid || in_group(c, gid))))
 			return -EPERM;
 	}
+	/* chown_common(): any chown of a non-directory, even (-1, -1), kills
+	 * setuid, and setgid where setattr_should_drop_sgid() says so (group
+	 * exec set, or a caller outside the file's group); changing the mode
+	 * that way needs the owner (or root). */
+	uint16_t kill = 0;
+	if (!S_ISDIR(i->mode)) {
+		kill = i->mode & S_ISUID;
+		if ((i->mode & S_ISGID) &&
+		    ((i->mode & S_IXGRP) || (c->uid != 0 && !in_group(c, i->gid))))
+			kill |= S_ISGID;
+	}
+	if (kill && c->uid != 0 && c->uid != i->uid)
+		return -EPERM;
 	int64_t now = now_ns();
 	INODE_EDIT(ns, off, {
 		if (uid != (uint32_t)-1)
 			ie_->uid = uid;
 		if (gid != (uint32_t)-1)
 			ie_->gid = gid;
-		if (!S_ISDIR(ie_->mode) && (uid != (uint32_t)-1 || gid != (uint32_t)-1)) {
-			ie_->mode &= (uint16_t)~S_ISUID;
-			if (ie_->mode & S_IXGRP)
-				ie_->mode &= (uint16_t)~S_ISGID;
-		}
+		ie_->mode &= (uint16_t)~kill;
 		ie_->ctime_ns = now;
 	});
 	inode_changed(ns, off);
@@ -132,10 +141,9 @@ int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len
 		    (t[k].tv_nsec < 0 || t[k].tv_nsec > 999999999))
 			return -EINVAL;
 	}
-	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) {
-		ns_attr a;
-		return ns_stat(ns, c, path, len, true, &a);
-	}
+	/* Nothing to do: like utimensat(2), do not even look at the path. */
+	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT)
+		return 0;
 	return with_inode(ns, c, path, len, do_utimens, t);
 }
 

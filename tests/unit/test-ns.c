@@ -1375,6 +1375,30 @@ static void test_unlinked_but_held(void **state)
 	assert_int_equal(ns_stat_ino(f->ns, dino, &h), -ENOENT);
 }
 
+/* chown_common(): even chown(-1, -1) of a non-directory kills setuid, and
+ * setgid when the group may execute or the caller is outside the group;
+ * utimensat with both times UTIME_OMIT does not look at the path. */
+static void test_chown_kills_setid_bits(void **state)
+{
+	struct fx *f = *state;
+	create_ok(f, "/su");
+	assert_int_equal(ns_chmod(f->ns, &root_cred, P("/su"), 04755), 0);
+	assert_int_equal(ns_chown(f->ns, &root_cred, P("/su"), (uint32_t)-1, (uint32_t)-1), 0);
+	assert_int_equal(st_ok(f, "/su").mode & 07777, 0755);
+	/* setgid without group exec: kept for root, dropped for an owner
+	 * outside the group, refused to anybody else. */
+	create_ok(f, "/sg");
+	assert_int_equal(ns_chown(f->ns, &root_cred, P("/sg"), 1000, 5000), 0);
+	assert_int_equal(ns_chmod(f->ns, &root_cred, P("/sg"), 02644), 0);
+	assert_int_equal(ns_chown(f->ns, &root_cred, P("/sg"), (uint32_t)-1, (uint32_t)-1), 0);
+	assert_int_equal(st_ok(f, "/sg").mode & 07777, 02644);
+	assert_int_equal(ns_chown(f->ns, &other_cred, P("/sg"), (uint32_t)-1, (uint32_t)-1), -EPERM);
+	assert_int_equal(ns_chown(f->ns, &user_cred, P("/sg"), (uint32_t)-1, (uint32_t)-1), 0);
+	assert_int_equal(st_ok(f, "/sg").mode & 07777, 0644);
+	const struct timespec omit[2] = { { 0, UTIME_OMIT }, { 0, UTIME_OMIT } };
+	assert_int_equal(ns_utimens(f->ns, &root_cred, P("/no/such/path"), omit), 0);
+}
+
 /* Paths deeper than the walk's inline stack: 100 nested directories, and
  * ".." all the way back up. */
 static void test_deep_paths(void **state)
@@ -1423,6 +1447,7 @@ int main(void)
 		T(test_mkdir_stat_rmdir),
 		T(test_journal_one_record_per_inode),
 		T(test_deep_paths),
+		T(test_chown_kills_setid_bits),
 		T(test_open_create),
 		T(test_unlink),
 		T(test_rename_same_dir),
