@@ -44,68 +44,6 @@ static void offvec_push(struct offvec *v, mc_off_t off)
 
 /* ---- dirtying and journaling --------------------------------------------- */
 
-static size_t recmap_slot(const struct recmap *m, mc_off_t key)
-{
-	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static size_t *recmap_find(struct recmap *m, mc_off_t key)
-{
-	if (!m->n)
-		return NULL;
-	size_t i = recmap_slot(m, key);
-	return m->keys[i] ? &m->offs[i] : NULL;
-}
-
-static int recmap_add(struct recmap *m, mc_off_t key, size_t off)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct recmap g = { .cap = m->cap ? m->cap * 2 : 256 };
-		g.keys = calloc(g.cap, sizeof(*g.keys));
-		g.offs = malloc(g.cap * sizeof(*g.offs));
-		if (!g.keys || !g.offs) {
-			free(g.keys);
-			free(g.offs);
-			return -ENOMEM;
-		}
-		for (size_t k = 0; k < m->cap; k++) {
-			if (m->keys[k]) {
-				size_t j = recmap_slot(&g, m->keys[k]);
-				g.keys[j] = m->keys[k];
-				g.offs[j] = m->offs[k];
-				g.n++;
-			}
-		}
-		free(m->keys);
-		free(m->offs);
-		*m = g;
-	}
-	size_t i = recmap_slot(m, key);
-	m->keys[i] = key;
-	m->offs[i] = off;
-	m->n++;
-	return 0;
-}
-
-/* Forget a committed batch's records (its parity's map is reused by the
- * batch after next). */
-static void recmap_clear(struct recmap *m)
-{
-	if (m->n)
-		memset(m->keys, 0, m->cap * sizeof(*m->keys));
-	m->n = 0;
-}
-
-void recmap_free(struct recmap *m)
-{
-	free(m->keys);
-	free(m->offs);
-	memset(m, 0, sizeof(*m));
-}
-
 void dentry_dirty(struct ns *ns, mc_off_t d)
 {
 	struct mc_dentry *e = dentry_at(ns->shm, d);
@@ -142,11 +80,11 @@ void inode_changed(struct ns *ns, mc_off_t off)
 		return;
 	struct mc_inode_rec rec;
 	inode_rec(ns->shm, off, &rec);
-	struct recmap *m = &ns->recs[ns->running->seq & 1];
-	size_t *at = recmap_find(m, off);
+	struct map *m = &ns->recs[ns->running->seq & 1];
+	uint64_t *at = map_find(m, off);
 	/* Already journaled in this batch: rewrite that record (it fails only
 	 * when the slot held another inode then, which needs a new record). */
-	if (at && journal_update_inode(ns->running, *at, &rec) == 0)
+	if (at && journal_update_inode(ns->running, (size_t)*at, &rec) == 0)
 		return;
 	const char *t = NULL;
 	size_t tlen = 0;
@@ -157,7 +95,7 @@ void inode_changed(struct ns *ns, mc_off_t off)
 	if (at)
 		*at = where;
 	else
-		must(recmap_add(m, off, where), "indexing the journal");
+		must(map_put(m, off, where), "indexing the journal");
 }
 
 void inode_gone(struct ns *ns, mc_off_t off)
@@ -237,7 +175,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 			s->i_dirty--;
 	}
 	iv->n = 0;
-	recmap_clear(&ns->recs[p]);
+	/* Its records' index is for the batch after next to reuse. */
+	map_clear(&ns->recs[p]);
 	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
 	ns->spare = b;
 	ns->swapped = NULL;

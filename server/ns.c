@@ -36,90 +36,39 @@
 
 /* ---- holds: inodes kept by open handles ---------------------------------- */
 
-static size_t hold_slot(const struct holdmap *h, uint64_t ino)
+static uint64_t hold_count(const struct ns *ns, uint64_t ino)
 {
-	size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) & (h->cap - 1);
-	while (h->keys[i] && h->keys[i] != ino)
-		i = (i + 1) & (h->cap - 1);
-	return i;
+	uint64_t *n = map_find(&ns->holds, ino);
+	return n ? *n : 0;
 }
 
-uint32_t hold_count(const struct holdmap *h, uint64_t ino)
+/* One more hold on ino; map_reserve() made room before. */
+static void hold_add(struct ns *ns, uint64_t ino)
 {
-	if (!h->cap)
+	uint64_t *n = map_find(&ns->holds, ino);
+	if (n)
+		(*n)++;
+	else
+		must(map_put(&ns->holds, ino, 1), "adding a hold"); /* room reserved */
+}
+
+/* Drop one hold; returns how many are left. */
+static uint64_t hold_drop(struct ns *ns, uint64_t ino)
+{
+	uint64_t *n = map_find(&ns->holds, ino);
+	if (!n)
 		return 0;
-	size_t i = hold_slot(h, ino);
-	return h->keys[i] ? h->counts[i] : 0;
-}
-
-static int hold_add(struct holdmap *h, uint64_t ino)
-{
-	if ((h->n + 1) * 2 > h->cap) {
-		struct holdmap n = { 0 };
-		n.cap = h->cap ? h->cap * 2 : 64;
-		n.keys = calloc(n.cap, sizeof(*n.keys));
-		n.counts = calloc(n.cap, sizeof(*n.counts));
-		if (!n.keys || !n.counts) {
-			free(n.keys);
-			free(n.counts);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < h->cap; i++) {
-			if (h->keys[i]) {
-				size_t j = hold_slot(&n, h->keys[i]);
-				n.keys[j] = h->keys[i];
-				n.counts[j] = h->counts[i];
-				n.n++;
-			}
-		}
-		free(h->keys);
-		free(h->counts);
-		*h = n;
-	}
-	size_t i = hold_slot(h, ino);
-	if (!h->keys[i]) {
-		h->keys[i] = ino;
-		h->counts[i] = 0;
-		h->n++;
-	}
-	h->counts[i]++;
+	if (--*n > 0)
+		return *n;
+	map_del(&ns->holds, ino);
 	return 0;
-}
-
-/* Drop one hold; returns the count left. */
-static uint32_t hold_drop(struct holdmap *h, uint64_t ino)
-{
-	if (!h->cap)
-		return 0;
-	size_t i = hold_slot(h, ino);
-	if (!h->keys[i] || --h->counts[i] > 0)
-		return h->keys[i] ? h->counts[i] : 0;
-	/* Remove with backward-shift deletion. */
-	size_t j = i;
-	for (;;) {
-		h->keys[i] = 0;
-		for (;;) {
-			j = (j + 1) & (h->cap - 1);
-			if (!h->keys[j]) {
-				h->n--;
-				return 0;
-			}
-			size_t k = (size_t)(h->keys[j] * 0x9e3779b97f4a7c15ull) & (h->cap - 1);
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		h->keys[i] = h->keys[j];
-		h->counts[i] = h->counts[j];
-		i = j;
-	}
 }
 
 /* Free an inode without links once nothing holds it. */
 void inode_maybe_free(struct ns *ns, mc_off_t off)
 {
 	struct mc_inode *i = inode_at(ns->shm, off);
-	if (i->nlink > 0 || hold_count(&ns->holds, i->ino) > 0)
+	if (i->nlink > 0 || hold_count(ns, i->ino) > 0)
 		return;
 	if (S_ISDIR(i->mode))
 		dcache_prune(ns->shm, off);
@@ -234,10 +183,9 @@ void ns_free(struct ns *ns)
 	for (int p = 0; p < 2; p++) {
 		free(ns->dirty_d[p].v);
 		free(ns->dirty_i[p].v);
-		recmap_free(&ns->recs[p]);
+		map_free(&ns->recs[p]);
 	}
-	free(ns->holds.keys);
-	free(ns->holds.counts);
+	map_free(&ns->holds);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
@@ -562,10 +510,13 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
 		return -EINVAL;
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
-	int rc = do_open(&nd, path, len, flags, mode, &off);
-	if (rc == 0 && hold) {
-		rc = hold_add(&ns->holds, inode_at(ns->shm, off)->ino);
-	}
+	/* Room for the hold first: failing after O_CREAT made the file would
+	 * break "unchanged on failure". */
+	int rc = hold ? map_reserve(&ns->holds) : 0;
+	if (rc == 0)
+		rc = do_open(&nd, path, len, flags, mode, &off);
+	if (rc == 0 && hold)
+		hold_add(ns, inode_at(ns->shm, off)->ino);
 	if (rc == 0 && out)
 		inode_rec(ns->shm, off, out);
 	nd_free(&nd);
@@ -576,7 +527,7 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
 void ns_release(struct ns *ns, uint64_t ino)
 {
 	pthread_mutex_lock(&ns->lock);
-	if (hold_drop(&ns->holds, ino) == 0) {
+	if (hold_drop(ns, ino) == 0) {
 		mc_off_t off = inode_find(ns->shm, ino);
 		if (off)
 			inode_maybe_free(ns, off);

@@ -12,6 +12,7 @@
 #include "mc_path.h"
 #include "inode.h"
 #include "journal.h"
+#include "map.h"
 #include "ns.h"
 #include "ops.h"
 #include "shm.h"
@@ -25,21 +26,6 @@ struct offvec {
 	size_t n, cap;
 };
 
-/* Inode slot -> offset of its INODE_PUT record in one batch (open
- * addressing, linear probing), so a batch holds one record per inode. */
-struct recmap {
-	mc_off_t *keys;        /* 0: empty */
-	size_t *offs;
-	size_t cap, n;
-};
-
-/* Inodes held open: ino -> count (open addressing, linear probing). */
-struct holdmap {
-	uint64_t *keys;        /* 0: empty */
-	uint32_t *counts;
-	size_t cap, n;
-};
-
 struct ns {
 	pthread_mutex_t lock;
 	struct shm *shm;
@@ -51,8 +37,9 @@ struct ns {
 	struct journal_batch *swapped;   /* handed to the committer, not yet published */
 	struct offvec dirty_d[2];        /* dentries dirtied by batches of even/odd seq */
 	struct offvec dirty_i[2];
-	struct recmap recs[2];           /* INODE_PUT records of the batches of even/odd seq */
-	struct holdmap holds;
+	struct map recs[2];              /* inode slot -> offset of its INODE_PUT record, in the
+	                                  * batches of even/odd seq (one record per inode) */
+	struct map holds;                /* ino -> open handles holding it */
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -108,10 +95,8 @@ void inode_dirty(struct ns *ns, mc_off_t off);
 void inode_changed(struct ns *ns, mc_off_t off);
 /* Journal the deletion of an inode that lost its last link. */
 void inode_gone(struct ns *ns, mc_off_t off);
-void recmap_free(struct recmap *m);
 
 /* ns.c: building blocks of the operations. */
-uint32_t hold_count(const struct holdmap *h, uint64_t ino);
 void inode_maybe_free(struct ns *ns, mc_off_t off);
 /* dir gained/lost entries and links; mtime and ctime become now. */
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
