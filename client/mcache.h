@@ -9,7 +9,11 @@
  * Errors follow POSIX: a call that fails returns -1 (or NULL) and sets errno
  * to the value Linux gives on tmpfs for the same operation (ENOENT, EEXIST,
  * ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, ENAMETOOLONG, ELOOP, EACCES, EPERM,
- * EBUSY, ...). On failure the namespace is unchanged. Besides those, any call
+ * EBUSY, ...); after such an error the namespace is unchanged. Two errors
+ * leave the outcome unknown: ENOTCONN (the connection broke, perhaps after
+ * the server applied the call) and EIO from a call that waits for
+ * durability when the commit failed (the change is applied and visible; the
+ * server keeps retrying its commit). Besides those, any call
  * may fail with ENOTCONN (the connection to the server is gone; reconnect
  * with a new mc_connect()), ENOMEM, or EPROTO (the server sent something this
  * library does not understand).

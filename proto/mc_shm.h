@@ -25,6 +25,10 @@
  *  6. Blobs (long names, symlink targets) are owned by one dentry or inode;
  *     they change only together with their owner's seq.
  *  7. The hash table never resizes while the segment exists.
+ *  8. Exceptions to note 3, which readers must not rely on: the DIRTY bits of
+ *     dentry and inode flags and the dirx nneg count are server bookkeeping,
+ *     changed without a seq bump (the other flag bits stay as they are in
+ *     the same 16-bit store, so a reader never sees them torn).
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H

@@ -68,15 +68,18 @@ int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len
                const struct timespec times[2]);
 int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size);
 
-/* Operations on a held inode (an open handle). -ENOENT if not cached. */
+/* Operations on a held inode (an open handle): ns_stat_ino gives -ENOENT
+ * and ns_truncate_ino -EBADF when the inode is not cached (not held). */
 int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out);
 /* writable: the handle was opened for writing (else -EINVAL, as ftruncate). */
 int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size);
 
 /* List a held directory: entries with cookie > cookie, at most max of them,
- * in cookie order. fn returns 0 to go on. *next is the cookie to pass next
- * time, *eof whether the listing reached the end. A removed directory lists
- * as empty. */
+ * in cookie order. fn returns 0 to go on (a negative value stops the listing
+ * and is returned). *next is the cookie to pass next time, *eof whether the
+ * listing reached the end. A removed directory lists as empty. Lists a
+ * directory not yet complete by caching all its children first (-ENOSPC if
+ * they do not fit). -EBADF (not held), -ENOTDIR. */
 typedef int (*ns_dirent_fn)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype);
 int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
                ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof);
@@ -92,10 +95,11 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 uint64_t ns_pending_seq(struct ns *ns);
 
 /* Committer side. ns_swap hands out the running batch when it holds records
- * (NULL otherwise) and starts an empty one: the only step that excludes
- * writers, O(1). ns_publish, after the store committed b, marks what b
- * dirtied clean, advances committed_seq in the segment header and takes b
- * back for reuse. */
+ * (NULL otherwise) and starts an empty one, in O(1) under the lock.
+ * ns_publish, after the store committed b, marks what b dirtied clean (under
+ * the lock too, O(entries b dirtied): the commit statistics count it with
+ * the swap as time writers were blocked), advances committed_seq in the
+ * segment header and takes b back for reuse. */
 struct journal_batch *ns_swap(struct ns *ns);
 void ns_publish(struct ns *ns, struct journal_batch *b);
 /* Records in the running batch. */

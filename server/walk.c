@@ -155,8 +155,9 @@ int ns_load_dir(struct ns *ns, mc_off_t dir)
 	int rc = store_scan_dir(ns->store, inode_at(ns->shm, dir)->ino, load_one, &lc);
 	if (rc < 0)
 		return rc;
-	/* Names removed but not yet committed are negative dentries now: a
-	 * complete directory answers misses itself, so they can go. */
+	/* Names removed but not yet committed stay as dirty negative dentries
+	 * (load_one skipped them); ns_publish drops them once committed, since
+	 * a complete directory answers misses itself. */
 	if (!dcache_set_complete(ns->shm, dir))
 		return -ENOSPC;
 	return 0;
