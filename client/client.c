@@ -665,15 +665,20 @@ int mc_fstat(mc_client *c, int fd, struct stat *st)
 	}
 	op.code = MCACHE__OP_CODE__OP_FSTAT;
 	err = fd_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	if (!rsp->results[0]->attr) {
-		mcache__response__free_unpacked(rsp, NULL);
-		return client_fail(-EPROTO);
-	}
-	attr_to_stat(rsp->results[0]->attr, st);
+	if (err == 0)
+		err = client_take_attr(rsp, st);
+	return err < 0 ? client_fail(err) : 0;
+}
+
+int client_take_attr(Mcache__Response *rsp, struct stat *st)
+{
+	int err = 0;
+	if (rsp->results[0]->attr)
+		attr_to_stat(rsp->results[0]->attr, st);
+	else
+		err = -EPROTO;
 	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	return err;
 }
 
 int mc_ftruncate(mc_client *c, int fd, off_t length)

@@ -164,6 +164,10 @@ static inline void client_count(mc_client *c, size_t field)
 	}
 }
 
+/* Fill *st from the attr of rsp's first result and free rsp: 0, or -EPROTO
+ * when the server sent none. */
+int client_take_attr(Mcache__Response *rsp, struct stat *st);
+
 /* Fill *st from an Attr (st_dev/st_rdev 0, st_blksize 4096, st_blocks 0). */
 void attr_to_stat(const Mcache__Attr *a, struct stat *st);
 

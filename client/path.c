@@ -166,15 +166,9 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 	op.code = code;
 	path_set(&op.path, path);
 	err = client_op(c, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	if (!rsp->results[0]->attr) {
-		mcache__response__free_unpacked(rsp, NULL);
-		return client_fail(-EPROTO);
-	}
-	attr_to_stat(rsp->results[0]->attr, st);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	if (err == 0)
+		err = client_take_attr(rsp, st);
+	return err < 0 ? client_fail(err) : 0;
 }
 
 int mc_stat(mc_client *c, const char *path, struct stat *st)

@@ -357,8 +357,10 @@ static int create_checks(struct nd *nd, bool is_dir, mc_off_t *d)
 	return permission(nd->cred, inode_at(nd->ns->shm, nd_top(nd)), MAY_WRITE | MAY_EXEC);
 }
 
-int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
-             ns_attr *out)
+/* mkdir(2) and symlink(2): create the last component of path as an inode
+ * of mode (a symlink's target given). */
+static int create_path(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                       uint32_t mode, const char *target, size_t target_len, ns_attr *out)
 {
 	struct nd nd;
 	mc_off_t d, off;
@@ -366,15 +368,21 @@ int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, 
 	nd_init(&nd, ns, c);
 	int rc = walk_parent(&nd, path, len);
 	if (rc == 0)
-		rc = create_checks(&nd, true, &d);
+		rc = create_checks(&nd, S_ISDIR(mode), &d);
 	if (rc == 0)
-		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen,
-		               S_IFDIR | (mode & 01777), NULL, 0, &off);
+		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, mode, target, target_len,
+		               &off);
 	if (rc == 0 && out)
 		inode_rec(ns->shm, off, out);
 	nd_free(&nd);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
+}
+
+int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
+             ns_attr *out)
+{
+	return create_path(ns, c, path, len, S_IFDIR | (mode & 01777), NULL, 0, out);
 }
 
 int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t target_len,
@@ -386,19 +394,7 @@ int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t t
 		return -ENAMETOOLONG;
 	if (memchr(target, 0, target_len))
 		return -EINVAL;
-	struct nd nd;
-	mc_off_t d, off;
-	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = walk_parent(&nd, path, len);
-	if (rc == 0)
-		rc = create_checks(&nd, false, &d);
-	if (rc == 0)
-		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, S_IFLNK | 0777, target,
-		               target_len, &off);
-	nd_free(&nd);
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
+	return create_path(ns, c, path, len, S_IFLNK | 0777, target, target_len, NULL);
 }
 
 void set_size(struct ns *ns, mc_off_t off, uint64_t size)
