@@ -148,7 +148,10 @@ static void *commit_main(void *arg)
 	unsigned failures = 0;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		if (!c->stop && !c->kick) {
+		if (!c->stop && !c->kick && c->interval_ms == 0 && !failures) {
+			/* Interval 0: every mutation kicks us (commit_kick). */
+			pthread_cond_wait(&c->cv, &c->mu);
+		} else if (!c->stop && !c->kick) {
 			unsigned ms = c->interval_ms ? c->interval_ms : 1;
 			if (failures)
 				ms = failures > 10 ? 1000 : ms * (1u << failures);
@@ -251,6 +254,14 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
+}
+
+void commit_kick(struct commit *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->kick = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 }
 
 struct sync_wait {

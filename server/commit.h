@@ -27,6 +27,9 @@ typedef void (*commit_done_fn)(void *arg, int err);
 /* Ask for fn(arg) once every batch up to seq is durable, and commit soon.
  * 0, or -ENOMEM (fn will not be called). */
 int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *arg);
+/* Commit soon, without waiting (used after each mutation when the commit
+ * interval is 0). */
+void commit_kick(struct commit *c);
 /* Block until batch seq is durable. 0 or the commit error. */
 int commit_wait(struct commit *c, uint64_t seq);
 

@@ -422,8 +422,12 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 	mcache__result__init(&out->res);
 	int rc = run(s, op, out);
 	out->res.err = rc < 0 ? -rc : 0;
-	if (rc == 0 && s->m->cfg->sync && is_mutation(op->code))
-		out->wait_seq = ns_pending_seq(s->m->ns);
+	if (rc == 0 && is_mutation(op->code)) {
+		if (s->m->cfg->sync)
+			out->wait_seq = ns_pending_seq(s->m->ns);
+		else if (s->m->cfg->commit_interval_ms == 0 && s->m->commit)
+			commit_kick(s->m->commit);
+	}
 }
 
 void op_out_release(struct op_out *out)

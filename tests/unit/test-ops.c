@@ -660,11 +660,35 @@ static void test_user_session(void **state)
 	session_free(u);
 }
 
+/* --commit-interval-ms 0: the committer sleeps until a mutation kicks it,
+ * so the change is committed at once without anyone waiting for it. */
+static void test_interval_zero_commits_on_mutation(void **state)
+{
+	struct fx *f = *state;
+	commit_stop(f->m.commit);
+	f->cfg.commit_interval_ms = 0;
+	assert_int_equal(commit_start(f->m.ns, f->m.store, 0, &f->m.commit), 0);
+	struct store_meta before, after;
+	assert_int_equal(store_get_meta(f->m.store, &before), 0);
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_MKDIR, "/kicked", NULL);
+	op.mode = 0755;
+	assert_int_equal(run(f, &op), 0);
+	for (int i = 0; i < 2000; i++) {
+		assert_int_equal(store_get_meta(f->m.store, &after), 0);
+		if (after.last_seq > before.last_seq)
+			break;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	assert_true(after.last_seq > before.last_seq);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_mkdir_create_stat),
+		T(test_interval_zero_commits_on_mutation),
 		T(test_every_op_code),
 		T(test_handles),
 		T(test_readdir_paging),
