@@ -233,6 +233,10 @@ int mc_batch_run(mc_batch *b)
 		else if (!mutated && client_local(b->c)) {
 			int rc = client_view_result(b->c, view_stat(b->c->view, (const char *)op->path.data,
 			                                            op->path.len, true, b->stats[i]));
+			if (rc == -ENOTCONN) {
+				err = rc;     /* the server is gone: a transport failure */
+				goto fail;
+			}
 			if (rc <= 0) {
 				errs[i] = -rc;
 				continue;

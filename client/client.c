@@ -392,17 +392,21 @@ out:
 
 int client_close_handle(mc_client *c, uint64_t handle)
 {
-	if (c->nclose == CLIENT_CLOSE_QUEUE) {
+	if (c->nclose >= CLIENT_CLOSE_QUEUE && !c->broken) {
 		Mcache__Response *rsp;
-		int err = client_call(c, NULL, 0, &rsp);
-		if (err < 0)
-			return err;
-		mcache__response__free_unpacked(rsp, NULL);
+		if (client_call(c, NULL, 0, &rsp) == 0)
+			mcache__response__free_unpacked(rsp, NULL);
 	}
-	if (!c->closes) {
-		c->closes = malloc(CLIENT_CLOSE_QUEUE * sizeof(*c->closes));
-		if (!c->closes)
+	if (c->broken)
+		return 0;   /* the server releases every handle of a closed connection */
+	if (c->nclose == c->capclose) {
+		/* Grows past CLIENT_CLOSE_QUEUE only while flushing fails. */
+		size_t cap = c->capclose ? c->capclose * 2 : CLIENT_CLOSE_QUEUE;
+		uint64_t *q = realloc(c->closes, cap * sizeof(*q));
+		if (!q)
 			return -ENOMEM;
+		c->closes = q;
+		c->capclose = cap;
 	}
 	c->closes[c->nclose++] = handle;
 	return 0;
@@ -481,12 +485,16 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 		err = -EPROTO;
 		goto fail;
 	}
+	/* An answer of the wrong shape: the server did something with the
+	 * request, but we cannot tell what. */
 	if (rsp->n_results != n) {
+		c->broken = true;
 		err = -EPROTO;
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!rsp->results[i] || rsp->results[i]->err < 0) {
+			c->broken = true;
 			err = -EPROTO;
 			goto fail;
 		}
@@ -638,13 +646,15 @@ int mc_close(mc_client *c, int fd)
 {
 	uint64_t handle;
 	int err = client_check(c);
-	if (err == 0)
-		err = client_fd_handle(c, fd, &handle);
-	if (err < 0)
+	if (err == -EFAULT || err == -ECHILD)
 		return client_fail(err);
+	int herr = client_fd_handle(c, fd, &handle);
+	if (herr < 0)
+		return client_fail(herr);
 	/* As close(2): the descriptor is gone even when the call failed. */
 	client_fd_release(c, fd);
-	err = client_close_handle(c, handle);
+	if (err == 0)
+		err = client_close_handle(c, handle);
 	return err < 0 ? client_fail(err) : 0;
 }
 

@@ -65,7 +65,7 @@ struct mc_client {
 	struct mc_fdslot *fds;
 	size_t nfds;                  /* slots allocated */
 	uint64_t *closes;             /* server handles closed here, not yet told */
-	size_t nclose;
+	size_t nclose, capclose;
 	struct mc_dir *dirs;
 	struct mc_batch *batches;
 };

@@ -166,7 +166,8 @@ MC_EXPORT int mc_batch_rename(mc_batch *b, const char *oldpath, const char *newp
 /* st is filled when mc_batch_run() succeeds and the operation succeeded.
  * Stats queued before the batch's first mutation are answered from shared
  * memory when the cache holds the answer (they could not see the batch's
- * changes anyway); a batch of nothing but cached stats sends nothing. */
+ * changes anyway); a batch of nothing but cached stats sends nothing. Such
+ * a stat may have written st even when mc_batch_run() then fails. */
 MC_EXPORT int mc_batch_stat(mc_batch *b, const char *path, struct stat *st);
 /* Send every queued operation and wait for the results. Returns 0 when the
  * server answered (see mc_batch_error for each), -1 with errno on transport

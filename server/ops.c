@@ -71,7 +71,10 @@ void session_free(struct session *s)
 	free(s);
 }
 
-static int handle_new(struct session *s, uint64_t ino, bool writable, bool dir, uint64_t *out)
+/* A free handle slot (ino 0), making one if needed: like open(2), the
+ * descriptor is found before the path is touched, so running out of them
+ * cannot leave a file created. 0 and *out (an index), -EMFILE, -ENOMEM. */
+static int handle_slot(struct session *s, size_t *out)
 {
 	size_t i;
 	for (i = 0; i < s->nh; i++)
@@ -88,10 +91,9 @@ static int handle_new(struct session *s, uint64_t ino, bool writable, bool dir, 
 			s->h = h;
 			s->caph = cap;
 		}
-		s->nh++;
+		s->h[s->nh++] = (struct handle){ 0, false, false };
 	}
-	s->h[i] = (struct handle){ ino, writable, dir };
-	*out = i + 1;
+	*out = i;
 	return 0;
 }
 
@@ -229,18 +231,17 @@ static int op_readdir(struct session *s, const Mcache__Op *op, struct op_out *ou
 static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	int flags = (int)op->flags;
-	ns_attr a;
-	int rc = ns_open(s->m->ns, &s->cred, (const char *)op->path.data, op->path.len, flags,
-	                 op->mode, true, &a);
+	size_t i;
+	int rc = handle_slot(s, &i);
 	if (rc < 0)
 		return rc;
-	uint64_t id;
-	rc = handle_new(s, a.ino, (flags & O_ACCMODE) != O_RDONLY, S_ISDIR(a.mode), &id);
-	if (rc < 0) {
-		ns_release(s->m->ns, a.ino);
+	ns_attr a;
+	rc = ns_open(s->m->ns, &s->cred, (const char *)op->path.data, op->path.len, flags,
+	             op->mode, true, &a);
+	if (rc < 0)
 		return rc;
-	}
-	out->res.handle = id;
+	s->h[i] = (struct handle){ a.ino, (flags & O_ACCMODE) != O_RDONLY, S_ISDIR(a.mode) };
+	out->res.handle = i + 1;
 	fill_attr(out, &a);
 	return 0;
 }

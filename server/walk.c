@@ -49,6 +49,8 @@ void nd_free(struct nd *nd)
 	if (nd->stack != nd->inline_stack)
 		free(nd->stack);
 	nd->stack = nd->inline_stack;
+	nd->cap = ND_INLINE;
+	nd->depth = 0;
 }
 
 int nd_push(struct nd *nd, mc_off_t dir)

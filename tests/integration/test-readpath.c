@@ -301,7 +301,18 @@ static void test_server_gone(void **state)
 		mc_client *c = mc_connect(srv.socket);
 		assert_non_null(c);
 		assert_int_equal(mc_stat(c, "/a/b/file", &st), 0);
+		int fd = mc_open(c, "/a/b/file", O_RDONLY, 0);
+		assert_true(fd >= 0);
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
 		assert_int_equal(server_stop(&srv, sig == 0 ? SIGTERM : SIGKILL), sig == 0 ? 0 : 128 + SIGKILL);
+		if (sig == 0) {
+			/* A batch answered from a closed segment is a transport failure. */
+			assert_int_equal(mc_batch_stat(b, "/a/b/file", &st), 0);
+			assert_int_equal(mc_batch_run(b), -1);
+			assert_int_equal(errno, ENOTCONN);
+		}
+		mc_batch_free(b);
 		/* SIGTERM closes the segment: the next lookup knows. SIGKILL
 		 * cannot: the client notices within a bounded number of lookups. */
 		int i, rc = 0;
@@ -316,6 +327,11 @@ static void test_server_gone(void **state)
 			assert_int_equal(i, 0);
 		else
 			assert_true(i <= 4096);
+		/* As close(2): the descriptor goes even though the call fails. */
+		assert_int_equal(mc_close(c, fd), -1);
+		assert_int_equal(errno, ENOTCONN);
+		assert_int_equal(mc_close(c, fd), -1);
+		assert_int_equal(errno, EBADF);
 		mc_disconnect(c);
 		assert_int_equal(server_start(&srv, NULL), 0);
 	}

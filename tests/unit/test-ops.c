@@ -660,6 +660,26 @@ static void test_user_session(void **state)
 	session_free(u);
 }
 
+/* Out of handles: like open(2), EMFILE before the path is touched, so
+ * O_CREAT creates nothing. */
+static void test_emfile_creates_nothing(void **state)
+{
+	struct fx *f = *state;
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_CREATE, "/held", NULL);
+	op.mode = 0644;
+	assert_int_equal(run(f, &op), 0);
+	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/held", NULL);
+	op.flags = O_RDONLY;
+	for (int i = 0; i < 65536; i++)
+		assert_int_equal(run(f, &op), 0);
+	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/new", NULL);
+	op.flags = O_CREAT | O_EXCL | O_WRONLY;
+	op.mode = 0644;
+	assert_int_equal(run(f, &op), EMFILE);
+	op = mkop(MCACHE__OP_CODE__OP_STAT, "/new", NULL);
+	assert_int_equal(run(f, &op), ENOENT);
+}
+
 /* --commit-interval-ms 0: the committer sleeps until a mutation kicks it,
  * so the change is committed at once without anyone waiting for it. */
 static void test_interval_zero_commits_on_mutation(void **state)
@@ -689,6 +709,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_mkdir_create_stat),
 		T(test_interval_zero_commits_on_mutation),
+		T(test_emfile_creates_nothing),
 		T(test_every_op_code),
 		T(test_handles),
 		T(test_readdir_paging),
