@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "ns.h"
 #include "store.h"
@@ -50,13 +51,6 @@ struct commit {
 	struct waiter *waiters;
 	struct commit_stats stats;
 };
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 static void stat_set(_Atomic uint64_t *v, uint64_t x) { atomic_store_explicit(v, x, memory_order_relaxed); }
 static void stat_add(_Atomic uint64_t *v, uint64_t x) { atomic_fetch_add_explicit(v, x, memory_order_relaxed); }

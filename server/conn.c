@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "commit.h"
 #include "frame.h"
 #include "log.h"
@@ -94,14 +95,6 @@ static void conn_done_cb(evutil_socket_t fd, short what, void *arg);
 static void stat_inc(_Atomic uint64_t *v)
 {
 	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Drop a reference; the last one unlinks and frees c (invariant 2) and, at
@@ -466,7 +459,7 @@ static void conn_request(struct conn *c, const Mcache__Request *req)
 	}
 	for (size_t i = 0; i < n; i++) {
 		unsigned code = (unsigned)req->ops[i]->code;
-		uint64_t t0 = now_us();
+		uint64_t t0 = mono_us();
 
 		ops_exec(c->sess, req->ops[i], &outs[i]);
 		if (code >= STATS_OPS)
@@ -474,7 +467,7 @@ static void conn_request(struct conn *c, const Mcache__Request *req)
 		stat_inc(&w->stats.ops[code]);
 		if (outs[i].res.err)
 			stat_inc(&w->stats.errors[code]);
-		hist_add(&w->stats.op_us[code], now_us() - t0);
+		hist_add(&w->stats.op_us[code], mono_us() - t0);
 		if (outs[i].wait_seq > wait_seq)
 			wait_seq = outs[i].wait_seq;
 		resp[i] = &outs[i].res;

@@ -10,14 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "log.h"
 #include "ns_impl.h"
 
 int64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)clock_ns(CLOCK_REALTIME);
 }
 
 /* Running out of memory for the journal would lose acknowledged changes:

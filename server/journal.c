@@ -12,59 +12,18 @@
  *     remaining bytes before it is used, and any inconsistency is -EPROTO.
  */
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bytes.h"
 #include "journal.h"
 #include "mc_shm.h"
 
 #define JOURNAL_HDR_SIZE 8u          /* u8 type, u8 dtype, u16 namelen, u32 body_len */
 #define JOURNAL_BUF_MIN 4096u
-
-/* Little-endian fields, whatever the host's order (memcpy of a converted
- * value: one store on any host that allows it). */
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint16_t get_le16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof(v));
-	return le16toh(v);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
 
 void journal_inode_encode(const struct mc_inode_rec *rec, uint8_t out[JOURNAL_INODE_DISK_SIZE])
 {

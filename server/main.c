@@ -13,6 +13,7 @@
 
 #include "admin.h"
 #include "area.h"
+#include "clock.h"
 #include "commit.h"
 #include "config.h"
 #include "log.h"
@@ -22,13 +23,6 @@
 #include "rpc.h"
 #include "shm.h"
 #include "store.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

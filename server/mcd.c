@@ -6,18 +6,12 @@
 #include <time.h>
 
 #include "area.h"
+#include "clock.h"
 #include "commit.h"
 #include "mc_config.h"
 #include "ns.h"
 #include "rpc.h"
 #include "store.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void copy_u64(_Atomic uint64_t *dst, const _Atomic uint64_t *src)
 {

@@ -23,7 +23,6 @@
  *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
  *                    └──store_close──► [closed]
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
@@ -38,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
+#include "clock.h"
 #include "mc_shm.h"
 #include "store.h"
 
@@ -87,40 +88,6 @@ static int store_errno(int rc)
 	default:
 		return rc > 0 ? -rc : -EIO;
 	}
-}
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 static uint64_t round_page(uint64_t v)
@@ -213,9 +180,9 @@ static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
 		err = -EINVAL;
 	if (err)
 		return err;
-	m.format = (uint32_t)get_le(f, 4);
-	m.next_ino = get_le(ni, 8);
-	m.last_seq = get_le(ls, 8);
+	m.format = get_le32(f);
+	m.next_ino = get_le64(ni);
+	m.last_seq = get_le64(ls);
 	*out = m;
 	return 0;
 }
@@ -251,11 +218,11 @@ static int store_init(struct store *s, MDB_txn *txn, const struct store_opts *o)
 	}
 	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);   /* RFC 4122 version 4 */
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-	put_le(f, STORE_FORMAT, 4);
-	put_le(ni, 2, 8);
-	put_le(ls, 0, 8);
+	put_le32(f, STORE_FORMAT);
+	put_le64(ni, 2);
+	put_le64(ls, 0);
 
-	int64_t now = (int64_t)now_ns(CLOCK_REALTIME);
+	int64_t now = (int64_t)clock_ns(CLOCK_REALTIME);
 	struct mc_inode_rec root = {
 		.ino = 1,
 		.mode = S_IFDIR | (o->root_mode & 07777),
@@ -517,7 +484,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 	if (err == 0) {
 		const uint8_t *p = v.mv_data;
 		if (ino)
-			*ino = get_le(p, 8);
+			*ino = get_le64(p);
 		if (dtype)
 			*dtype = p[8];
 	}
@@ -554,7 +521,7 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
 		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
 		name[namelen] = '\0';
 		const uint8_t *p = v.mv_data;
-		err = fn(arg, name, namelen, get_le(p, 8), p[8]);
+		err = fn(arg, name, namelen, get_le64(p), p[8]);
 		if (err)
 			goto out;
 	}
@@ -588,7 +555,7 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 		put_be64(key, r->parent);
 		memcpy(key + 8, r->name, r->namelen);
 		k.mv_size = 8 + r->namelen;
-		put_le(val, r->ino, 8);
+		put_le64(val, r->ino);
 		val[8] = r->dtype;
 		MDB_val v = { sizeof(val), val };
 		return mdb_put(txn, s->dentries, &k, &v, 0);
@@ -631,7 +598,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 	uint8_t key[8], ls[8], ni[8];
 	struct journal_rec r;
 	size_t pos = 0;
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t1;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
 	int n, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	*full = false;
 	if (rc)
@@ -642,7 +609,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 	rc = mdb_put(txn, s->log, &k, &v, 0);
 	if (rc)
 		goto fail;
-	t1 = now_ns(CLOCK_MONOTONIC);
+	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->log_ns = t1 - t0;
 	t0 = t1;
 
@@ -655,8 +622,8 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 		mdb_txn_abort(txn);
 		return n;
 	}
-	put_le(ls, b->seq, 8);
-	put_le(ni, b->next_ino, 8);
+	put_le64(ls, b->seq);
+	put_le64(ni, b->next_ino);
 	rc = meta_put(txn, s->meta, "last_seq", ls, 8);
 	if (!rc)
 		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
@@ -664,12 +631,12 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 		rc = store_trim_log(s, txn, b->seq - s->log_retention);
 	if (rc)
 		goto fail;
-	t1 = now_ns(CLOCK_MONOTONIC);
+	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->apply_ns = t1 - t0;
 	t0 = t1;
 
 	rc = mdb_txn_commit(txn);       /* frees txn, committed or not */
-	t->sync_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	t->sync_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	goto out;
 
 fail:
@@ -710,9 +677,9 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 		pthread_rwlock_unlock(&s->resize);
 		if (!full)
 			break;
-		uint64_t g0 = now_ns(CLOCK_MONOTONIC);
+		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
 		err = store_grow(s);
-		tt.grow_ns += now_ns(CLOCK_MONOTONIC) - g0;
+		tt.grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
 		if (err)
 			break;
 	}
