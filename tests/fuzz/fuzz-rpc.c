@@ -605,12 +605,8 @@ static long now_ms(void)
 
 static int raw_connect(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	assert_true(strlen(srv.socket) < sizeof(sa.sun_path));
-	strcpy(sa.sun_path, srv.socket);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+	int fd = harness_connect(srv.socket);
+	if (fd < 0)
 		fail_msg("seed %#" PRIx64 " iteration %u: connect: %s", fuzz_seed, cur_iter,
 		         strerror(errno));
 	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);

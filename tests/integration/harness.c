@@ -21,18 +21,33 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static int socket_accepts(const char *path)
+int harness_connect(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return 0;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	strcpy(sa.sun_path, path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int socket_accepts(const char *path)
+{
+	int fd = harness_connect(path);
+	if (fd < 0)
 		return 0;
-	int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
-	return ok;
+	return 1;
 }
 
 int server_start(struct mc_server *s, const char *const *extra_args)
@@ -129,6 +144,20 @@ int server_stop(struct mc_server *s, int sig)
 	waitpid(s->pid, NULL, 0);
 	s->pid = 0;
 	return -1;
+}
+
+int harness_json_u64(const char *json, const char *section, const char *key, uint64_t *out)
+{
+	const char *p = strstr(json, section);
+	if (!p)
+		return -1;
+	char k[64];
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(p, k);
+	if (!p)
+		return -1;
+	*out = strtoull(p + strlen(k), NULL, 10);
+	return 0;
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

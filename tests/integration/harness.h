@@ -3,6 +3,7 @@
 #ifndef MC_HARNESS_H
 #define MC_HARNESS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 struct mc_server {
@@ -25,6 +26,15 @@ int server_start(struct mc_server *s, const char *const *extra_args);
  * Returns the exit status (0..255), 128 + signal if it died by a signal, or
  * -1 if it did not exit within 15 s (it is then killed). */
 int server_stop(struct mc_server *s, int sig);
+
+/* A plain (blocking) unix stream socket connected to path: the fd, or -1
+ * with errno. For tests that speak the raw protocol. */
+int harness_connect(const char *path);
+
+/* The number after "key": that first follows section (a quoted object key,
+ * e.g. "\"rpc\"") in the server's statistics JSON. 0 and *out, or -1 when
+ * either is missing. */
+int harness_json_u64(const char *json, const char *section, const char *key, uint64_t *out);
 
 /* Remove the temporary directory and everything in it. */
 void server_cleanup(struct mc_server *s);

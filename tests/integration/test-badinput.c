@@ -43,12 +43,8 @@ static unsigned healthy_seq;
 /* A blocking unix socket connected to the server, reads time out. */
 static int raw_connect(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	assert_true(strlen(srv.socket) < sizeof(sa.sun_path));
-	strcpy(sa.sun_path, srv.socket);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = harness_connect(srv.socket);
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	struct timeval tv = { IO_TIMEOUT, 0 };
 	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 	return fd;

@@ -30,13 +30,8 @@ static uint64_t stat_of(mc_client *c, const char *section, const char *key)
 {
 	char *js = mc_server_stats(c);
 	assert_non_null(js);
-	const char *p = strstr(js, section);
-	assert_non_null(p);
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	p = strstr(p, k);
-	assert_non_null(p);
-	uint64_t v = strtoull(p + strlen(k), NULL, 10);
+	uint64_t v;
+	assert_int_equal(harness_json_u64(js, section, key, &v), 0);
 	free(js);
 	return v;
 }

@@ -249,13 +249,9 @@ static void *reader_main(void *arg)
  * the object key `section`. */
 static uint64_t stat_of(const char *json, const char *section, const char *key)
 {
-	const char *p = strstr(json, section);
-	if (!p)
-		return 0;
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	p = strstr(p, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : 0;
+	uint64_t v = 0;
+	harness_json_u64(json, section, key, &v);
+	return v;
 }
 
 static void run_round(const char *label)
