@@ -43,30 +43,34 @@ static void offvec_push(struct offvec *v, mc_off_t off)
 
 /* ---- dirtying and journaling --------------------------------------------- */
 
+/* Mark a slot dirty in the running batch: its flags hold DIRTY0 at bit0 and
+ * DIRTY1 at bit0 << 1 (dentries and inodes alike); count it when it was
+ * clean and remember it for the batch's publish. */
+static void slot_dirty(struct ns *ns, uint16_t *flags, uint16_t bit0, uint64_t *ndirty,
+                       struct offvec *dirty, mc_off_t off)
+{
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint16_t bit = (uint16_t)(bit0 << p);
+	if (*flags & bit)
+		return;
+	if (!(*flags & (bit0 | bit0 << 1)))
+		(*ndirty)++;
+	*flags |= bit;
+	offvec_push(&dirty[p], off);
+}
+
 void dentry_dirty(struct ns *ns, mc_off_t d)
 {
-	struct mc_dentry *e = dentry_at(ns->shm, d);
-	unsigned p = (unsigned)(ns->running->seq & 1);
-	uint16_t bit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
-	if (e->flags & bit)
-		return;
-	if (!(e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1)))
-		ns->shm->d_dirty++;
-	e->flags |= bit;
-	offvec_push(&ns->dirty_d[p], d);
+	_Static_assert(MC_D_DIRTY1 == MC_D_DIRTY0 << 1, "dentry dirty bits are adjacent");
+	slot_dirty(ns, &dentry_at(ns->shm, d)->flags, MC_D_DIRTY0, &ns->shm->d_dirty,
+	           ns->dirty_d, d);
 }
 
 void inode_dirty(struct ns *ns, mc_off_t off)
 {
-	struct mc_inode *i = inode_at(ns->shm, off);
-	unsigned p = (unsigned)(ns->running->seq & 1);
-	uint16_t bit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
-	if (i->flags & bit)
-		return;
-	if (!(i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
-		ns->shm->i_dirty++;
-	i->flags |= bit;
-	offvec_push(&ns->dirty_i[p], off);
+	_Static_assert(MC_I_DIRTY1 == MC_I_DIRTY0 << 1, "inode dirty bits are adjacent");
+	slot_dirty(ns, &inode_at(ns->shm, off)->flags, MC_I_DIRTY0, &ns->shm->i_dirty,
+	           ns->dirty_i, off);
 }
 
 /* Journal the current state of a cached inode. An inode without links was
