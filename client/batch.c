@@ -89,7 +89,7 @@ void mc_batch_free(mc_batch *b)
 
 static int batch_path(const char *path)
 {
-	int err = path_check(path);
+	int err = path_check(path, NULL);
 	/* The header promises EINVAL for a bad path, ENAMETOOLONG for a long one. */
 	return err == -ENAMETOOLONG ? err : err < 0 ? -EINVAL : 0;
 }

@@ -138,9 +138,10 @@ int client_op(mc_client *c, Mcache__Op *op, Mcache__Response **out);
 /* client_op() for ops whose result carries nothing but err. */
 int client_op_simple(mc_client *c, Mcache__Op *op);
 
-/* Path checks made before sending: 0, -EFAULT (NULL), -ENOENT (empty),
- * -ENAMETOOLONG (longer than MC_CLIENT_PATH_MAX). */
-int path_check(const char *path);
+/* Path checks made before sending: 0 (and *out_len, when not NULL, the
+ * path's length), -EFAULT (NULL), -ENOENT (empty), -ENAMETOOLONG (longer
+ * than MC_CLIENT_PATH_MAX). */
+int path_check(const char *path, size_t *out_len);
 /* Point a protobuf bytes field at path (not copied). */
 void path_set(ProtobufCBinaryData *f, const char *path);
 

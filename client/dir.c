@@ -108,7 +108,7 @@ MC_DIR *mc_opendir(mc_client *c, const char *path)
 {
 	int err = client_check(c);
 	if (err == 0)
-		err = path_check(path);
+		err = path_check(path, NULL);
 	if (err < 0) {
 		errno = -err;
 		return NULL;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int path_check(const char *path)
+int path_check(const char *path, size_t *out_len)
 {
 	if (!path)
 		return -EFAULT;
@@ -17,6 +17,8 @@ int path_check(const char *path)
 		return -ENOENT;
 	if (len > MC_CLIENT_PATH_MAX)
 		return -ENAMETOOLONG;
+	if (out_len)
+		*out_len = len;
 	return 0;
 }
 
@@ -27,10 +29,10 @@ void path_set(ProtobufCBinaryData *f, const char *path)
 }
 
 /* The checks every path call makes before sending. */
-static int path_prep(const mc_client *c, const char *path)
+static int path_prep(const mc_client *c, const char *path, size_t *out_len)
 {
 	int err = client_check(c);
-	return err < 0 ? err : path_check(path);
+	return err < 0 ? err : path_check(path, out_len);
 }
 
 /* Send op (its path fields set) and expect nothing back but err. */
@@ -43,7 +45,7 @@ static int path_send(mc_client *c, Mcache__Op *op)
 /* One op with one path and no result but err. */
 static int path_op(mc_client *c, Mcache__Op *op, const char *path)
 {
-	int err = path_prep(c, path);
+	int err = path_prep(c, path, NULL);
 	if (err < 0)
 		return client_fail(err);
 	path_set(&op->path, path);
@@ -53,9 +55,9 @@ static int path_op(mc_client *c, Mcache__Op *op, const char *path)
 /* One op with two paths. */
 static int path2_op(mc_client *c, Mcache__Op *op, const char *path, const char *path2)
 {
-	int err = path_prep(c, path);
+	int err = path_prep(c, path, NULL);
 	if (err == 0)
-		err = path_check(path2);
+		err = path_check(path2, NULL);
 	if (err < 0)
 		return client_fail(err);
 	path_set(&op->path, path);
@@ -119,7 +121,8 @@ ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
-	int err = path_prep(c, path);
+	size_t plen;
+	int err = path_prep(c, path, &plen);
 	if (err < 0)
 		return client_fail(err);
 	if (size == 0)
@@ -128,7 +131,7 @@ ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size)
 		return client_fail(-EFAULT);
 	if (client_local(c)) {
 		size_t n;
-		err = client_view_result(c, view_readlink(c->view, path, strlen(path), buf, size, &n));
+		err = client_view_result(c, view_readlink(c->view, path, plen, buf, size, &n));
 		if (err == 0)
 			return (ssize_t)n;
 		if (err < 0)
@@ -151,14 +154,15 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 {
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
-	int err = path_prep(c, path);
+	size_t plen;
+	int err = path_prep(c, path, &plen);
 	if (err < 0)
 		return client_fail(err);
 	if (!st)
 		return client_fail(-EFAULT);
 	if (client_local(c)) {
 		/* Answered from shared memory when the cache can vouch for it. */
-		err = client_view_result(c, view_stat(c->view, path, strlen(path),
+		err = client_view_result(c, view_stat(c->view, path, plen,
 		                                      code != MCACHE__OP_CODE__OP_LSTAT, st));
 		if (err <= 0)
 			return err < 0 ? client_fail(err) : 0;
@@ -211,7 +215,7 @@ int mc_utimens(mc_client *c, const char *path, const struct timespec times[2])
 		op.atime_nsec = UTIME_NOW;
 		op.mtime_nsec = UTIME_NOW;
 	} else {
-		int err = path_prep(c, path);
+		int err = path_prep(c, path, NULL);
 		if (err == 0 && (!nsec_valid(times[0].tv_nsec) || !nsec_valid(times[1].tv_nsec)))
 			err = -EINVAL; /* as utimensat(2) */
 		if (err < 0)
@@ -227,7 +231,7 @@ int mc_utimens(mc_client *c, const char *path, const struct timespec times[2])
 int mc_truncate(mc_client *c, const char *path, off_t length)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
-	int err = path_prep(c, path);
+	int err = path_prep(c, path, NULL);
 	if (err == 0 && length < 0)
 		err = -EINVAL;
 	if (err < 0)
