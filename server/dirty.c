@@ -112,6 +112,25 @@ void inode_gone(struct ns *ns, mc_off_t off)
 
 /* ---- the journal bound --------------------------------------------------- */
 
+void ns_journal_init(struct ns *ns, const struct ns_opts *o)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ns->room, &ca);
+	pthread_condattr_destroy(&ca);
+	if (o) {
+		ns->jmax_recs = o->journal_max_records;
+		ns->jmax_bytes = o->journal_max_bytes;
+		ns->jwait_ms = o->journal_wait_ms;
+	}
+}
+
+void ns_journal_fini(struct ns *ns)
+{
+	pthread_cond_destroy(&ns->room);
+}
+
 /* Is the uncommitted journal at 1/div of its bound (records or bytes)? */
 static bool journal_at(const struct ns *ns, uint64_t div)
 {

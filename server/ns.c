@@ -141,16 +141,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ns->room, &ca);
-	pthread_condattr_destroy(&ca);
-	if (o) {
-		ns->jmax_recs = o->journal_max_records;
-		ns->jmax_bytes = o->journal_max_bytes;
-		ns->jwait_ms = o->journal_wait_ms;
-	}
+	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
 	ns->next_ino = meta.next_ino;
@@ -196,7 +187,7 @@ void ns_free(struct ns *ns)
 		map_free(&ns->recs[p]);
 	}
 	map_free(&ns->holds);
-	pthread_cond_destroy(&ns->room);
+	ns_journal_fini(ns);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }

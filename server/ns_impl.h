@@ -98,6 +98,9 @@ int ns_load_dir(struct ns *ns, mc_off_t dir);
  * room, else wait (the lock released) up to jwait_ms for a commit to make
  * some; -ENOSPC when none did. Kicks the committer half way. */
 int ns_journal_room(struct ns *ns);
+/* Set up (from o, which may be NULL: no bound) and tear down the bound. */
+void ns_journal_init(struct ns *ns, const struct ns_opts *o);
+void ns_journal_fini(struct ns *ns);
 int64_t now_ns(void);
 /* Abort on a failure that would lose acknowledged changes (journal OOM). */
 void must(int rc, const char *what);
