@@ -152,6 +152,15 @@ int ns_journal_room(struct ns *ns)
 	}
 	if (!journal_at(ns, 1))
 		return 0;
+	if (ns->jrefusing) {
+		/* A wait timed out and nothing was committed since: waiting again
+		 * would only multiply the delay (a batch of mutations, a shutdown).
+		 * A retry soon tells whether the store is back. */
+		if (ns->kick)
+			ns->kick(ns->kick_arg);
+		ns->full_refusals++;
+		return -ENOSPC;
+	}
 	ns->full_waits++;
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -167,6 +176,7 @@ int ns_journal_room(struct ns *ns)
 		if (pthread_cond_timedwait(&ns->room, &ns->lock, &dl) == ETIMEDOUT &&
 		    journal_at(ns, 1)) {
 			ns->full_refusals++;
+			ns->jrefusing = true;
 			return -ENOSPC;
 		}
 	}
@@ -275,6 +285,7 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
 	ns->spare = b;
 	ns->swapped = NULL;
+	ns->jrefusing = false;
 	pthread_cond_broadcast(&ns->room);
 	pthread_mutex_unlock(&ns->lock);
 }

@@ -15,7 +15,9 @@
  * O_TRUNC, link, unlink, rmdir, rename, chmod, chown, utimens, truncate,
  * rmtree) first checks the uncommitted journal against the bound; past it,
  * it waits with the lock released, then fails with -ENOSPC, changing
- * nothing. Half way to the bound, it asks the committer to commit now
+ * nothing. After such a timed-out wait, mutations fail at once (no wait)
+ * until a commit is published, so a batch of mutations or a shutdown waits
+ * once, not once per mutation. Half way to the bound, it asks the committer to commit now
  * (ns_set_kick). An rmtree is checked once, at its start, and may take the
  * journal past the bound by what it removes.
  */

@@ -47,6 +47,7 @@ struct ns {
 	void (*kick)(void *arg);
 	void *kick_arg;
 	uint64_t kicked_seq;             /* running batch already kicked for */
+	bool jrefusing;                  /* a wait timed out, no publish since: no more waits */
 	uint64_t full_waits, full_refusals;
 };
 
@@ -96,7 +97,8 @@ int ns_load_dir(struct ns *ns, mc_off_t dir);
 /* dirty.c: journaling and dirty bits (ns.c notes 2 and 3). */
 /* The journal bound, at the start of a mutation, lock held: 0 when there is
  * room, else wait (the lock released) up to jwait_ms for a commit to make
- * some; -ENOSPC when none did. Kicks the committer half way. */
+ * some; -ENOSPC when none did -- and at once, without waiting, until the
+ * next publish. Kicks the committer half way. */
 int ns_journal_room(struct ns *ns);
 /* Set up (from o, which may be NULL: no bound) and tear down the bound. */
 void ns_journal_init(struct ns *ns, const struct ns_opts *o);

@@ -255,11 +255,13 @@ static void test_journal_bound(void **state)
 	assert_non_null(c);
 	assert_int_equal(mc_mkdir(c, "/d", 0755), 0);
 	int n = 0;
-	while (n < 60000 && create(c, n) == 0)
+	double t0 = now_ms();
+	while (n < 60000 && (t0 = now_ms(), create(c, n) == 0))
 		n++;
 	if (n == 60000)
 		fail_msg("60000 creates accepted: the journal is not bounded");
 	assert_int_equal(errno, ENOSPC);
+	assert_true(now_ms() - t0 >= 150);             /* after waiting for room */
 	char p[300];
 	struct stat st;
 	name_of(p, sizeof(p), n);
@@ -269,10 +271,11 @@ static void test_journal_bound(void **state)
 	uint64_t backlog = stat_u64(c, "\"journal\"", "backlog_records");
 	assert_true(backlog >= 3000 && backlog < 3010);
 
-	double t0 = now_ms();
+	/* The next ones fail at once until a commit succeeds. */
+	t0 = now_ms();
 	assert_int_equal(mc_mkdir(c, "/e", 0755), -1);
 	assert_int_equal(errno, ENOSPC);
-	assert_true(now_ms() - t0 >= 150);
+	assert_true(now_ms() - t0 < 100);
 	assert_int_equal(mc_rename(c, "/d", "/e"), -1);
 	assert_int_equal(errno, ENOSPC);
 	/* The server keeps serving reads, from the segment and over RPC. */
@@ -283,7 +286,7 @@ static void test_journal_bound(void **state)
 	assert_int_equal(mc_stat(c2, "/d", &st), 0);
 	mc_disconnect(c2);
 	assert_true(stat_u64(c, "\"journal\"", "full_refusals") >= 3);
-	assert_true(stat_u64(c, "\"journal\"", "full_waits") >= 3);
+	assert_int_equal(stat_u64(c, "\"journal\"", "full_waits"), 1);
 
 	grow(f);
 	double took;
