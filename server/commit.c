@@ -1,7 +1,7 @@
 /* commit.c - the group committer.
  *
  * One thread. Every interval (or at once when someone waits for
- * durability, or the journal is half full) it runs one commit:
+ * durability, or the journal is half way to its bound) it runs one commit:
  *
  *     swap (ns_swap, O(1), excludes writers)
  *       -> write (store_commit: log append + table updates + fsync, no lock)
@@ -10,8 +10,10 @@
  *
  * A failed write:
  *
- *     write fails -> fail_waiters(store error) -> back off (5 ms doubling,
- *       at most 1 s; a new waiter retries at once) -> write again ...
+ *     write fails -> fail_waiters(store error) -> back off (the interval,
+ *       doubling, at most 1 s; a kick -- a new waiter, a full journal --
+ *       retries sooner, but never within COMMIT_RETRY_GAP_MS of the last
+ *       failure: commit_wait_turn) -> write again ...
  *     commit_shutdown: deadline -> past it, the last attempt failed:
  *       `expired`, every waiter (and any later one) answered at once
  *
