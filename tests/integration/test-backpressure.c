@@ -31,6 +31,7 @@
 struct fx {
 	struct mc_server s;
 	bool mounted;
+	int mount_errno;     /* why mounting failed */
 };
 
 static double now_ms(void)
@@ -60,6 +61,7 @@ static int setup(void **state)
 	if (mkdir(f->s.data, 0700) < 0)
 		return -1;
 	f->mounted = mount("tmpfs", f->s.data, "tmpfs", 0, "size=4m,mode=0700") == 0;
+	f->mount_errno = f->mounted ? 0 : errno;
 	*state = f;
 	return 0;
 }
@@ -81,7 +83,7 @@ static int teardown(void **state)
 	do {                                                                     \
 		if (!(f)->mounted) {                                             \
 			print_message("# skip: cannot mount a tmpfs (%s)\n",     \
-			               strerror(EPERM));                         \
+			               strerror((f)->mount_errno));              \
 			skip();                                                  \
 		}                                                                \
 	} while (0)
