@@ -13,7 +13,11 @@
  * leave the outcome unknown: ENOTCONN (the connection broke, perhaps after
  * the server applied the call) and EIO from a call that waits for
  * durability when the commit failed (the change is applied and visible; the
- * server keeps retrying its commit). Besides those, any call
+ * server keeps retrying its commit). A mutation may fail with ENOSPC when
+ * the server has no room: its shared-memory segment is full, or its journal
+ * of changes not yet committed reached its bound (the store is failing or
+ * cannot keep up) and no commit made room within the server's
+ * --journal-wait-ms; the namespace is unchanged then. Besides those, any call
  * may fail with ENOTCONN (the connection to the server is gone; reconnect
  * with a new mc_connect()), ENOMEM, or EPROTO (the server sent something this
  * library does not understand).
@@ -139,7 +143,11 @@ MC_EXPORT MC_DIR *mc_opendir(mc_client *c, const char *path);
 MC_EXPORT struct dirent *mc_readdir(MC_DIR *dir);
 MC_EXPORT int mc_closedir(MC_DIR *dir);
 
-/* Wait until every mutation acknowledged to any client so far is durable. */
+/* Wait until every mutation acknowledged to any client so far is durable.
+ * EIO: a commit failed first (for example, the server's data directory is
+ * full); the changes stay applied and visible and the server keeps retrying
+ * the commit, so a later mc_sync may succeed. The answer comes after one
+ * commit attempt, not when the store recovers. mc_fsync: also EBADF. */
 MC_EXPORT int mc_fsync(mc_client *c, int fd);
 MC_EXPORT int mc_sync(mc_client *c);
 

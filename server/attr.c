@@ -21,7 +21,9 @@ static int with_inode(struct ns *ns, const struct cred *c, const char *path, siz
 	mc_off_t off;
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
-	int rc = walk_path(&nd, path, len, true, &off);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_path(&nd, path, len, true, &off);
 	if (rc == 0)
 		rc = fn(ns, c, off, arg);
 	nd_free(&nd);
@@ -174,13 +176,13 @@ int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size)
 	if (size < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&ns->lock);
-	int rc = 0;
-	mc_off_t off = inode_find(ns->shm, ino);
-	if (!off)
+	int rc = ns_journal_room(ns);
+	mc_off_t off = rc == 0 ? inode_find(ns->shm, ino) : 0;
+	if (rc == 0 && !off)
 		rc = -EBADF;
-	else if (!writable || !S_ISREG(inode_at(ns->shm, off)->mode))
+	else if (rc == 0 && (!writable || !S_ISREG(inode_at(ns->shm, off)->mode)))
 		rc = -EINVAL;
-	else
+	else if (rc == 0)
 		set_size(ns, off, (uint64_t)size);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

@@ -1,20 +1,33 @@
 /* commit.c - the group committer.
  *
  * One thread. Every interval (or at once when someone waits for
- * durability) it runs one commit:
+ * durability, or the journal is half way to its bound) it runs one commit:
  *
  *     swap (ns_swap, O(1), excludes writers)
  *       -> write (store_commit: log append + table updates + fsync, no lock)
  *       -> publish (ns_publish: entries clean, committed_seq advances)
  *       -> wake (waiters whose batch is now durable)
  *
+ * A failed write:
+ *
+ *     write fails -> fail_waiters(store error) -> back off (the interval,
+ *       doubling, at most 1 s; a kick -- a new waiter, a full journal --
+ *       retries sooner, but never within COMMIT_RETRY_GAP_MS of the last
+ *       failure: commit_wait_turn) -> write again ...
+ *     commit_shutdown: deadline -> past it, the last attempt failed:
+ *       `expired`, every waiter (and any later one) answered at once
+ *
  * Invariants:
  *  1. Batches are committed in sequence order; at most one is between swap
  *     and publish.
  *  2. A batch whose write failed stays `pending` and is retried before any
- *     new swap: the journal is never dropped and never reordered. Its
- *     waiters keep waiting; the failure is counted and logged.
- *  3. `durable` only grows; a waiter for seq <= durable is answered at once.
+ *     new swap: the journal is never dropped and never reordered.
+ *  3. `durable` only grows; a waiter for seq <= durable is answered at once
+ *     with 0. A waiter for a later batch is answered 0 once its batch is
+ *     durable, or with the store's error after the next write that fails
+ *     (its batch cannot be durable before the failed one): nobody waits
+ *     longer than one commit attempt while the store fails.
+ *  4. Every waiter is answered exactly once; commit_stop answers those left.
  */
 #include "commit.h"
 
@@ -29,6 +42,9 @@
 #include "log.h"
 #include "ns.h"
 #include "store.h"
+
+/* Least time between two failed attempts, however often we are kicked. */
+#define COMMIT_RETRY_GAP_MS 10u
 
 struct waiter {
 	uint64_t seq;
@@ -46,6 +62,9 @@ struct commit {
 	pthread_cond_t cv;
 	bool stop;
 	bool kick;
+	uint64_t deadline_us;           /* commit_shutdown (mono_us); 0: none */
+	bool expired;                   /* past the deadline with the store failing */
+	int last_err;                   /* of the last failed write; 0 after a success */
 	uint64_t durable;
 	struct journal_batch *pending;  /* swapped, write failed: retry first */
 	struct waiter *waiters;
@@ -81,6 +100,23 @@ static void wake(struct commit *c)
 	}
 }
 
+/* Answer every waiter left with err: the store failed, so none of their
+ * batches can be durable before a later attempt (invariant 3). */
+static void fail_waiters(struct commit *c, int err)
+{
+	pthread_mutex_lock(&c->mu);
+	struct waiter *w = c->waiters;
+	c->waiters = NULL;
+	pthread_mutex_unlock(&c->mu);
+	while (w) {
+		struct waiter *n = w->next;
+		stat_add(&c->stats.sync_failures, 1);
+		w->fn(w->arg, err);
+		free(w);
+		w = n;
+	}
+}
+
 /* One commit. Returns 0, 1 when nothing was pending, or the store error. */
 static int commit_once(struct commit *c)
 {
@@ -96,11 +132,21 @@ static int commit_once(struct commit *c)
 	uint64_t t2 = mono_us();
 	if (rc < 0) {
 		c->pending = b;
-		stat_add(&c->stats.failures, 1);
-		log_error("commit of batch %llu (%u records) failed: %s; will retry",
-		          (unsigned long long)b->seq, b->nrecs, strerror(-rc));
+		uint64_t n = atomic_fetch_add_explicit(&c->stats.failures, 1,
+		                                       memory_order_relaxed) + 1;
+		/* The 1st, 2nd, 4th, 8th... failure: the log does not flood. */
+		if ((n & (n - 1)) == 0)
+			log_error("commit of batch %llu (%u records) failed: %s; will retry "
+			          "(%llu failures so far)", (unsigned long long)b->seq, b->nrecs,
+			          rc == -ENOSPC ? "no space left in the store" : strerror(-rc),
+			          (unsigned long long)n);
+		pthread_mutex_lock(&c->mu);
+		c->last_err = rc;
+		pthread_mutex_unlock(&c->mu);
 		return rc;
 	}
+	if (c->pending)
+		log_info("commit of batch %llu succeeded after failures", (unsigned long long)b->seq);
 	c->pending = NULL;
 	uint64_t seq = b->seq;
 	uint32_t nrecs = b->nrecs;
@@ -109,6 +155,7 @@ static int commit_once(struct commit *c)
 
 	pthread_mutex_lock(&c->mu);
 	c->durable = seq;
+	c->last_err = 0;
 	pthread_mutex_unlock(&c->mu);
 
 	struct commit_stats *s = &c->stats;
@@ -136,45 +183,104 @@ static int commit_once(struct commit *c)
 	return 0;
 }
 
+/* How long to sleep: the interval, doubled per failure up to 1 s, never
+ * past the shutdown deadline. */
+static unsigned commit_sleep_ms(const struct commit *c, unsigned failures)
+{
+	unsigned ms = c->interval_ms ? c->interval_ms : 1;
+	if (failures)
+		ms = failures > 10 ? 1000 : ms * (1u << failures);
+	if (ms > 1000 && failures)
+		ms = 1000;
+	if (c->deadline_us && !c->expired) {
+		uint64_t now = mono_us();
+		uint64_t left = c->deadline_us > now ? (c->deadline_us - now + 999) / 1000 : 0;
+		if (left < ms)
+			ms = (unsigned)left;
+	}
+	return ms;
+}
+
+/* Sleep on c->cv (held) for ms; false once the time is up. */
+static bool commit_sleep(struct commit *c, unsigned ms)
+{
+	struct timespec ts;
+	if (ms == 0)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT;
+}
+
+/* Wait (c->mu held) until it is time for the next attempt: the interval
+ * (backed off while failing, and never past the shutdown deadline), or a
+ * kick -- but while the store fails, never sooner than COMMIT_RETRY_GAP_MS
+ * after the last failed attempt, so waiters and mutations cannot turn
+ * retries into a busy loop. Once stopping, at once unless failing. */
+static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
+{
+	for (;;) {
+		if (c->stop && !failures)
+			return;
+		if (c->kick && !c->stop) {
+			uint64_t since = (mono_us() - failed_us) / 1000;
+			if (!failures || since >= COMMIT_RETRY_GAP_MS ||
+			    !commit_sleep(c, COMMIT_RETRY_GAP_MS - (unsigned)since))
+				return;
+		} else if (c->interval_ms == 0 && !failures && !c->stop) {
+			/* Interval 0: every mutation kicks us (commit_kick). */
+			pthread_cond_wait(&c->cv, &c->mu);
+		} else if (!commit_sleep(c, commit_sleep_ms(c, failures))) {
+			return;
+		}
+	}
+}
+
 static void *commit_main(void *arg)
 {
 	struct commit *c = arg;
 	unsigned failures = 0;
+	uint64_t failed_us = 0;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		if (!c->stop && !c->kick && c->interval_ms == 0 && !failures) {
-			/* Interval 0: every mutation kicks us (commit_kick). */
-			pthread_cond_wait(&c->cv, &c->mu);
-		} else if (!c->stop && !c->kick) {
-			unsigned ms = c->interval_ms ? c->interval_ms : 1;
-			if (failures)
-				ms = failures > 10 ? 1000 : ms * (1u << failures);
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-			ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-		}
+		commit_wait_turn(c, failures, failed_us);
 		c->kick = false;
 		bool stopping = c->stop;
+		uint64_t deadline = c->deadline_us;
 		pthread_mutex_unlock(&c->mu);
 
 		int rc;
 		while ((rc = commit_once(c)) == 0)
 			wake(c);
 		wake(c);
-		failures = rc < 0 ? failures + 1 : 0;
+		bool expired = false;
+		if (rc < 0) {
+			failures++;
+			failed_us = mono_us();
+			expired = deadline && mono_us() >= deadline;
+			if (expired) {
+				pthread_mutex_lock(&c->mu);
+				c->expired = true;
+				pthread_mutex_unlock(&c->mu);
+			}
+			fail_waiters(c, rc);
+		} else {
+			failures = 0;
+		}
 
 		pthread_mutex_lock(&c->mu);
-		if (stopping && (rc == 1 || failures >= 3)) {
-			if (rc < 0)
-				log_error("stopping with uncommitted changes: the store keeps failing");
+		if (stopping && (rc == 1 || expired))
 			break;
-		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+static void commit_kick_cb(void *arg)
+{
+	commit_kick(arg);
 }
 
 int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out)
@@ -201,27 +307,35 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 		free(c);
 		return -rc;
 	}
+	ns_set_kick(ns, commit_kick_cb, c);
 	*out = c;
 	return 0;
+}
+
+void commit_shutdown(struct commit *c, unsigned timeout_ms)
+{
+	pthread_mutex_lock(&c->mu);
+	/* At least 1 us: 0 means "no deadline". */
+	c->deadline_us = mono_us() + (uint64_t)timeout_ms * 1000 + 1;
+	c->kick = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 }
 
 void commit_stop(struct commit *c)
 {
 	if (!c)
 		return;
+	ns_set_kick(c->ns, NULL, NULL);
 	pthread_mutex_lock(&c->mu);
+	if (!c->deadline_us)
+		c->deadline_us = mono_us() + 1;
 	c->stop = true;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 	/* Whoever still waits will never see durability. */
-	struct waiter *w = c->waiters;
-	while (w) {
-		struct waiter *n = w->next;
-		w->fn(w->arg, -EIO);
-		free(w);
-		w = n;
-	}
+	fail_waiters(c, c->last_err ? c->last_err : -EIO);
 	if (c->pending)
 		log_error("batch %llu was never committed", (unsigned long long)c->pending->seq);
 	pthread_cond_destroy(&c->cv);
@@ -232,9 +346,12 @@ void commit_stop(struct commit *c)
 int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *arg)
 {
 	pthread_mutex_lock(&c->mu);
-	if (seq <= c->durable) {
+	if (seq <= c->durable || c->expired) {
+		int err = seq <= c->durable ? 0 : c->last_err ? c->last_err : -EIO;
 		pthread_mutex_unlock(&c->mu);
-		fn(arg, 0);
+		if (err)
+			stat_add(&c->stats.sync_failures, 1);
+		fn(arg, err);
 		return 0;
 	}
 	struct waiter *w = malloc(sizeof(*w));

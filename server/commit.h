@@ -14,14 +14,26 @@ struct ns;
 struct store;
 
 /* Start the committer for ns over store, committing every interval_ms (and
- * at once when someone waits). -ENOMEM, or the pthread error. */
+ * at once when someone waits, or when ns finds its journal half way to its
+ * bound: commit_start registers itself with ns_set_kick). -ENOMEM, or the
+ * pthread error. */
 int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out);
-/* Commit what is pending, stop the thread, free. */
+/* Begin a bounded shutdown: keep committing (and retrying a failing store)
+ * for at most timeout_ms from now. Once the deadline has passed and an
+ * attempt failed, every waiter is answered with the store's error at once,
+ * and so is every later commit_wait_async for a batch not yet durable. */
+void commit_shutdown(struct commit *c, unsigned timeout_ms);
+/* Commit what is pending (one attempt when the store fails, or retries up
+ * to the commit_shutdown deadline), stop the thread, answer the waiters
+ * left with the store's error (-EIO if none was seen), free. What could
+ * not be committed stays in the namespace's journal (ns_journal_backlog). */
 void commit_stop(struct commit *c);
 
-/* Called once batch seq is durable (or, with err < 0, when it can never be:
- * the store failed). Runs on the committer thread, or inline from
- * commit_wait_async when seq is already durable; it must not block. */
+/* Called once batch seq is durable (err 0), or with err < 0 when a commit
+ * attempt failed before it was: the store's error (-ENOSPC, -EIO, ...); the
+ * batch stays in the journal and the committer keeps retrying. Runs on the
+ * committer thread, or inline from commit_wait_async when the answer is
+ * already known; it must not block. */
 typedef void (*commit_done_fn)(void *arg, int err);
 
 /* Ask for fn(arg) once every batch up to seq is durable, and commit soon.
@@ -30,7 +42,8 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 /* Commit soon, without waiting (used after each mutation when the commit
  * interval is 0). */
 void commit_kick(struct commit *c);
-/* Block until batch seq is durable. 0 or the commit error. */
+/* Block until batch seq is durable: 0, or the store's error after an
+ * attempt failed (see commit_done_fn), or -ENOMEM. */
 int commit_wait(struct commit *c, uint64_t seq);
 
 const struct commit_stats *commit_get_stats(const struct commit *c);

@@ -29,6 +29,10 @@
 #define DEF_MAP_SIZE (256 * MiB)
 #define DEF_RETENTION 10000u
 #define DEF_ROOT_MODE 0755u
+#define DEF_JOURNAL_RECORDS 1000000u
+#define DEF_JOURNAL_BYTES (256 * MiB)
+#define DEF_JOURNAL_WAIT_MS 1000u
+#define DEF_SHUTDOWN_S 10u
 
 enum opt_id {
 	OPT_SOCKET = 's',
@@ -49,6 +53,10 @@ enum opt_id {
 	OPT_RETENTION,
 	OPT_LOG_LEVEL,
 	OPT_ROOT_MODE,
+	OPT_JOURNAL_RECORDS,
+	OPT_JOURNAL_BYTES,
+	OPT_JOURNAL_WAIT,
+	OPT_SHUTDOWN,
 };
 
 static const struct option long_opts[] = {
@@ -67,6 +75,10 @@ static const struct option long_opts[] = {
 	{ "log-retention", required_argument, NULL, OPT_RETENTION },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "root-mode", required_argument, NULL, OPT_ROOT_MODE },
+	{ "journal-max-records", required_argument, NULL, OPT_JOURNAL_RECORDS },
+	{ "journal-max-bytes", required_argument, NULL, OPT_JOURNAL_BYTES },
+	{ "journal-wait-ms", required_argument, NULL, OPT_JOURNAL_WAIT },
+	{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -92,6 +104,12 @@ static const char short_opts[] = "+:s:d:c:hV";
 #define MAX_MAP_SIZE (16 * TiB)
 #define MIN_RETENTION 1u
 #define MAX_RETENTION 1000000000u
+#define MIN_JOURNAL_RECORDS 1u
+#define MAX_JOURNAL_RECORDS 1000000000u
+#define MIN_JOURNAL_BYTES (64 * KiB)
+#define MAX_JOURNAL_BYTES (64 * GiB)
+#define MAX_JOURNAL_WAIT_MS 60000u
+#define MAX_SHUTDOWN_S 3600u
 
 static const char usage_text[] =
 	"NAME\n"
@@ -152,12 +170,32 @@ static const char usage_text[] =
 	"    --root-mode=MODE\n"
 	"        Octal permission bits of the root directory of a new namespace,\n"
 	"        0 to 7777. Default: 0755\n"
+	"    --journal-max-records=N\n"
+	"        Bound on the journal: changes applied but not committed yet, in\n"
+	"        records (a create adds two or three), 1 to 1000000000. Half way\n"
+	"        to it a commit starts at once; past it a mutation waits\n"
+	"        --journal-wait-ms for a commit to make room, then fails with\n"
+	"        ENOSPC and changes nothing. Default: 1000000\n"
+	"    --journal-max-bytes=SIZE\n"
+	"        The same bound in journal bytes, 64K to 64G. Default: 256M\n"
+	"    --journal-wait-ms=MS\n"
+	"        How long a mutation waits for room in a full journal, 0 to\n"
+	"        60000; after a wait that timed out, mutations fail at once\n"
+	"        until a commit succeeds. Default: 1000\n"
+	"    --shutdown-timeout=SECONDS\n"
+	"        How long SIGTERM or SIGINT keeps trying to commit what is\n"
+	"        pending while the store fails, 0 to 3600; then replies still\n"
+	"        waiting for durability get EIO and the server exits with\n"
+	"        status 3. Default: 10\n"
 	"    -c, --config=FILE\n"
 	"        Read settings from FILE first; options on the command line win.\n"
 	"    -h, --help\n"
 	"        Print this text and exit.\n"
 	"    -V, --version\n"
-	"        Print the version and exit.\n"
+	"        Print the version and exit.\n";
+
+/* The rest of --help (one literal would be longer than C99 promises). */
+static const char usage_more[] =
 	"\n"
 	"    SIZE is a number of bytes with an optional suffix K, M, G or T\n"
 	"    (powers of 1024), for example 512M.\n"
@@ -179,7 +217,10 @@ static const char usage_text[] =
 	"SIGNALS\n"
 	"    SIGTERM, SIGINT\n"
 	"        Stop accepting connections and requests, commit what is pending,\n"
-	"        and exit with status 0.\n"
+	"        and exit with status 0. While the store fails, retry for at most\n"
+	"        --shutdown-timeout seconds (plus --journal-wait-ms for a mutation\n"
+	"        already waiting for room), log how many journal records and\n"
+	"        batches stayed uncommitted, and exit with status 3.\n"
 	"\n"
 	"FILES\n"
 	"    " DEF_SOCKET "\n"
@@ -192,7 +233,9 @@ static const char usage_text[] =
 	"EXIT STATUS\n"
 	"    0   Stopped by SIGTERM or SIGINT after committing, or --help/--version.\n"
 	"    1   The server failed to start or failed while running.\n"
-	"    2   Bad command line or configuration file.\n";
+	"    2   Bad command line or configuration file.\n"
+	"    3   Stopped by SIGTERM or SIGINT, but changes stayed uncommitted:\n"
+	"        the store kept failing for --shutdown-timeout (see the log).\n";
 
 void config_defaults(struct mcd_config *c)
 {
@@ -212,6 +255,10 @@ void config_defaults(struct mcd_config *c)
 	c->log_retention = DEF_RETENTION;
 	c->log_level = LOG_LVL_INFO;
 	c->root_mode = DEF_ROOT_MODE;
+	c->journal_max_records = DEF_JOURNAL_RECORDS;
+	c->journal_max_bytes = DEF_JOURNAL_BYTES;
+	c->journal_wait_ms = DEF_JOURNAL_WAIT_MS;
+	c->shutdown_timeout_s = DEF_SHUTDOWN_S;
 }
 
 void config_free(struct mcd_config *c)
@@ -455,6 +502,26 @@ static int config_set(struct mcd_config *c, int id, const char *v, char *msg, si
 			return rc;
 		c->log_retention = x;
 		return 0;
+	case OPT_JOURNAL_RECORDS:
+		if ((rc = get_uint(v, MIN_JOURNAL_RECORDS, MAX_JOURNAL_RECORDS, &x, msg, n)) < 0)
+			return rc;
+		c->journal_max_records = x;
+		return 0;
+	case OPT_JOURNAL_BYTES:
+		if ((rc = get_size(v, MIN_JOURNAL_BYTES, MAX_JOURNAL_BYTES, &x, msg, n)) < 0)
+			return rc;
+		c->journal_max_bytes = x;
+		return 0;
+	case OPT_JOURNAL_WAIT:
+		if ((rc = get_uint(v, 0, MAX_JOURNAL_WAIT_MS, &x, msg, n)) < 0)
+			return rc;
+		c->journal_wait_ms = (unsigned)x;
+		return 0;
+	case OPT_SHUTDOWN:
+		if ((rc = get_uint(v, 0, MAX_SHUTDOWN_S, &x, msg, n)) < 0)
+			return rc;
+		c->shutdown_timeout_s = (unsigned)x;
+		return 0;
 	case OPT_LOG_LEVEL: {
 		enum log_level lvl;
 		if (log_parse_level(v, &lvl) < 0) {
@@ -638,6 +705,7 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 	}
 	if (help) {
 		fputs(usage_text, out);
+		fputs(usage_more, out);
 		rc = 1;
 		goto done;
 	}

@@ -23,6 +23,10 @@ struct mcd_config {
 	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
+	uint64_t journal_max_records; /* --journal-max-records; uncommitted records; default 1000000 */
+	uint64_t journal_max_bytes; /* --journal-max-bytes; uncommitted journal bytes; default 256M */
+	unsigned journal_wait_ms;   /* --journal-wait-ms; wait for room, then ENOSPC; default 1000 */
+	unsigned shutdown_timeout_s;/* --shutdown-timeout; bound on the last commits; default 10 */
 };
 
 /* Set defaults. */

@@ -1,14 +1,17 @@
 /* dirty.c - what the namespace changed and the committer must write:
  * journal records for every change, the dirty bits that pin changed slots
  * until their batch is committed, and the swap/publish steps of a commit
- * (notes 2 and 3 in ns.c). Called with the namespace lock held unless a
- * function takes it itself. */
+ * (notes 2 and 3 in ns.c), and the bound on the uncommitted journal that
+ * makes mutations wait, then fail, while commits do not keep up. Called
+ * with the namespace lock held unless a function takes it itself. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "clock.h"
 #include "log.h"
@@ -107,6 +110,87 @@ void inode_gone(struct ns *ns, mc_off_t off)
 	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
 }
 
+/* ---- the journal bound --------------------------------------------------- */
+
+void ns_journal_init(struct ns *ns, const struct ns_opts *o)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ns->room, &ca);
+	pthread_condattr_destroy(&ca);
+	if (o) {
+		ns->jmax_recs = o->journal_max_records;
+		ns->jmax_bytes = o->journal_max_bytes;
+		ns->jwait_ms = o->journal_wait_ms;
+	}
+}
+
+void ns_journal_fini(struct ns *ns)
+{
+	pthread_cond_destroy(&ns->room);
+}
+
+/* Is the uncommitted journal at 1/div of its bound (records or bytes)? */
+static bool journal_at(const struct ns *ns, uint64_t div)
+{
+	uint64_t recs = ns->running->nrecs, bytes = ns->running->len;
+	if (ns->swapped) {
+		recs += ns->swapped->nrecs;
+		bytes += ns->swapped->len;
+	}
+	return (ns->jmax_recs && recs >= ns->jmax_recs / div) ||
+	       (ns->jmax_bytes && bytes >= ns->jmax_bytes / div);
+}
+
+int ns_journal_room(struct ns *ns)
+{
+	if (ns->kick && ns->running->nrecs > 0 && ns->kicked_seq != ns->running->seq &&
+	    journal_at(ns, 2)) {
+		ns->kicked_seq = ns->running->seq;
+		ns->kick(ns->kick_arg);
+	}
+	if (!journal_at(ns, 1))
+		return 0;
+	if (ns->jrefusing) {
+		/* A wait timed out and nothing was committed since: waiting again
+		 * would only multiply the delay (a batch of mutations, a shutdown).
+		 * A retry soon tells whether the store is back. */
+		if (ns->kick)
+			ns->kick(ns->kick_arg);
+		ns->full_refusals++;
+		return -ENOSPC;
+	}
+	ns->full_waits++;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ns->jwait_ms / 1000;
+	dl.tv_nsec += (long)(ns->jwait_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (journal_at(ns, 1)) {
+		if (ns->kick)
+			ns->kick(ns->kick_arg);
+		if (pthread_cond_timedwait(&ns->room, &ns->lock, &dl) == ETIMEDOUT &&
+		    journal_at(ns, 1)) {
+			ns->full_refusals++;
+			ns->jrefusing = true;
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
+void ns_set_kick(struct ns *ns, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns->kick = fn;
+	ns->kick_arg = arg;
+	pthread_mutex_unlock(&ns->lock);
+}
+
 /* ---- commit support ------------------------------------------------------ */
 
 uint64_t ns_pending_seq(struct ns *ns)
@@ -127,6 +211,24 @@ uint64_t ns_journal_records(struct ns *ns)
 	uint64_t n = ns->running->nrecs;
 	pthread_mutex_unlock(&ns->lock);
 	return n;
+}
+
+static void backlog_get(const struct ns *ns, struct ns_backlog *out)
+{
+	*out = (struct ns_backlog){ ns->running->nrecs, ns->running->len,
+	                            ns->running->nrecs > 0 };
+	if (ns->swapped) {
+		out->records += ns->swapped->nrecs;
+		out->bytes += ns->swapped->len;
+		out->batches++;
+	}
+}
+
+void ns_journal_backlog(struct ns *ns, struct ns_backlog *out)
+{
+	pthread_mutex_lock(&ns->lock);
+	backlog_get(ns, out);
+	pthread_mutex_unlock(&ns->lock);
 }
 
 struct journal_batch *ns_swap(struct ns *ns)
@@ -183,6 +285,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
 	ns->spare = b;
 	ns->swapped = NULL;
+	ns->jrefusing = false;
+	pthread_cond_broadcast(&ns->room);
 	pthread_mutex_unlock(&ns->lock);
 }
 
@@ -202,6 +306,12 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->shm_total = s->size;
 	out->alloc_failures = s->alloc_failures;
 	out->journal_records = ns->running->nrecs;
+	struct ns_backlog bl;
+	backlog_get(ns, &bl);
+	out->backlog_records = bl.records;
+	out->backlog_bytes = bl.bytes;
+	out->full_waits = ns->full_waits;
+	out->full_refusals = ns->full_refusals;
 	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
 	pthread_mutex_unlock(&ns->lock);
 }

@@ -1,6 +1,12 @@
 /* main.c - mcached: parse the settings, bring the modules up in order, serve
  * until SIGTERM or SIGINT, then stop accepting, commit what is pending and
- * exit 0. */
+ * exit 0 -- or, when the store keeps failing for --shutdown-timeout, log
+ * what stayed uncommitted and exit 3.
+ *
+ * Shutdown is bounded: commit_shutdown starts the deadline before
+ * rpc_stop, whose workers wait for the replies held for a commit; past the
+ * deadline the committer answers those with EIO, so rpc_stop and
+ * commit_stop both return. */
 #include <errno.h>
 #include <event2/thread.h>
 #include <pthread.h>
@@ -79,7 +85,12 @@ int main(int argc, char **argv)
 		log_error("cannot create the client area: %s", strerror(-rc));
 		goto out;
 	}
-	rc = ns_new(m.shm, m.store, NULL, &m.ns);
+	struct ns_opts no = {
+		.journal_max_records = cfg.journal_max_records,
+		.journal_max_bytes = cfg.journal_max_bytes,
+		.journal_wait_ms = cfg.journal_wait_ms,
+	};
+	rc = ns_new(m.shm, m.store, &no, &m.ns);
 	if (rc < 0) {
 		log_error("cannot load the namespace: %s", strerror(-rc));
 		goto out;
@@ -136,7 +147,10 @@ int main(int argc, char **argv)
 	status = 0;
 out:
 	/* Reverse order: no new requests, then the last commit, then the rest.
-	 * rpc_stop first, since it waits for replies held for a commit. */
+	 * rpc_stop first, since it waits for replies held for a commit; the
+	 * committer's deadline bounds that wait. */
+	if (m.commit)
+		commit_shutdown(m.commit, cfg.shutdown_timeout_s * 1000u);
 	if (m.admin)
 		admin_stop(m.admin);
 	if (m.rpc)
@@ -147,12 +161,18 @@ out:
 	if (m.commit)
 		commit_stop(m.commit);
 	if (m.ns) {
-		uint64_t left = ns_journal_records(m.ns);
-		if (left)
-			log_error("%llu journal records could not be committed",
-			          (unsigned long long)left);
-		else if (status == 0)
+		struct ns_backlog bl;
+		ns_journal_backlog(m.ns, &bl);
+		if (bl.records) {
+			log_error("stopping with %llu journal records (%llu bytes, %u batches) "
+			          "uncommitted: the store kept failing for %u s",
+			          (unsigned long long)bl.records, (unsigned long long)bl.bytes,
+			          bl.batches, cfg.shutdown_timeout_s);
+			if (status == 0)
+				status = 3;
+		} else if (status == 0) {
 			log_info("all changes committed; bye");
+		}
 	}
 	ns_free(m.ns);
 	area_destroy(m.area);

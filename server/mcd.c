@@ -26,6 +26,7 @@ static void commit_stats_copy(struct commit_stats *d, const struct commit_stats 
 	copy_u64(&d->records, &s->records);
 	copy_u64(&d->failures, &s->failures);
 	copy_u64(&d->sync_waits, &s->sync_waits);
+	copy_u64(&d->sync_failures, &s->sync_failures);
 	hist_merge(&d->batch_records, &s->batch_records);
 	hist_merge(&d->latency_us, &s->latency_us);
 	hist_merge(&d->blocked_us, &s->blocked_us);
@@ -73,6 +74,10 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	out->shm_bytes_used = nc.shm_used;
 	out->shm_alloc_failures = nc.alloc_failures;
 	out->journal_records = nc.journal_records;
+	out->journal_backlog_records = nc.backlog_records;
+	out->journal_backlog_bytes = nc.backlog_bytes;
+	out->journal_full_waits = nc.full_waits;
+	out->journal_full_refusals = nc.full_refusals;
 	out->committed_seq = nc.committed_seq;
 
 	if (m->commit)

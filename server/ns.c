@@ -141,6 +141,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
+	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
 	ns->next_ino = meta.next_ino;
@@ -186,6 +187,7 @@ void ns_free(struct ns *ns)
 		map_free(&ns->recs[p]);
 	}
 	map_free(&ns->holds);
+	ns_journal_fini(ns);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
@@ -366,7 +368,9 @@ static int create_path(struct ns *ns, const struct cred *c, const char *path, si
 	mc_off_t d, off;
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
-	int rc = walk_parent(&nd, path, len);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_parent(&nd, path, len);
 	if (rc == 0)
 		rc = create_checks(&nd, S_ISDIR(mode), &d);
 	if (rc == 0)
@@ -508,7 +512,9 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
 	nd_init(&nd, ns, c);
 	/* Room for the hold first: failing after O_CREAT made the file would
 	 * break "unchanged on failure". */
-	int rc = hold ? map_reserve(&ns->holds) : 0;
+	int rc = flags & (O_CREAT | O_TRUNC) ? ns_journal_room(ns) : 0;
+	if (rc == 0 && hold)
+		rc = map_reserve(&ns->holds);
 	if (rc == 0)
 		rc = do_open(&nd, path, len, flags, mode, &off);
 	if (rc == 0 && hold)
@@ -540,7 +546,9 @@ int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
 	nd_init(&nd2, ns, c);
-	int rc = walk_path(&nd, from, flen, false, &src);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_path(&nd, from, flen, false, &src);
 	if (rc < 0)
 		goto out;
 	rc = walk_parent(&nd2, to, tlen);
@@ -648,7 +656,9 @@ int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	struct nd nd;
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
-	int rc = walk_parent(&nd, path, len);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_parent(&nd, path, len);
 	if (rc < 0)
 		goto out;
 	if (nd.last_type != MC_LAST_NORM) {
@@ -677,7 +687,9 @@ int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	struct nd nd;
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
-	int rc = walk_parent(&nd, path, len);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_parent(&nd, path, len);
 	if (rc < 0)
 		goto out;
 	switch (nd.last_type) {
@@ -726,7 +738,9 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	pthread_mutex_lock(&ns->lock);
 	nd_init(&o, ns, c);
 	nd_init(&n, ns, c);
-	int rc = walk_parent(&o, from, flen);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_parent(&o, from, flen);
 	if (rc < 0)
 		goto out;
 	rc = walk_parent(&n, to, tlen);

@@ -6,8 +6,20 @@
  * relative path is refused with -EINVAL (there is no working directory).
  * Every function takes the namespace lock itself, returns 0 or a negative
  * errno, leaves the namespace unchanged on failure and sets out-parameters
- * only on success. -ENOSPC: the shared-memory segment is full; -EIO: the
- * store failed or disagrees with itself.
+ * only on success. -ENOSPC: the shared-memory segment is full, or the
+ * journal is (a mutation found the journal bound of ns_opts reached and no
+ * commit made room within journal_wait_ms); -EIO: the store failed or
+ * disagrees with itself.
+ *
+ * Journal bound: every mutation (mkdir, symlink, open with O_CREAT or
+ * O_TRUNC, link, unlink, rmdir, rename, chmod, chown, utimens, truncate,
+ * rmtree) first checks the uncommitted journal against the bound; past it,
+ * it waits with the lock released, then fails with -ENOSPC, changing
+ * nothing. After such a timed-out wait, mutations fail at once (no wait)
+ * until a commit is published, so a batch of mutations or a shutdown waits
+ * once, not once per mutation. Half way to the bound, it asks the committer to commit now
+ * (ns_set_kick). An rmtree is checked once, at its start, and may take the
+ * journal past the bound by what it removes.
  */
 #ifndef MC_NS_H
 #define MC_NS_H
@@ -26,6 +38,11 @@ struct cred;
 
 struct ns_opts {
 	uint64_t neg_max;          /* cached negative dentries at most; 0: 1/8 of the dentry capacity */
+	/* The journal bound: uncommitted records (the running batch plus the
+	 * one being committed) and their encoded bytes; 0: no bound. */
+	uint64_t journal_max_records;
+	uint64_t journal_max_bytes;
+	unsigned journal_wait_ms;  /* how long a mutation waits for room */
 };
 
 /* Bring up the namespace over an empty segment and an open store: the
@@ -104,12 +121,25 @@ struct journal_batch *ns_swap(struct ns *ns);
 void ns_publish(struct ns *ns, struct journal_batch *b);
 /* Records in the running batch. */
 uint64_t ns_journal_records(struct ns *ns);
+/* What is not committed: records and bytes of the running batch and of the
+ * batch being committed, and how many of those two batches hold records. */
+struct ns_backlog {
+	uint64_t records, bytes;
+	unsigned batches;
+};
+void ns_journal_backlog(struct ns *ns, struct ns_backlog *out);
+/* The committer's "commit now" (NULL: none), called with the namespace
+ * lock held when the journal is half way to its bound; it must not block
+ * nor take the namespace lock. */
+void ns_set_kick(struct ns *ns, void (*fn)(void *arg), void *arg);
 
 struct ns_counts {
 	uint64_t positive, negative, dentries_dirty, dirs_complete;
 	uint64_t inodes, inodes_dirty, prunes, pruned;
 	uint64_t shm_used, shm_total, alloc_failures;
 	uint64_t journal_records, committed_seq;
+	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
+	uint64_t full_waits, full_refusals;        /* the journal bound */
 };
 void ns_get_counts(struct ns *ns, struct ns_counts *out);
 

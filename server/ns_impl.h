@@ -40,6 +40,15 @@ struct ns {
 	struct map recs[2];              /* inode slot -> offset of its INODE_PUT record, in the
 	                                  * batches of even/odd seq (one record per inode) */
 	struct map holds;                /* ino -> open handles holding it */
+	/* The journal bound (ns.h): limits, waiters, the committer's kick. */
+	uint64_t jmax_recs, jmax_bytes;
+	unsigned jwait_ms;
+	pthread_cond_t room;             /* broadcast by ns_publish */
+	void (*kick)(void *arg);
+	void *kick_arg;
+	uint64_t kicked_seq;             /* running batch already kicked for */
+	bool jrefusing;                  /* a wait timed out, no publish since: no more waits */
+	uint64_t full_waits, full_refusals;
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -86,6 +95,14 @@ int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out);
 int ns_load_dir(struct ns *ns, mc_off_t dir);
 
 /* dirty.c: journaling and dirty bits (ns.c notes 2 and 3). */
+/* The journal bound, at the start of a mutation, lock held: 0 when there is
+ * room, else wait (the lock released) up to jwait_ms for a commit to make
+ * some; -ENOSPC when none did -- and at once, without waiting, until the
+ * next publish. Kicks the committer half way. */
+int ns_journal_room(struct ns *ns);
+/* Set up (from o, which may be NULL: no bound) and tear down the bound. */
+void ns_journal_init(struct ns *ns, const struct ns_opts *o);
+void ns_journal_fini(struct ns *ns);
 int64_t now_ns(void);
 /* Abort on a failure that would lose acknowledged changes (journal OOM). */
 void must(int rc, const char *what);

@@ -110,7 +110,11 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		unsigned budget = batch ? batch : 1024;
 		pthread_mutex_lock(&ns->lock);
 		nd_init(&nd, ns, c);
-		int rc = walk_parent(&nd, path, len);
+		/* The bound is checked once: stopping half way would leave a
+		 * half-removed tree behind an error (ns.h). */
+		int rc = first ? ns_journal_room(ns) : 0;
+		if (rc == 0)
+			rc = walk_parent(&nd, path, len);
 		if (rc == 0) {
 			switch (nd.last_type) {
 			case MC_LAST_ROOT: rc = -EBUSY; break;

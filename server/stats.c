@@ -365,6 +365,7 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_u64(&j, "records", ld(&c->records));
 	json_u64(&j, "failures", ld(&c->failures));
 	json_u64(&j, "sync_waits", ld(&c->sync_waits));
+	json_u64(&j, "sync_failures", ld(&c->sync_failures));
 	json_hist(&j, "batch_records", &c->batch_records);
 	json_hist(&j, "latency_us", &c->latency_us);
 	json_hist(&j, "blocked_us", &c->blocked_us);
@@ -382,6 +383,10 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_open(&j, "journal");
 	json_u64(&j, "records", s->journal_records);
 	json_u64(&j, "committed_seq", s->committed_seq);
+	json_u64(&j, "backlog_records", s->journal_backlog_records);
+	json_u64(&j, "backlog_bytes", s->journal_backlog_bytes);
+	json_u64(&j, "full_waits", s->journal_full_waits);
+	json_u64(&j, "full_refusals", s->journal_full_refusals);
 	json_close(&j);
 
 	json_open(&j, "store");
@@ -537,6 +542,8 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 	         ld(&c->failures));
 	prom_u64(op, "mcache_commit_sync_waits_total", "counter", "Sync waiters served.",
 	         ld(&c->sync_waits));
+	prom_u64(op, "mcache_commit_sync_failures_total", "counter",
+	         "Sync waiters answered with a commit error.", ld(&c->sync_failures));
 	prom_summary(op, "mcache_commit_batch_records", "Journal records per group commit.",
 	             &c->batch_records);
 	prom_summary(op, "mcache_commit_latency_us",
@@ -558,6 +565,17 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 
 	prom_u64(op, "mcache_journal_records", "gauge", "Records in the running journal batch.",
 	         s->journal_records);
+	prom_u64(op, "mcache_journal_backlog_records", "gauge",
+	         "Uncommitted journal records (running and committing batches).",
+	         s->journal_backlog_records);
+	prom_u64(op, "mcache_journal_backlog_bytes", "gauge",
+	         "Uncommitted journal bytes (running and committing batches).",
+	         s->journal_backlog_bytes);
+	prom_u64(op, "mcache_journal_full_waits_total", "counter",
+	         "Mutations that waited for the full journal to drain.", s->journal_full_waits);
+	prom_u64(op, "mcache_journal_full_refusals_total", "counter",
+	         "Mutations refused with ENOSPC: the journal stayed full.",
+	         s->journal_full_refusals);
 	prom_u64(op, "mcache_committed_seq", "gauge", "Last committed journal sequence.",
 	         s->committed_seq);
 	prom_head(op, "mcache_store_bytes", "gauge", "LMDB map size and use.");

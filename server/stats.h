@@ -57,6 +57,7 @@ struct commit_stats {
 	/* Phases of the last commit. */
 	_Atomic uint64_t last_swap_us, last_log_us, last_apply_us, last_sync_us, last_publish_us;
 	_Atomic uint64_t sync_waits;       /* mc_sync / --sync waiters served */
+	_Atomic uint64_t sync_failures;    /* waiters answered with a commit error */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */
@@ -89,6 +90,10 @@ struct stats_snapshot {
 	/* commit log */
 	struct commit_stats commits;      /* a private copy */
 	uint64_t journal_records;         /* records in the running batch */
+	uint64_t journal_backlog_records; /* uncommitted: running + committing batch */
+	uint64_t journal_backlog_bytes;
+	uint64_t journal_full_waits;      /* mutations that waited for room */
+	uint64_t journal_full_refusals;   /* ... and were refused (-ENOSPC) */
 	uint64_t committed_seq;
 	uint64_t store_map_bytes;
 	uint64_t store_used_bytes;

@@ -16,15 +16,20 @@
  *  5. store_commit is all or nothing: one write transaction carries the log
  *     record, the table updates and meta; any failure aborts it, so a failed
  *     commit leaves the store exactly as it was and may be retried.
- *  6. Values are little-endian (journal encoding for inodes; meta "format"
+ *  6. A failed write keeps its cause: LMDB reports a short write (the file
+ *     system ran out of space mid-write) as EIO, so store_commit asks the
+ *     file system (store_space_errno) and says -ENOSPC when it is full.
+ *  7. Values are little-endian (journal encoding for inodes; meta "format"
  *     u32, "next_ino" u64, "last_seq" u64, "uuid" 16 raw bytes); keys are
  *     big-endian so LMDB order is numeric order.
  *
  *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
  *                    └──store_close──► [closed]
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -34,6 +39,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,7 +65,12 @@ struct store {
 	uint64_t log_retention;
 	pthread_rwlock_t resize;    /* readers: any txn; writer: mdb_env_set_mapsize */
 	pthread_mutex_t commit_lock; /* one store_commit at a time */
+	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
+	int fault_err;
 };
+
+/* Free space below which a failed write is taken for a full file system. */
+#define STORE_SPACE_LOW (1ull << 20)
 
 static int store_errno(int rc)
 {
@@ -647,6 +658,17 @@ out:
 	return err;
 }
 
+/* A commit that failed with -EIO (LMDB's word for a short write) on a file
+ * system with (almost) no space left failed for want of space (note 6). */
+static int store_space_errno(struct store *s, int err)
+{
+	struct statvfs sv;
+	int fd;
+	if (err != -EIO || mdb_env_get_fd(s->env, &fd) != 0 || fstatvfs(fd, &sv) != 0)
+		return err;
+	return (uint64_t)sv.f_bavail * sv.f_frsize < STORE_SPACE_LOW ? -ENOSPC : err;
+}
+
 /* Double the map, up to map_size_max; -ENOSPC at the limit. Called with no
  * transaction of ours open. */
 static int store_grow(struct store *s)
@@ -670,13 +692,24 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 	int err;
 
 	pthread_mutex_lock(&s->commit_lock);
+	if (s->fault_n > 0) {
+		if (s->fault_n != UINT_MAX)
+			s->fault_n--;
+		err = s->fault_err;
+		pthread_mutex_unlock(&s->commit_lock);
+		if (t)
+			*t = tt;
+		return err;
+	}
 	for (;;) {
 		bool full;
 		pthread_rwlock_rdlock(&s->resize);
 		err = store_commit_txn(s, b, &tt, &full);
 		pthread_rwlock_unlock(&s->resize);
-		if (!full)
+		if (!full) {
+			err = store_space_errno(s, err);
 			break;
+		}
 		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
 		err = store_grow(s);
 		tt.grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
@@ -687,6 +720,15 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 	if (t)
 		*t = tt;
 	return err;
+}
+
+void store_fail_commits(struct store *s, unsigned n, int err)
+{
+	assert(n == 0 || err < 0);
+	pthread_mutex_lock(&s->commit_lock);
+	s->fault_n = n;
+	s->fault_err = err;
+	pthread_mutex_unlock(&s->commit_lock);
 }
 
 int store_info(struct store *s, struct store_info *out)

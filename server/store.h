@@ -85,9 +85,16 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
  * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the
  * retention bound, commit (durable on return). MDB_MAP_FULL grows the map
  * (doubling, up to map_size_max) and retries. On failure nothing is written
- * and the batch may be committed again: -ENOSPC (map full at its limit),
- * -EPROTO (a record does not decode), -EIO. */
+ * and the batch may be committed again: -ENOSPC (map full at its limit, or
+ * the file system full: LMDB's short write), -EPROTO (a record does not
+ * decode), -EIO, or another errno of the failed write or fsync as the
+ * system gave it. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
+
+/* Fault injection for tests: the next n store_commit calls (UINT_MAX: all,
+ * until called again; 0: none) fail with err (a negative errno) and write
+ * nothing. */
+void store_fail_commits(struct store *s, unsigned n, int err);
 
 /* Environment figures for stats: used_bytes is (last page + 1) * page size. */
 struct store_info {

@@ -1,10 +1,13 @@
 /* test-commit.c - unit tests of the group committer (server/commit.c) over
  * a real namespace and LMDB store: durability, waiters, stop, concurrent
- * writers, and a store that fails with a full map. */
+ * writers, a store that fails with a full map or injected errors (waiters
+ * answered, a bounded shutdown), and the journal bound that makes
+ * mutations wait, then fail, while commits fail. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +39,7 @@ static const struct cred root_cred = { .uid = 0, .gid = 0 };
 struct fx {
 	char dir[256];
 	struct store_opts so;
+	struct ns_opts no;
 	struct store *st;
 	struct shm *shm;
 	struct ns *ns;
@@ -53,7 +57,7 @@ static int open_all(struct fx *f)
 		return -1;
 	if (shm_create(8u << 20, &f->shm) < 0)
 		return -1;
-	if (ns_new(f->shm, f->st, NULL, &f->ns) < 0)
+	if (ns_new(f->shm, f->st, &f->no, &f->ns) < 0)
 		return -1;
 	return 0;
 }
@@ -407,15 +411,21 @@ static void test_store_full(void **state)
 	for (int i = 0; i < 300 && load(&cs->failures) == fails; i++)
 		sleep_ms(5);
 	assert_true(load(&cs->failures) > fails);
-	/* A waiter is not told success. */
+	/* A waiter is not told success, and not left waiting either: the
+	 * next attempt fails and answers it with the store's error (the
+	 * committer backs off up to 1 s, but a waiter makes it retry). */
 	struct cb w = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
 	assert_int_equal(commit_wait_async(f->c, pending, done_cb, &w), 0);
-	sleep_ms(30);
-	assert_int_equal(cb_calls(&w), 0);
+	for (int i = 0; i < 500 && cb_calls(&w) == 0; i++)
+		sleep_ms(1);
+	assert_int_equal(cb_calls(&w), 1);
+	assert_int_equal(w.err, -ENOSPC);
+	assert_true(load(&cs->sync_failures) >= 1);
+	/* Still pending, still retried; what failed is still visible. */
+	assert_int_equal(stat_err(f, "/after-failure"), 0);
 	commit_stop(f->c);
 	f->c = NULL;
 	assert_int_equal(cb_calls(&w), 1);
-	assert_true(w.err < 0);
 	/* The store is intact: its last batch is readable after a reopen. */
 	close_ns(f);
 	store_close(f->st);
@@ -424,6 +434,199 @@ static void test_store_full(void **state)
 	assert_int_equal(store_get_meta(f->st, &m), 0);
 	assert_int_equal(m.last_seq, c.committed_seq);
 	assert_int_equal(stat_err(f, "/after-failure"), -ENOENT);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Injected failures: commit_wait answers with the store's errno after one
+ * attempt, not after the interval and not never; the change stays applied;
+ * once the store works again the same batch commits and survives a
+ * reopen. */
+static void test_wait_fails_then_recovers(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000); /* only waiters make it commit */
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	store_fail_commits(f->st, UINT_MAX, -EIO);
+	mkfile(f, "/kept");
+	uint64_t seq = ns_pending_seq(f->ns);
+	for (int round = 0; round < 3; round++) {
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(commit_wait(f->c, seq), -EIO);
+		assert_true(ms_since(&t0) < 500);
+	}
+	assert_true(load(&cs->failures) >= 3);
+	assert_int_equal(load(&cs->sync_failures), 3);
+	assert_int_equal(stat_err(f, "/kept"), 0);
+	/* Another errno comes through as it is. */
+	store_fail_commits(f->st, 1, -ENOSPC);
+	assert_int_equal(commit_wait(f->c, seq), -ENOSPC);
+	/* Recovered: the retried batch commits. */
+	assert_int_equal(commit_wait(f->c, seq), 0);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_true(m.last_seq >= seq);
+	commit_stop(f->c);
+	f->c = NULL;
+	close_ns(f);
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/kept"), 0);
+}
+
+/* commit_shutdown bounds the last commits: with the store failing, a
+ * waiter is answered, commit_stop returns by the deadline, later waiters
+ * are answered at once, and the backlog says what stayed uncommitted. */
+static void test_shutdown_deadline(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	store_fail_commits(f->st, UINT_MAX, -EIO);
+	mkfile(f, "/a");
+	mkfile(f, "/b");
+	uint64_t seq = ns_pending_seq(f->ns);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	commit_shutdown(f->c, 300);
+	/* Still retrying before the deadline: a waiter gets the error of an
+	 * attempt. */
+	assert_int_equal(commit_wait(f->c, seq), -EIO);
+	while (ms_since(&t0) < 400)
+		sleep_ms(10);
+	/* Past it: answered inline, no attempt needed. */
+	struct cb w = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	assert_int_equal(commit_wait_async(f->c, seq, done_cb, &w), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.err, -EIO);
+	assert_true(pthread_equal(w.thread, pthread_self()));
+	commit_stop(f->c);
+	f->c = NULL;
+	assert_true(ms_since(&t0) < 1500);
+	struct ns_backlog bl;
+	ns_journal_backlog(f->ns, &bl);
+	assert_true(bl.records >= 4);      /* two inodes, two names, the root */
+	assert_true(bl.bytes > 0);
+	assert_int_equal(bl.batches, 1);
+
+	/* What stayed uncommitted is not in the store. */
+	store_fail_commits(f->st, 0, 0);
+	close_ns(f);
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/b"), -ENOENT);
+	/* A shutdown with a working store commits everything in time. */
+	start(f, 60000);
+	mkfile(f, "/c");
+	commit_shutdown(f->c, 1000);
+	commit_stop(f->c);
+	f->c = NULL;
+	ns_journal_backlog(f->ns, &bl);
+	assert_int_equal(bl.records, 0);
+	assert_int_equal(bl.batches, 0);
+	close_ns(f);
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/c"), 0);
+}
+
+/* A journal bound of 60 records; mutations wait 100 ms for room. */
+static int setup_bounded(void **state)
+{
+	int rc = setup(state);
+	struct fx *f = *state;
+	if (rc < 0)
+		return rc;
+	close_ns(f);
+	f->no = (struct ns_opts){ .journal_max_records = 60, .journal_wait_ms = 100 };
+	return open_all(f);
+}
+
+/* While commits fail, the journal stops at its bound: past it a mutation
+ * waits, then fails with -ENOSPC and changes nothing; reads go on. When
+ * the store recovers, everything acknowledged commits and mutations are
+ * accepted again. */
+static void test_journal_bound(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	store_fail_commits(f->st, UINT_MAX, -ENOSPC);
+	char p[64];
+	int n = 0, rc = 0;
+	struct timespec t1;
+	for (; n < 1000; n++) {
+		snprintf(p, sizeof(p), "/f%d", n);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		rc = ns_open(f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL);
+		if (rc != 0)
+			break;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_true(ms_since(&t1) >= 90);           /* it waited journal_wait_ms first */
+	assert_true(n >= 20 && n < 60);
+	assert_int_equal(stat_err(f, p), -ENOENT);  /* the refused create left nothing */
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.backlog_records >= 60 && c.backlog_records < 60 + 3);
+	assert_int_equal(c.full_refusals, 1);
+	assert_int_equal(c.full_waits, 1);
+	/* Every kind of mutation is refused the same way -- now at once: a
+	 * wait already timed out and nothing was committed since. */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d"), 0755, NULL), -ENOSPC);
+	assert_true(ms_since(&t0) < 50);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/f0")), -ENOSPC);
+	assert_int_equal(ns_rename(f->ns, &root_cred, P("/f0"), P("/g")), -ENOSPC);
+	assert_int_equal(ns_chmod(f->ns, &root_cred, P("/f0"), 0600), -ENOSPC);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/f1"), 16), -ENOSPC);
+	/* Reads, and opens that change nothing, go on. */
+	assert_int_equal(stat_err(f, "/f0"), 0);
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/f0"), O_RDONLY, 0, false, NULL), 0);
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.full_refusals, 6);
+	assert_int_equal(c.full_waits, 1);
+	uint64_t backlog = c.backlog_records;
+
+	/* The store recovers: the backlog drains and mutations go through. */
+	store_fail_commits(f->st, 0, 0);
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d"), 0755, NULL), 0);
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.backlog_records, 0);
+	assert_true(backlog > 0);
+	commit_stop(f->c);
+	f->c = NULL;
+	close_ns(f);
+	assert_int_equal(open_all(f), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "/f%d", i);
+		assert_int_equal(stat_err(f, p), 0);
+	}
+	assert_int_equal(stat_err(f, "/d"), 0);
+}
+
+/* Half way to the bound a commit starts at once, not at the interval. */
+static void test_journal_bound_kicks(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	for (int i = 0; i < 20; i++) {
+		char p[64];
+		snprintf(p, sizeof(p), "/k%d", i);
+		mkfile(f, p);
+	}
+	for (int i = 0; i < 500 && load(&cs->count) == 0; i++)
+		sleep_ms(2);
+	assert_true(load(&cs->count) >= 1);
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.committed_seq > 0);
+	assert_int_equal(c.full_waits, 0);
 }
 
 int main(void)
@@ -436,6 +639,10 @@ int main(void)
 		T(test_stop_commits_pending),
 		T(test_concurrent_writers),
 		cmocka_unit_test_setup_teardown(test_store_full, setup_tiny, teardown),
+		T(test_wait_fails_then_recovers),
+		T(test_shutdown_deadline),
+		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }

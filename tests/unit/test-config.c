@@ -92,6 +92,10 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.log_retention, 10000);
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
+	assert_int_equal(r.c.journal_max_records, 1000000);
+	assert_int_equal(r.c.journal_max_bytes, 256u << 20);
+	assert_int_equal(r.c.journal_wait_ms, 1000);
+	assert_int_equal(r.c.shutdown_timeout_s, 10);
 	run_done(&r);
 }
 
@@ -102,7 +106,8 @@ static void t_every_option(void **state)
 	    "--admin-allow-remote", "--cache-size", "1G", "--workers", "8",
 	    "--commit-interval-ms", "0", "--sync", "--max-connections", "10", "--idle-timeout", "30",
 	    "--max-frame", "64K", "--store-map-size", "2G", "--log-retention", "5",
-	    "--log-level", "debug", "--root-mode", "0700");
+	    "--log-level", "debug", "--root-mode", "0700", "--journal-max-records", "500",
+	    "--journal-max-bytes", "1M", "--journal-wait-ms", "0", "--shutdown-timeout", "2");
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
 	assert_string_equal(r.c.socket_path, "/tmp/mc/s.sock");
@@ -120,6 +125,10 @@ static void t_every_option(void **state)
 	assert_int_equal(r.c.log_retention, 5);
 	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
 	assert_int_equal(r.c.root_mode, 0700);
+	assert_int_equal(r.c.journal_max_records, 500);
+	assert_int_equal(r.c.journal_max_bytes, 1u << 20);
+	assert_int_equal(r.c.journal_wait_ms, 0);
+	assert_int_equal(r.c.shutdown_timeout_s, 2);
 	run_done(&r);
 
 	RUN(&r, "-s", "x.sock", "-d", "d");
@@ -197,6 +206,10 @@ static void t_bounds_accepted(void **state)
 		{ "--root-mode", "0" }, { "--root-mode", "7777" },
 		{ "--log-level", "error" }, { "--log-level", "warn" },
 		{ "--idle-timeout", "0" }, { "--max-connections", "1" },
+		{ "--journal-max-records", "1" }, { "--journal-max-records", "1000000000" },
+		{ "--journal-max-bytes", "64K" }, { "--journal-max-bytes", "64G" },
+		{ "--journal-wait-ms", "0" }, { "--journal-wait-ms", "60000" },
+		{ "--shutdown-timeout", "0" }, { "--shutdown-timeout", "3600" },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct run r;
@@ -219,6 +232,10 @@ static void t_bad_values(void **state)
 		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
 		{ "--admin", "host:99999" }, { "--max-connections", "0" },
 		{ "--idle-timeout", "1h" }, { "--socket", "" }, { "--data", "" },
+		{ "--journal-max-records", "0" }, { "--journal-max-records", "1000000001" },
+		{ "--journal-max-bytes", "32K" }, { "--journal-max-bytes", "65G" },
+		{ "--journal-max-bytes", "lots" }, { "--journal-wait-ms", "60001" },
+		{ "--shutdown-timeout", "3601" }, { "--shutdown-timeout", "10s" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run r;
@@ -289,7 +306,9 @@ static void t_file_overrides(void **state)
 		"data = \"/tmp/with # hash\"\n"
 		"\t# indented comment\n"
 		"max-frame = 1M\r\n"
-		"admin-allow-remote = no\n");
+		"admin-allow-remote = no\n"
+		"journal_max_records = 5000\n"
+		"shutdown-timeout = 30\n");
 	struct run r;
 	RUN(&r, "--workers", "8", "--config", path);
 	if (r.rc != 0)
@@ -302,6 +321,8 @@ static void t_file_overrides(void **state)
 	assert_string_equal(r.c.data_dir, "/tmp/with # hash");
 	assert_int_equal(r.c.max_frame, 1u << 20);
 	assert_false(r.c.admin_remote);
+	assert_int_equal(r.c.journal_max_records, 5000);
+	assert_int_equal(r.c.shutdown_timeout_s, 30);
 	/* The default admin address follows the file's socket. */
 	assert_string_equal(r.c.admin_addr, "unix:/tmp/mcf/admin.sock");
 	run_done(&r);
@@ -363,7 +384,8 @@ static void t_help(void **state)
 		"--socket", "--data", "--admin", "--admin-allow-remote", "--cache-size", "--workers",
 		"--commit-interval-ms", "--sync", "--max-connections", "--idle-timeout",
 		"--max-frame", "--store-map-size", "--log-retention", "--log-level", "--root-mode",
-		"--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
+		"--journal-max-records", "--journal-max-bytes", "--journal-wait-ms",
+		"--shutdown-timeout", "status 3", "Default: 1000000", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
 		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
 	};

@@ -385,6 +385,10 @@ static struct stats_snapshot *snapshot_sample(void)
 	hist_add(&s->rpc.op_us[5], 40);
 	hist_add(&s->rpc.op_us[5], 60);
 	s->journal_records = 4;
+	s->journal_backlog_records = 6;
+	s->journal_backlog_bytes = 300;
+	s->journal_full_waits = 2;
+	s->journal_full_refusals = 1;
 	s->committed_seq = 123;
 	s->clients = 2;
 	return s;
@@ -410,7 +414,8 @@ static void t_json_valid(void **state)
 		"\"blocked_us\":{\"p50\":0",
 		"\"phase_us_total\":{\"swap\":11,\"log\":0,\"apply\":0,\"sync\":0,\"publish\":0}",
 		"\"last_phase_us\":{\"swap\":0,\"log\":0,\"apply\":0,\"sync\":77,\"publish\":0}",
-		"\"journal\":{\"records\":4,\"committed_seq\":123}",
+		"\"journal\":{\"records\":4,\"committed_seq\":123,\"backlog_records\":6,"
+		"\"backlog_bytes\":300,\"full_waits\":2,\"full_refusals\":1}",
 		"\"store\":{\"map_bytes\":0,\"used_bytes\":0}",
 		"\"rpc\":{\"requests\":5,\"bad_frames\":0,\"connections\":0",
 		"\"ops\":{\"mkdir\":3,\"op30\":2}",
