@@ -79,6 +79,12 @@ int main(int argc, char **argv)
 		log_error("cannot create the client area: %s", strerror(-rc));
 		goto out;
 	}
+	area_publish(m.area, m.shm->hdr);
+	rc = shm_beat_start(m.shm);
+	if (rc < 0) {
+		log_error("cannot start the heartbeat: %s", strerror(-rc));
+		goto out;
+	}
 	rc = ns_new(m.shm, m.store, NULL, &m.ns);
 	if (rc < 0) {
 		log_error("cannot load the namespace: %s", strerror(-rc));
