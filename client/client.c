@@ -504,7 +504,7 @@ bool client_local(mc_client *c)
 	uint64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
 	uint64_t beat = atomic_load_explicit(&c->view->hdr->heartbeat_ms, memory_order_relaxed);
 	/* |now - beat| <= stale, in one unsigned comparison: a beat from the
-	 * future (another time namespace) counts as stale too. */
+	 * future by more than that (another time namespace) is stale too. */
 	if (now - beat + MC_HEARTBEAT_STALE_MS <= 2u * MC_HEARTBEAT_STALE_MS)
 		return true;
 	uint64_t last = atomic_load_explicit(&c->peek_ms, memory_order_relaxed);
