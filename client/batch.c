@@ -29,16 +29,6 @@ static size_t varint_len(size_t v)
 	return n;
 }
 
-static void batch_link(mc_client *c, struct mc_batch *b)
-{
-	b->c = c;
-	b->prev = NULL;
-	b->next = c->batches;
-	if (c->batches)
-		c->batches->prev = b;
-	c->batches = b;
-}
-
 /* Free the queued ops (not the results). */
 static void batch_clear(struct mc_batch *b)
 {
@@ -52,12 +42,7 @@ static void batch_clear(struct mc_batch *b)
 
 void batch_free(struct mc_batch *b)
 {
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		b->c->batches = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
+	client_unlink_batch(b);
 	batch_clear(b);
 	free(b->ops);
 	free(b->stats);
@@ -77,7 +62,7 @@ mc_batch *mc_batch_new(mc_client *c)
 		errno = ENOMEM;
 		return NULL;
 	}
-	batch_link(c, b);
+	client_link_batch(c, b);
 	return b;
 }
 

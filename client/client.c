@@ -1,9 +1,10 @@
 /* client.c - libmcache's connection: connect and handshake, the shared-memory
  * mapping, the RPC call, fork detection, and mc_open descriptors.
  *
- * Connection states (see struct mc_client for the invariants):
+ * Connection states (see struct mc_client for the invariants; descriptors
+ * are in fd.c):
  *
- *   mc_connect() ──► ready ──(short read/write, bad id)──► broken (ENOTCONN)
+ *   mc_connect() ──► ready ──(short read/write, bad id, server gone)──► broken (ENOTCONN)
  *                      │                                      │
  *                      └──(fork: in the child)──► forked (ECHILD)
  *                                                             │
@@ -19,7 +20,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -81,6 +84,17 @@ struct hello_out {
 	uint32_t slot;
 };
 
+/* The handshake's own failures: a timeout (SO_RCVTIMEO/SO_SNDTIMEO ran
+ * out) is -ETIMEDOUT, anything else as transport_error(). */
+static int hello_error(mc_client *c, int err)
+{
+	if (err == -EAGAIN || err == -EWOULDBLOCK) {
+		c->broken = true;
+		return -ETIMEDOUT;
+	}
+	return transport_error(c, err);
+}
+
 static int client_hello(mc_client *c, struct hello_out *h)
 {
 	Mcache__Hello hello = MCACHE__HELLO__INIT;
@@ -101,12 +115,12 @@ static int client_hello(mc_client *c, struct hello_out *h)
 	free(buf);
 	buf = NULL;
 	if (err < 0) {
-		err = transport_error(c, err);
+		err = hello_error(c, err);
 		goto fail;
 	}
 	err = frame_read_fds(c->sock, MC_FRAME_MAX, &buf, &len, fds, 2);
 	if (err < 0) {
-		err = transport_error(c, err);
+		err = hello_error(c, err);
 		goto fail;
 	}
 	rsp = mcache__response__unpack(NULL, len, buf);
@@ -163,28 +177,31 @@ static int client_map(mc_client *c, int fd, uint64_t size)
 }
 
 /* Map the client area read-write and find this client's slot and the
- * referenced bitmap. The area is optional: without it nothing is counted. */
+ * referenced bitmap, from the layout in the read-only header (checked here
+ * once; the area itself is never read for layout, since any client may
+ * write it). The area is optional: without it nothing is counted. */
 static int client_map_area(mc_client *c, int fd, uint64_t size, uint32_t slot)
 {
+	const struct mc_shm_header *sh = c->shm;
 	struct stat st;
-	if (fd < 0 || size < sizeof(struct mc_area_header) || size > SIZE_MAX)
+	if (fd < 0 || size == 0 || size > SIZE_MAX)
 		return 0;
+	uint64_t nslots = sh->area_nslots, roff = sh->area_refbits_off;
+	uint64_t rbytes = sh->area_refbits_bytes;
+	if (sh->area_size != size || nslots * sizeof(struct mc_client_slot) > size ||
+	    roff + rbytes > size || (roff & 7) || (rbytes & 7))
+		return -EPROTO;
 	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < size)
 		return -EPROTO;
 	void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	const struct mc_area_header *h = p;
-	if (h->magic != MC_AREA_MAGIC || h->version != MC_AREA_VERSION || h->size != size ||
-	    (uint64_t)h->slots_off + (uint64_t)h->nslots * sizeof(struct mc_client_slot) > size ||
-	    (uint64_t)h->refbits_off + h->refbits_bytes > size || (h->refbits_off & 7)) {
-		munmap(p, (size_t)size);
-		return -EPROTO;
-	}
 	c->area = p;
 	c->area_size = (size_t)size;
-	if (slot < h->nslots)
-		c->slot = (struct mc_client_slot *)((char *)p + h->slots_off) + slot;
+	if (slot < nslots)
+		c->slot = (struct mc_client_slot *)p + slot;
+	c->refbits = (_Atomic uint64_t *)((char *)p + roff);
+	c->nbits = rbytes * 8;
 	return 0;
 }
 
@@ -231,12 +248,9 @@ static int client_view(mc_client *c)
 	for (int i = 0; i < n; i++)
 		v->cred.groups[i] = (uint32_t)groups[i];
 	v->cred.ngroups = n;
-	if (c->area) {
-		const struct mc_area_header *h = c->area;
-		v->refbits = (_Atomic uint64_t *)((char *)c->area + h->refbits_off);
-		v->nbits = (uint64_t)h->refbits_bytes * 8;
-		v->slot = c->slot;
-	}
+	v->refbits = c->refbits;
+	v->nbits = c->nbits;
+	v->slot = c->slot;
 	c->view = v;
 	return 0;
 }
@@ -249,6 +263,60 @@ static const char *socket_default(const char *path)
 	if (env && *env)
 		return env;
 	return MC_DEFAULT_SOCKET;
+}
+
+/* $MCACHE_CONNECT_TIMEOUT_MS, or MC_CONNECT_TIMEOUT_MS. */
+static unsigned connect_timeout_ms(void)
+{
+	const char *e = getenv("MCACHE_CONNECT_TIMEOUT_MS");
+	char *end;
+	if (e && *e) {
+		unsigned long v = strtoul(e, &end, 10);
+		if (*end == 0 && v > 0 && v <= 3600000ul)
+			return (unsigned)v;
+	}
+	return MC_CONNECT_TIMEOUT_MS;
+}
+
+static uint64_t mono_ms(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Bound the socket's blocking sends and receives (connect(2) on a unix
+ * socket waits for room in the listener's backlog as long as a send would)
+ * to ms milliseconds; 0: no bound. */
+static int sock_timeouts(int sock, uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	if (setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* connect(2) and the handshake, within the connect timeout. */
+static int client_dial(mc_client *c, const struct sockaddr_un *sa, struct hello_out *h)
+{
+	uint64_t limit = connect_timeout_ms();
+	uint64_t t0 = mono_ms(CLOCK_MONOTONIC);
+	int err = sock_timeouts(c->sock, limit);
+	if (err < 0)
+		return err;
+	if (connect(c->sock, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS ? -ETIMEDOUT
+		                                                                       : -errno;
+	uint64_t spent = mono_ms(CLOCK_MONOTONIC) - t0;
+	if (spent >= limit)
+		return -ETIMEDOUT;
+	err = sock_timeouts(c->sock, limit - spent);
+	if (err == 0)
+		err = client_hello(c, h);
+	if (err == 0)
+		err = sock_timeouts(c->sock, 0);  /* calls wait for their answer */
+	return err;
 }
 
 mc_client *mc_connect(const char *socket_path)
@@ -269,8 +337,7 @@ mc_client *mc_connect(const char *socket_path)
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 
-	/* Cache-line aligned: clients of different threads must not share a
-	 * line, since every local answer writes local_calls. */
+	/* Cache-line aligned, as the objects of a hot path. */
 	size_t csize = (sizeof(struct mc_client) + 63) & ~(size_t)63;
 	mc_client *c = aligned_alloc(64, csize);
 	if (c)
@@ -279,6 +346,7 @@ mc_client *mc_connect(const char *socket_path)
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_init(&c->mu, NULL);
 	c->fork_gen = fork_generation;
 	c->next_id = 1;
 	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -286,11 +354,7 @@ mc_client *mc_connect(const char *socket_path)
 		err = -errno;
 		goto fail;
 	}
-	if (connect(c->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
-		goto fail;
-	}
-	err = client_hello(c, &h);
+	err = client_dial(c, &sa, &h);
 	if (err < 0)
 		goto fail;
 	err = client_map(c, h.fds[0], h.shm_size);
@@ -313,6 +377,7 @@ fail:
 	if (c->area)
 		munmap(c->area, c->area_size);
 	free(c->view);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 	errno = -err;
 	return NULL;
@@ -338,14 +403,16 @@ void mc_disconnect(mc_client *c)
 	close(c->sock);
 	free(c->fds);
 	free(c->closes);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 	errno = saved;
 }
 
 static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
 
-/* Send the queued closes in front of ops[0..n) and drop their results. */
-int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+/* Send the queued closes in front of ops[0..n) and drop their results
+ * (mu held). */
+static int do_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
 	size_t k = c->nclose;
 	if (k == 0 || client_check(c) < 0)
@@ -390,11 +457,27 @@ out:
 	return err;
 }
 
+int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+{
+	client_lock(c);
+	int err = do_call(c, ops, n, out);
+	client_unlock(c);
+	return err;
+}
+
 int client_close_handle(mc_client *c, uint64_t handle)
+{
+	client_lock(c);
+	int err = do_client_close_handle(c, handle);
+	client_unlock(c);
+	return err;
+}
+
+int do_client_close_handle(mc_client *c, uint64_t handle)
 {
 	if (c->nclose >= CLIENT_CLOSE_QUEUE && !c->broken) {
 		Mcache__Response *rsp;
-		if (client_call(c, NULL, 0, &rsp) == 0)
+		if (do_call(c, NULL, 0, &rsp) == 0)
 			mcache__response__free_unpacked(rsp, NULL);
 	}
 	if (c->broken)
@@ -416,11 +499,19 @@ int client_close_handle(mc_client *c, uint64_t handle)
 
 bool client_local(mc_client *c)
 {
-	if (!c->view || c->broken)
+	if (!c->view || atomic_load_explicit(&c->broken, memory_order_relaxed))
 		return false;
-	if (++c->local_calls < CLIENT_LIVENESS_EVERY)
+	uint64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
+	uint64_t beat = atomic_load_explicit(&c->view->hdr->heartbeat_ms, memory_order_relaxed);
+	/* |now - beat| <= stale, in one unsigned comparison: a beat from the
+	 * future by more than that (another time namespace) is stale too. */
+	if (now - beat + MC_HEARTBEAT_STALE_MS <= 2u * MC_HEARTBEAT_STALE_MS)
 		return true;
-	c->local_calls = 0;
+	uint64_t last = atomic_load_explicit(&c->peek_ms, memory_order_relaxed);
+	if (now - last < CLIENT_PEEK_EVERY_MS ||
+	    !atomic_compare_exchange_strong_explicit(&c->peek_ms, &last, now, memory_order_relaxed,
+	                                             memory_order_relaxed))
+		return true;    /* peeked lately, or another thread peeks now */
 	char b;
 	int saved = errno;      /* callers promise errno unchanged on success */
 	ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -550,136 +641,6 @@ void attr_to_stat(const Mcache__Attr *a, struct stat *st)
 	st->st_ctim.tv_nsec = (long)a->ctime_nsec;
 }
 
-/* ---- descriptors ------------------------------------------------------- */
-
-int client_fd_reserve(mc_client *c, int *fd)
-{
-	size_t i;
-	for (i = 0; i < c->nfds; i++) {
-		if (!c->fds[i].used) {
-			*fd = (int)i;
-			return 0;
-		}
-	}
-	if (c->nfds >= MC_CLIENT_FD_MAX)
-		return -EMFILE;
-	size_t n = c->nfds ? c->nfds * 2 : 16;
-	if (n > MC_CLIENT_FD_MAX)
-		n = MC_CLIENT_FD_MAX;
-	struct mc_fdslot *p = realloc(c->fds, n * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	memset(p + c->nfds, 0, (n - c->nfds) * sizeof(*p));
-	c->fds = p;
-	*fd = (int)c->nfds;
-	c->nfds = n;
-	return 0;
-}
-
-void client_fd_take(mc_client *c, int fd, uint64_t handle, uint64_t ino)
-{
-	c->fds[fd].handle = handle;
-	c->fds[fd].ino = ino;
-	c->fds[fd].used = true;
-}
-
-int client_fd_handle(const mc_client *c, int fd, uint64_t *handle)
-{
-	if (fd < 0 || (size_t)fd >= c->nfds || !c->fds[fd].used)
-		return -EBADF;
-	*handle = c->fds[fd].handle;
-	return 0;
-}
-
-void client_fd_release(mc_client *c, int fd)
-{
-	c->fds[fd].used = false;
-	c->fds[fd].handle = 0;
-}
-
-int mc_open(mc_client *c, const char *path, int flags, mode_t mode)
-{
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
-	int fd;
-	int err = client_check(c);
-	if (err < 0)
-		return client_fail(err);
-	err = path_check(path, NULL);
-	if (err < 0)
-		return client_fail(err);
-	/* Reserve the slot first so a server handle is never left orphaned. */
-	err = client_fd_reserve(c, &fd);
-	if (err < 0)
-		return client_fail(err);
-	op.code = MCACHE__OP_CODE__OP_OPEN;
-	path_set(&op.path, path);
-	op.flags = (uint32_t)flags;
-	op.mode = (uint32_t)mode;
-	err = client_op(c, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	client_fd_take(c, fd, rsp->results[0]->handle,
-	               rsp->results[0]->attr ? rsp->results[0]->attr->ino : 0);
-	mcache__response__free_unpacked(rsp, NULL);
-	return fd;
-}
-
-int mc_creat(mc_client *c, const char *path, mode_t mode)
-{
-	return mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-/* Run a handle op on descriptor fd. */
-static int fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
-{
-	int err = client_check(c);
-	if (err < 0)
-		return err;
-	err = client_fd_handle(c, fd, &op->handle);
-	if (err < 0)
-		return err;
-	return client_op(c, op, out);
-}
-
-int mc_close(mc_client *c, int fd)
-{
-	uint64_t handle;
-	int err = client_check(c);
-	if (err == -EFAULT || err == -ECHILD)
-		return client_fail(err);
-	int herr = client_fd_handle(c, fd, &handle);
-	if (herr < 0)
-		return client_fail(herr);
-	/* As close(2): the descriptor is gone even when the call failed. */
-	client_fd_release(c, fd);
-	if (err == 0)
-		err = client_close_handle(c, handle);
-	return err < 0 ? client_fail(err) : 0;
-}
-
-int mc_fstat(mc_client *c, int fd, struct stat *st)
-{
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
-	if (!st)
-		return client_fail(-EFAULT);
-	int err = client_check(c);
-	if (err == 0 && fd >= 0 && (size_t)fd < c->nfds && c->fds[fd].used && c->fds[fd].ino &&
-	    client_local(c)) {
-		/* The inode is held in the cache while the descriptor is open. */
-		err = client_view_result(c, view_stat_ino(c->view, c->fds[fd].ino, st));
-		if (err <= 0)
-			return err < 0 ? client_fail(err) : 0;
-		err = 0;
-	}
-	op.code = MCACHE__OP_CODE__OP_FSTAT;
-	err = fd_op(c, fd, &op, &rsp);
-	if (err == 0)
-		err = client_take_attr(rsp, st);
-	return err < 0 ? client_fail(err) : 0;
-}
-
 int client_take_attr(Mcache__Response *rsp, struct stat *st)
 {
 	int err = 0;
@@ -691,34 +652,56 @@ int client_take_attr(Mcache__Response *rsp, struct stat *st)
 	return err;
 }
 
-int mc_ftruncate(mc_client *c, int fd, off_t length)
+/* ---- directories and batches of a client ------------------------------ */
+
+void client_link_dir(mc_client *c, struct mc_dir *d)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
-	int err = client_check(c);
-	if (err < 0)
-		return client_fail(err);
-	if (length < 0)
-		return client_fail(-EINVAL);
-	op.code = MCACHE__OP_CODE__OP_FTRUNCATE;
-	op.size = (uint64_t)length;
-	err = fd_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	client_lock(c);
+	d->c = c;
+	d->prev = NULL;
+	d->next = c->dirs;
+	if (c->dirs)
+		c->dirs->prev = d;
+	c->dirs = d;
+	client_unlock(c);
 }
 
-int mc_fsync(mc_client *c, int fd)
+void client_unlink_dir(struct mc_dir *d)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
-	op.code = MCACHE__OP_CODE__OP_FSYNC;
-	int err = fd_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	mc_client *c = d->c;
+	client_lock(c);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		c->dirs = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	client_unlock(c);
+}
+
+void client_link_batch(mc_client *c, struct mc_batch *b)
+{
+	client_lock(c);
+	b->c = c;
+	b->prev = NULL;
+	b->next = c->batches;
+	if (c->batches)
+		c->batches->prev = b;
+	c->batches = b;
+	client_unlock(c);
+}
+
+void client_unlink_batch(struct mc_batch *b)
+{
+	mc_client *c = b->c;
+	client_lock(c);
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		c->batches = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	client_unlock(c);
 }
 
 int mc_sync(mc_client *c)

@@ -8,6 +8,8 @@
 #define MC_CLIENT_IMPL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,18 +29,21 @@ struct mc_fdslot {
 	uint64_t handle;              /* the server's handle */
 	uint64_t ino;                 /* the inode it holds (cached while open) */
 	bool used;
+	bool reserved;                /* taken by an mc_open still waiting for its handle */
 };
 
 /* A connection to mcached.
  *
  * Invariants:
- *  1. At most one request is in flight: client_call() writes one frame and
- *     reads its response before returning, so responses never need matching
- *     beyond checking the id. Queued closes (closes[0..nclose)) ride in
- *     front of the next request's ops; their results are dropped.
+ *  1. At most one request is in flight: client_call() holds mu while it
+ *     writes one frame and reads its response, so responses never need
+ *     matching beyond checking the id. Queued closes (closes[0..nclose))
+ *     ride in front of the next request's ops; their results are dropped.
  *  2. broken is set once the byte stream may be out of step with the server
- *     (a short read or write, a wrong id, a whole-request error); every later
- *     call fails with ENOTCONN without touching the socket.
+ *     (a short read or write, a wrong id, a whole-request error) or the
+ *     server is gone; every later call fails with ENOTCONN without touching
+ *     the socket. It only ever goes from false to true (atomic: read
+ *     without mu).
  *  3. fork_gen is the process fork generation at connect; a different
  *     current generation means we are in a child: every call fails with
  *     ECHILD and nothing is ever written to the socket again.
@@ -46,22 +51,31 @@ struct mc_fdslot {
  *     was checked at connect; it stays mapped until mc_disconnect(). view
  *     reads it (NULL when $MCACHE_LOCAL_READS=0: every call is an RPC).
  *     area is the read-write client area (statistics slot, referenced
- *     bits), or NULL.
+ *     bits), or NULL. Its layout was read once from the read-only header
+ *     and checked at connect (slot, refbits, nbits): nothing is ever read
+ *     back from the area to find anything.
  *  5. dirs and batches list every MC_DIR and mc_batch made from this client
  *     that is not yet freed, so mc_disconnect() can free them.
+ *  6. Threads: mu guards sock, next_id, fds/nfds, closes, dirs and batches.
+ *     The read path (client_local, view_*) takes no lock: it reads the
+ *     read-only segment, the constant view, and the atomics broken and
+ *     peek_ms.
  */
 struct mc_client {
+	pthread_mutex_t mu;
 	int sock;
 	unsigned fork_gen;
-	bool broken;
+	_Atomic bool broken;
 	uint64_t next_id;
 	const void *shm;
 	size_t shm_size;
 	void *area;
 	size_t area_size;
 	struct view *view;
-	unsigned local_calls;         /* local answers since the last liveness check */
+	_Atomic uint64_t peek_ms;     /* last liveness peek (CLOCK_MONOTONIC_COARSE ms) */
 	struct mc_client_slot *slot;  /* this client's counters in the area, or NULL */
+	_Atomic uint64_t *refbits;    /* the area's referenced bitmap, or NULL */
+	uint64_t nbits;               /* bits in it */
 	struct mc_fdslot *fds;
 	size_t nfds;                  /* slots allocated */
 	uint64_t *closes;             /* server handles closed here, not yet told */
@@ -130,6 +144,8 @@ int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out
  * connection when it ends, so nothing is lost if none follows. */
 #define CLIENT_CLOSE_QUEUE 64u
 int client_close_handle(mc_client *c, uint64_t handle);
+/* client_close_handle() with mu held. */
+int do_client_close_handle(mc_client *c, uint64_t handle);
 
 /* client_call() for one op; a result error comes back as its -errno (the
  * response already freed). On success *out is the response and
@@ -147,10 +163,15 @@ void path_set(ProtobufCBinaryData *f, const char *path);
 
 /* May c answer from shared memory now? false when there is no view or
  * the server is gone (c is then broken: ENOTCONN). A server that died
- * without closing the segment is noticed by peeking at the socket once
- * every CLIENT_LIVENESS_EVERY local answers: one system call per that many
- * lookups. */
-#define CLIENT_LIVENESS_EVERY 4096u
+ * without closing the segment is noticed through its heartbeat: each call
+ * reads CLOCK_MONOTONIC_COARSE (vDSO, no system call) and, when the
+ * heartbeat is older than MC_HEARTBEAT_STALE_MS, peeks at the socket (at
+ * most once per CLIENT_PEEK_EVERY_MS), which finds a dead server. So a dead
+ * server's segment answers for at most MC_HEARTBEAT_STALE_MS +
+ * CLIENT_PEEK_EVERY_MS + a coarse clock tick after its last beat. */
+#define CLIENT_PEEK_EVERY_MS 50u
+_Static_assert(MC_HEARTBEAT_STALE_MS + CLIENT_PEEK_EVERY_MS + 50u <= MC_LIVENESS_BOUND_MS,
+               "the documented bound covers the heartbeat check");
 bool client_local(mc_client *c);
 /* Take the answer of a view_* call: -ENOTCONN breaks the client. */
 int client_view_result(mc_client *c, int err);
@@ -172,14 +193,32 @@ int client_take_attr(Mcache__Response *rsp, struct stat *st);
 /* Fill *st from an Attr (st_dev/st_rdev 0, st_blksize 4096, st_blocks 0). */
 void attr_to_stat(const Mcache__Attr *a, struct stat *st);
 
-/* Descriptor table. client_fd_reserve() finds the lowest free slot (growing
- * the table) without taking it: 0 and *fd, or -EMFILE/-ENOMEM.
- * client_fd_take() marks a reserved slot used with handle.
- * client_fd_handle(): 0 and *handle, or -EBADF. client_fd_release() frees a
- * used slot. */
+/* Lock c's mutable state (invariant 6). */
+static inline void client_lock(mc_client *c)
+{
+	pthread_mutex_lock(&c->mu);
+}
+
+static inline void client_unlock(mc_client *c)
+{
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Link a directory or batch into c's lists / unlink it (take mu). */
+void client_link_dir(mc_client *c, struct mc_dir *d);
+void client_unlink_dir(struct mc_dir *d);
+void client_link_batch(mc_client *c, struct mc_batch *b);
+void client_unlink_batch(struct mc_batch *b);
+
+/* Descriptor table (fd.c; each takes mu). client_fd_reserve() takes the
+ * lowest free slot (growing the table) for an mc_open in progress: 0 and
+ * *fd, or -EMFILE/-ENOMEM. client_fd_take() makes a reserved slot used with
+ * handle; client_fd_release() frees a reserved or used slot.
+ * client_fd_handle(): 0 and *handle (and *ino when not NULL) of a used
+ * slot, or -EBADF. */
 int client_fd_reserve(mc_client *c, int *fd);
 void client_fd_take(mc_client *c, int fd, uint64_t handle, uint64_t ino);
-int client_fd_handle(const mc_client *c, int fd, uint64_t *handle);
+int client_fd_handle(mc_client *c, int fd, uint64_t *handle, uint64_t *ino);
 void client_fd_release(mc_client *c, int fd);
 
 /* Free a directory / batch without talking to the server (used by

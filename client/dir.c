@@ -26,24 +26,9 @@
 /* Entries asked for per page. */
 #define DIR_PAGE 512u
 
-static void dir_link(mc_client *c, struct mc_dir *d)
-{
-	d->c = c;
-	d->prev = NULL;
-	d->next = c->dirs;
-	if (c->dirs)
-		c->dirs->prev = d;
-	c->dirs = d;
-}
-
 void dir_free(struct mc_dir *d)
 {
-	if (d->prev)
-		d->prev->next = d->next;
-	else
-		d->c->dirs = d->next;
-	if (d->next)
-		d->next->prev = d->prev;
+	client_unlink_dir(d);
 	if (d->page)
 		mcache__response__free_unpacked(d->page, NULL);
 	free(d->lpage);
@@ -132,7 +117,7 @@ MC_DIR *mc_opendir(mc_client *c, const char *path)
 		errno = -err;
 		return NULL;
 	}
-	dir_link(c, d);
+	client_link_dir(c, d);
 	return d;
 }
 

@@ -34,9 +34,25 @@
  * when mc_sync()/mc_fsync() returns, or at once if the server runs with
  * --sync.
  *
- * Threads: an mc_client may be used by one thread at a time; use one client
- * per thread (a process may hold many). MC_DIR and mc_batch objects belong to
- * the client that made them.
+ * Threads: one mc_client may be shared by any number of threads, as with
+ * libmemcached pools or a libcephfs mount. Calls that talk to the server
+ * take the client's lock and wait for each other (one request in flight per
+ * client: for parallel requests, use a client per thread); answers from
+ * shared memory (cached mc_stat, mc_lstat, mc_readlink, mc_fstat, local
+ * listings) take no lock and run in parallel. An MC_DIR or an mc_batch is
+ * used by one thread at a time, like a DIR of readdir(3); different ones
+ * may be used at once. mc_disconnect() must not race with other calls on
+ * the same client.
+ *
+ * A dead server: the server rewrites a heartbeat in the shared segment
+ * every 100 ms. A client whose server was killed (kill -9, a crash) stops
+ * answering from the dead server's memory within MC_LIVENESS_BOUND_MS of
+ * the death: after that every call fails with ENOTCONN. Until then a
+ * cached answer may be one the dead server gave (a restarted server may
+ * already have changed it). A server stopped cleanly is noticed at once.
+ *
+ * Security: a client can only skew eviction order and its own statistics
+ * (see SECURITY.md); the server and other clients never trust what it writes.
  *
  * fork(): a child must not use its parent's mc_client. The library notices
  * (a pthread_atfork child handler bumps a fork generation that every call
@@ -69,11 +85,23 @@ typedef struct mc_client mc_client;
 typedef struct mc_dir MC_DIR;
 typedef struct mc_batch mc_batch;
 
+/* After a server dies, its clients answer from its memory for at most this
+ * long (milliseconds); see "A dead server" above. */
+#define MC_LIVENESS_BOUND_MS 500u
+/* How long mc_connect() waits for the server by default (milliseconds). */
+#define MC_CONNECT_TIMEOUT_MS 5000u
+
 /* Connect to mcached. socket_path NULL: $MCACHE_SOCKET if set, else the
- * build's default (/run/mcache/mcached.sock). Returns a new client (free with
+ * build's default (/run/mcache/mcached.sock). Connecting and the handshake
+ * take at most $MCACHE_CONNECT_TIMEOUT_MS milliseconds (1..3600000; unset or
+ * invalid: MC_CONNECT_TIMEOUT_MS). Returns a new client (free with
  * mc_disconnect()), or NULL with errno: ENOENT/ECONNREFUSED (no server),
- * EACCES (socket permissions), EPROTO (server speaks another protocol or
- * segment version), ENAMETOOLONG (path too long for a unix socket), ENOMEM. */
+ * ETIMEDOUT (the server did not accept or answer in time: its listen
+ * backlog is full, or it is stopped or hung), EACCES (socket permissions),
+ * EPROTO (server speaks another protocol or segment version, or sent a
+ * segment that does not check out), ENOTCONN (the server closed
+ * the connection during the handshake, e.g. too many clients),
+ * ENAMETOOLONG (path too long for a unix socket), EMFILE/ENFILE, ENOMEM. */
 MC_EXPORT mc_client *mc_connect(const char *socket_path);
 
 /* Close the connection and free the client, its open descriptors, open

@@ -27,6 +27,17 @@
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
+/* Symlink targets being walked, one per nesting level: per thread, since
+ * one view (one client) may be walked by many threads at once. */
+static _Thread_local char view_links[VIEW_LINKS_MAX][MC_SYMLINK_MAX];
+
+/* The buffer of nesting level `level`. Out of line, so that only walks that
+ * follow a symlink pay for finding this thread's buffers. */
+static __attribute__((noinline)) char *link_buf(unsigned level)
+{
+	return view_links[level];
+}
+
 /* Internal results besides 0, -errno and VIEW_MISS. */
 #define AGAIN 2   /* data moved: restart the walk */
 #define BOUND 3   /* a bound was hit: VIEW_MISS, counted as a fallback */
@@ -324,7 +335,7 @@ static int read_target(struct walk *w, const struct isnap *s, unsigned level, si
 		return AGAIN;
 	const struct mc_inode *i = at(v, s->off, sizeof(*i), MC_PT_INODE);
 	uint32_t s0 = seq_read(&i->seq);
-	memcpy(v->links[level], t, n);
+	memcpy(link_buf(level), t, n);
 	if ((s0 & 1) || !seq_same(&i->seq, s0) || LD(i->ino) != s->ino)
 		return AGAIN;
 	*tlen = n;
@@ -357,7 +368,7 @@ static int walk_step(struct walk *w, const char *name, size_t len, unsigned leve
 	if (rc)
 		return rc;
 	struct isnap res;
-	rc = walk_path(w, w->v->links[level], tlen, true, level + 1, &res);
+	rc = walk_path(w, link_buf(level), tlen, true, level + 1, &res);
 	if (rc)
 		return rc;
 	return S_ISDIR(res.mode) ? 0 : -ENOTDIR;
@@ -439,7 +450,7 @@ static int walk_last(struct walk *w, bool follow, unsigned level, struct isnap *
 		rc = read_target(w, &cs, level, &tlen);
 		if (rc)
 			return rc;
-		rc = walk_path(w, w->v->links[level], tlen, true, level + 1, &cs);
+		rc = walk_path(w, link_buf(level), tlen, true, level + 1, &cs);
 		if (rc)
 			return rc;
 		if (slash && !S_ISDIR(cs.mode))

@@ -37,6 +37,8 @@ struct view_cred {
 	uint32_t groups[64];
 };
 
+/* Set up at connect and constant afterwards: any number of threads may
+ * walk one view at once. */
 struct view {
 	const char *base;
 	uint64_t size;
@@ -51,7 +53,6 @@ struct view {
 	struct mc_client_slot *slot;      /* this client's counters, or NULL */
 	struct view_limits lim;
 	struct view_cred cred;
-	char links[VIEW_LINKS_MAX][MC_SYMLINK_MAX]; /* symlink targets being walked */
 };
 
 /* Check the segment header and set v up over it (cred and limits are the

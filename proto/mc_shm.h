@@ -29,6 +29,13 @@
  *     dentry and inode flags and the dirx nneg count are server bookkeeping,
  *     changed without a seq bump (the other flag bits stay as they are in
  *     the same 16-bit store, so a reader never sees them torn).
+ *  9. The layout of the client area (the writable segment below) is in this
+ *     header, written once before the first client connects. The area itself
+ *     holds data only: nothing in it says where anything is.
+ * 10. heartbeat_ms is the server's CLOCK_MONOTONIC time in milliseconds,
+ *     rewritten every MC_HEARTBEAT_MS while it serves. A reader that finds
+ *     it older than MC_HEARTBEAT_STALE_MS asks the kernel whether the
+ *     server is still there before it trusts the segment again.
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H
@@ -39,7 +46,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 1u
+#define MC_SHM_VERSION 2u
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
@@ -83,8 +90,20 @@ struct mc_shm_header {
 	_Atomic uint32_t rename_seq;
 	_Atomic uint32_t closed;   /* 1 once the server stopped serving: readers answer ENOTCONN */
 	_Atomic uint64_t committed_seq; /* last journal batch known durable */
-	uint8_t reserved[64];
+	/* The client area's layout (note 9); 0 sizes: no area. */
+	uint64_t area_size;        /* bytes in the area */
+	uint32_t area_nslots;      /* client statistics slots, at byte 0 of the area */
+	uint32_t area_refbits_off; /* byte offset of the referenced bitmap (8-byte aligned) */
+	uint32_t area_refbits_bytes; /* a multiple of 8 */
+	uint32_t pad;
+	_Atomic uint64_t heartbeat_ms; /* note 10 */
+	uint8_t reserved[32];
 };
+
+/* The server's heartbeat period, and the age past which a reader checks
+ * that the server still lives (note 10). */
+#define MC_HEARTBEAT_MS       100u
+#define MC_HEARTBEAT_STALE_MS 300u
 
 struct mc_bucket {
 	_Atomic uint32_t seq;
@@ -171,24 +190,17 @@ _Static_assert(sizeof(struct mc_shm_header) <= 256, "header fits its first 256 b
 
 /* The client area: a second, small segment that clients map read-write.
  * It holds only what a misbehaving client may scribble on without harming
- * the cache: one statistics slot per connected client and the referenced
- * bitmap (one bit per 16-byte offset unit of the main segment; a dentry at
- * offset `off` owns bit `off`), which the shrinker test-and-clears. */
-#define MC_AREA_MAGIC   0x4d434152u /* "MCAR" */
-#define MC_AREA_VERSION 1u
-
-struct mc_area_header {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t size;            /* bytes in the area */
-	uint32_t nslots;          /* client statistics slots */
-	uint32_t slots_off;       /* byte offset of struct mc_client_slot[nslots] */
-	uint32_t refbits_off;     /* byte offset of the referenced bitmap (8-byte aligned) */
-	uint32_t refbits_bytes;
-};
+ * the cache or another client: struct mc_client_slot[area_nslots] from byte
+ * 0, then the referenced bitmap (one bit per 16-byte offset unit of the main
+ * segment; a dentry at offset `off` owns bit `off`), which the shrinker
+ * test-and-clears. It has no header: its layout is in the main segment's
+ * (mc_shm_header.area_*), which clients cannot write. */
 
 /* One cache line, written by its client only (relaxed atomics), read by the
- * server for /stats. */
+ * server for /stats, which takes each counter as at most
+ * MC_SLOT_COUNTER_MAX and never lets a total go down. */
+#define MC_SLOT_COUNTER_MAX (1ull << 48)
+
 struct mc_client_slot {
 	_Atomic uint64_t hits;      /* calls answered from shared memory */
 	_Atomic uint64_t misses;    /* calls the cache could not answer: sent as RPC */

@@ -85,6 +85,12 @@ int main(int argc, char **argv)
 		log_error("cannot create the client area: %s", strerror(-rc));
 		goto out;
 	}
+	area_publish(m.area, m.shm->hdr);
+	rc = shm_beat_start(m.shm);
+	if (rc < 0) {
+		log_error("cannot start the heartbeat: %s", strerror(-rc));
+		goto out;
+	}
 	struct ns_opts no = {
 		.journal_max_records = cfg.journal_max_records,
 		.journal_max_bytes = cfg.journal_max_bytes,

@@ -12,6 +12,9 @@
  *     and the memfd is sealed against new writable mappings (the server's
  *     own mapping predates the seal), against shrinking and growing (so a
  *     client can never fault on a truncated map) and against new seals.
+ *  4. heartbeat_ms is written by the heartbeat thread only (and once at
+ *     creation); a stopped thread leaves the last value, which clients then
+ *     see age.
  */
 #include "shm.h"
 
@@ -23,6 +26,8 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 static const uint32_t fixed_sizes[] = {
 	[SLAB_DENTRY] = sizeof(struct mc_dentry),
@@ -52,6 +57,12 @@ int shm_create(uint64_t size, struct shm **out)
 	struct shm *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->beat_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->beat_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	s->ro_fd = -1;
 	int err;
 	s->fd = memfd_create("mcache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -116,6 +127,7 @@ int shm_create(uint64_t size, struct shm **out)
 	if (getrandom(&h->hash_seed, sizeof(h->hash_seed), 0) != sizeof(h->hash_seed))
 		h->hash_seed = 0x6d6361636865ull ^ (uint64_t)getpid();
 	h->server_pid = (uint32_t)getpid();
+	atomic_store_explicit(&h->heartbeat_ms, mono_ns() / 1000000u, memory_order_relaxed);
 
 	s->hdr = h;
 	s->page_types = (uint8_t *)s->base + pt_off;
@@ -146,13 +158,58 @@ void shm_destroy(struct shm *s)
 {
 	if (!s)
 		return;
+	shm_beat_stop(s);
 	if (s->base)
 		munmap(s->base, s->size);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->ro_fd >= 0)
 		close(s->ro_fd);
+	pthread_cond_destroy(&s->beat_cv);
+	pthread_mutex_destroy(&s->beat_mu);
 	free(s);
+}
+
+/* ---- heartbeat ---------------------------------------------------------- */
+
+static void *beat_main(void *arg)
+{
+	struct shm *s = arg;
+	pthread_mutex_lock(&s->beat_mu);
+	while (!s->beat_stop) {
+		uint64_t now = mono_ns();
+		atomic_store_explicit(&s->hdr->heartbeat_ms, now / 1000000u, memory_order_relaxed);
+		uint64_t next = now + (uint64_t)MC_HEARTBEAT_MS * 1000000u;
+		struct timespec ts = { (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
+		while (!s->beat_stop && pthread_cond_timedwait(&s->beat_cv, &s->beat_mu, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&s->beat_mu);
+	return NULL;
+}
+
+int shm_beat_start(struct shm *s)
+{
+	if (s->beating)
+		return -EALREADY;
+	s->beat_stop = false;
+	int rc = pthread_create(&s->beat, NULL, beat_main, s);
+	if (rc != 0)
+		return -rc;
+	s->beating = true;
+	return 0;
+}
+
+void shm_beat_stop(struct shm *s)
+{
+	if (!s->beating)
+		return;
+	pthread_mutex_lock(&s->beat_mu);
+	s->beat_stop = true;
+	pthread_cond_signal(&s->beat_cv);
+	pthread_mutex_unlock(&s->beat_mu);
+	pthread_join(s->beat, NULL);
+	s->beating = false;
 }
 
 /* The word that links a free slot: the second for seq-carrying slots. */

@@ -7,7 +7,9 @@
 #ifndef MC_SHM_SERVER_H
 #define MC_SHM_SERVER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,13 +48,27 @@ struct shm {
 	/* Cache figures kept by dcache.c (under the namespace lock). */
 	uint64_t d_positive, d_negative, d_dirty, dirs_complete, i_dirty;
 	uint64_t prunes, pruned;
+	/* The heartbeat thread (shm_beat_start). */
+	pthread_t beat;
+	bool beating;
+	bool beat_stop;           /* under beat_mu */
+	pthread_mutex_t beat_mu;
+	pthread_cond_t beat_cv;
 };
 
 /* Create a sealed memfd segment of size bytes (rounded down to pages; at
  * least 1 MiB, at most MC_SHM_MAX_SIZE) with an empty hash table.
  * -EINVAL (size), -ENOMEM, or the errno of memfd_create/ftruncate/mmap. */
 int shm_create(uint64_t size, struct shm **out);
+/* Stops the heartbeat first if it runs. */
 void shm_destroy(struct shm *s);
+
+/* Start a thread that writes the monotonic time into hdr->heartbeat_ms every
+ * MC_HEARTBEAT_MS, so that clients can tell a live server from a dead one
+ * (proto/mc_shm.h, note 10). 0, -EALREADY, or the errno of pthread_create. */
+int shm_beat_start(struct shm *s);
+/* Stop it and wait for it (no-op when not running). */
+void shm_beat_stop(struct shm *s);
 
 /* A zeroed slot of slab `slab` (its seq word keeps counting across reuse and
  * is left even), or 0 when the segment is full (counted in alloc_failures). */

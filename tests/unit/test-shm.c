@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -380,6 +381,37 @@ static void test_client_fd_not_writable(void **state)
 		         writable ? "rw ok" : "refused", upgradable ? "rw ok" : "refused");
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The heartbeat is fresh at creation, keeps moving while the thread runs
+ * (so clients trust the segment), and stops when it is stopped (so they
+ * notice a dead server). */
+static void test_heartbeat(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	uint64_t b0 = atomic_load(&s->hdr->heartbeat_ms);
+	assert_true(mono_ms() - b0 < 1000);
+	assert_int_equal(shm_beat_start(s), 0);
+	assert_int_equal(shm_beat_start(s), -EALREADY);
+	usleep(3 * MC_HEARTBEAT_MS * 1000);
+	uint64_t b1 = atomic_load(&s->hdr->heartbeat_ms);
+	assert_true(b1 >= b0 + MC_HEARTBEAT_MS);
+	assert_true(mono_ms() - b1 <= MC_HEARTBEAT_STALE_MS);
+	shm_beat_stop(s);
+	uint64_t b2 = atomic_load(&s->hdr->heartbeat_ms);
+	usleep(2 * MC_HEARTBEAT_MS * 1000);
+	assert_int_equal(atomic_load(&s->hdr->heartbeat_ms), b2);
+	shm_beat_stop(s);                      /* twice: a no-op */
+	assert_int_equal(shm_beat_start(s), 0); /* shm_destroy stops it */
+	shm_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_readonly_reopen),
 		cmocka_unit_test(test_client_fd_not_writable),
+		cmocka_unit_test(test_heartbeat),
 	};
 	return cmocka_run_group_tests_name("shm", tests, NULL, NULL);
 }
