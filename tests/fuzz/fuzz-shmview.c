@@ -4,7 +4,8 @@
  * crash nor loop, and a listing must move forward.
  *
  * Input, byte 0: bit 0 picks the segment, bits 1-2 the caller (fuzz-tree.h
- * credentials), bit 3 follow; the rest depends on the segment:
+ * credentials), bit 3 follow, bits 4-7 the inode number view_stat_ino asks
+ * for (minus one); the rest depends on the segment:
  *   real (bit 0 clear): byte 1 is a count n of patches, then n patches of
  *     4 bytes (page index modulo the pages in use, 16-bit offset in the
  *     page, the byte to write), then the path. The segment is a copy of
@@ -158,8 +159,7 @@ static void run_real(const uint8_t *data, size_t size)
 	if (view_init(v, fx.real, REAL_SEG_SIZE) == 0) {
 		view_default_limits(&v->lim);
 		set_cred(v, (uint8_t)(data[0] >> 1));
-		uint64_t ino = size - pos >= 1 ? data[pos] : 1;
-		read_all(v, (const char *)data + pos, size - pos, data[0] & 8, ino);
+		read_all(v, (const char *)data + pos, size - pos, data[0] & 8, 1u + (data[0] >> 4));
 	}
 	while (np > 0) {
 		np--;
@@ -188,7 +188,7 @@ static void run_random(const uint8_t *data, size_t size)
 	view_default_limits(&v->lim);
 	set_cred(v, (uint8_t)(data[0] >> 1));
 	const char *path = fixed_paths[data[1] & 7];
-	read_all(v, path, strlen(path), data[0] & 8, 1 + (data[1] & 7));
+	read_all(v, path, strlen(path), data[0] & 8, 1u + (data[0] >> 4));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

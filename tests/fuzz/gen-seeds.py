@@ -204,7 +204,7 @@ def shmview_seeds():
     paths = ["/", "/a/b/c", "/a/lnk", "/d", "/d/f33", "/long", "/a/dirlnk/", "/loop/x",
              "/a/missing", "/a/x/y", "/a/up/d", "/a/b/name-of-forty-bytes-0123456789abcdefg"]
     for i, p in enumerate(paths):
-        for sel in (0, 2 | 8):
+        for sel in (0, 2 | 8, 0x50 | 4):
             yield "real-%02d-%d" % (i, sel), bytes([sel, 0]) + p.encode()
     # Patches: (page, offset in page, byte). Page 0 holds the header, the
     # page table and the buckets; the next pages the slots.
@@ -228,8 +228,6 @@ def shmview_seeds():
     for i in range(8):
         yield "rand-fixed-%d" % i, bytes([1 | (i & 6), 0x80 | i]) + hdr
         yield "rand-raw-%d" % i, bytes([1, i]) + hdr + bytes(range(i * 16, i * 16 + 64))
-    yield "rand-misaligned", bytes([1, 0x80]) + struct.pack("<IIQIIIIII", 0x4d43534d, 1, 4 << 16, 4,
-                                                             256, 513, 63, 1027, 63)
 
 
 TARGETS = {"frame": frame_seeds, "ops": ops_seeds, "path": path_seeds, "shmview": shmview_seeds}
