@@ -12,6 +12,8 @@
  * The namespace is the tree of fuzz-tree.h, built anew every PATH_RENEW
  * inputs (the server's walks cache what they load, negative entries too).
  *
+ * With $MCACHE_FUZZ_VERBOSE set, both walks' answers are printed.
+ *
  * Invariants checked:
  *   1. mc_path_next() yields exactly the non-empty slash-separated pieces of
  *      the path, in order, each inside the path; last and slash say what
@@ -51,6 +53,7 @@ static struct {
 	struct fuzz_tree t;
 	struct view v;
 	bool up;
+	bool verbose;
 	unsigned inputs;
 } fx;
 
@@ -59,6 +62,7 @@ static void tree_up(void)
 	fuzz_tree_up(&fx.t, PATH_SHM_SIZE);
 	fz_check(view_init(&fx.v, fx.t.shm->base, fx.t.shm->size) == 0);
 	view_default_limits(&fx.v.lim);
+	fx.verbose = getenv("MCACHE_FUZZ_VERBOSE") != NULL;
 	fx.up = true;
 }
 
@@ -165,6 +169,9 @@ static void check_walks(const struct cred *c, const char *path, size_t len, bool
 
 	int lrc = view_stat(&fx.v, path, len, follow, &st);
 	int src = ns_stat(fx.t.ns, c, path, len, follow, &a);
+	if (fx.verbose)
+		fprintf(stderr, "uid %u %s %.*s: view %d, server %d\n", (unsigned)c->uid,
+		        follow ? "stat" : "lstat", (int)len, path, lrc, src);
 	if (lrc != VIEW_MISS) {
 		if (lrc != src)
 			fprintf(stderr, "view_stat %d, ns_stat %d\n", lrc, src);
