@@ -224,6 +224,21 @@ def shmview_seeds():
         for path in ("/d", "/a/lnk", "/a/b/c"):
             b = bytes([0, len(ps)]) + b"".join(bytes([pg, off & 0xFF, off >> 8, v]) for pg, off, v in ps)
             yield "patch-%s-%s" % (name, path.strip("/").replace("/", "_") or "root"), b + path.encode()
+    # Offsets pointing out of the segment: one byte of an offset field set
+    # in the first 60 slots of a page, for each slot size (dentry 48,
+    # inode 64, dirx 32) and field; 0x7f in the top byte points gigabytes
+    # away, 0x01 in the third byte just past the end of the 1 MiB segment.
+    fields = [(48, 4, "hnext"), (48, 8, "parent"), (48, 12, "inode"), (48, 16, "sibnext"),
+              (48, 32, "nameblob"), (64, 4, "ihnext"), (64, 36, "dirx"), (32, 8, "head"),
+              (32, 12, "tail")]
+    for page in range(1, 6):
+        for size, field, fname in fields:
+            for byte, val in ((3, 0x7f), (2, 0x01)):
+                ps = [(page, k * size + field + byte, val) for k in range(60)]
+                path = ("/d", "/a/lnk", "/long", "/a/b/name-of-forty-bytes-0123456789abcdefg")[(page + field) % 4]
+                b = bytes([(page & 1) << 3, len(ps)]) + b"".join(
+                    bytes([pg, off & 0xFF, off >> 8, v]) for pg, off, v in ps)
+                yield "wild-p%d-%s-%d" % (page, fname, byte), b + path.encode()
     hdr = struct.pack("<IIQIIIIII", 0x4d43534d, 1, 4 << 16, 4, 256, 512, 63, 1024, 63)
     for i in range(8):
         yield "rand-fixed-%d" % i, bytes([1 | (i & 6), 0x80 | i]) + hdr
