@@ -6,7 +6,9 @@
 #   SECONDS   time per target (default 60)
 #   TARGET    frame, ops, path, shmview (default: all, one after another)
 #   -m        merge the new interesting inputs into tests/fuzz/corpus/<target>
-#             (libFuzzer -merge=1) after each run
+#             (libFuzzer -merge=1) after each run; this may add hundreds of
+#             files: keep the few that matter (the corpus stays under 1 MB),
+#             and none that fails the ASan+UBSan replay
 #
 # Needs clang and libFuzzer's runtime (Debian 12: apt-get install clang
 # libclang-rt-14-dev) besides the usual build dependencies. It configures
@@ -71,9 +73,9 @@ if [ -n "$missing" ]; then
 fi
 
 if [ ! -f "$bdir/build.ninja" ]; then
-	CC=clang meson setup "$bdir" "$top" -Dfuzzing=true -Db_sanitize=address,undefined \
-		-Db_lundef=false -Dbuildtype=debugoptimized >"$bdir.setup.log" 2>&1 || {
-		cat "$bdir.setup.log" >&2
+	out=$(CC=clang meson setup "$bdir" "$top" -Dfuzzing=true -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dbuildtype=debugoptimized 2>&1) || {
+		printf '%s\n' "$out" >&2
 		echo "run-fuzzers: meson setup of $bdir failed" >&2
 		exit 2
 	}
@@ -89,8 +91,8 @@ nice -n "${FUZZ_NICE:-10}" ninja -C "$bdir" -j "${FUZZ_JOBS:-2}" $exes >"$bdir/f
 	exit 2
 }
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 status=0
 summary=""
 for t in $targets; do
@@ -124,7 +126,7 @@ for t in $targets; do
 "
 	if [ "$merge" -eq 1 ] && [ "$rc" -eq 0 ]; then
 		nice -n "${FUZZ_NICE:-10}" "$exe" -merge=1 "$seeds" "$new" >"$bdir/merge-$t.log" 2>&1 &&
-			echo "  merged into $seeds: $(ls "$seeds" | wc -l) files" ||
+			echo "  merged into $seeds: $(find "$seeds" -type f | wc -l) files" ||
 			echo "  merge failed (log: $bdir/merge-$t.log)" >&2
 	fi
 done
