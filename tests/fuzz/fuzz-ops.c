@@ -25,7 +25,10 @@
  *      path names an inode of the right type (lstat by root; stat for
  *      OPEN with O_CREAT, which follows a symlink: it exists); after a
  *      successful UNLINK, RMDIR or RMTREE it is gone (ENOENT); after a
- *      successful RENAME or LINK, path2 exists.
+ *      successful LINK, path2 exists, and after a RENAME too when nothing
+ *      but the name moved under path2's walk: path2 holds no ".." and the
+ *      input made no symlink (rename("/p", "/p/q/r") with /p/q -> / moves
+ *      /p to /r, on Linux as here, and "/p/q/r" is then gone).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +48,7 @@
 #include "config.h"
 #include "frame.h"
 #include "fuzz.h"
+#include "mc_path.h"
 #include "mcd.h"
 #include "ns.h"
 #include "ops.h"
@@ -199,8 +203,19 @@ static int stat_root(const ProtobufCBinaryData *p, bool follow, uint32_t *mode)
 	return rc;
 }
 
-/* Invariant 3: what a successful op promises about its paths. */
-static void check_effect(const Mcache__Op *op)
+static bool has_dotdot(const ProtobufCBinaryData *p)
+{
+	const char *s = (const char *)p->data, *end = s + p->len;
+	struct mc_comp c;
+	while (mc_path_next(&s, end, &c))
+		if (mc_comp_type(c.name, c.len) == MC_LAST_DOTDOT)
+			return true;
+	return false;
+}
+
+/* Invariant 3: what a successful op promises about its paths. links: a
+ * symlink was made earlier in this input. */
+static void check_effect(const Mcache__Op *op, bool links)
 {
 	uint32_t mode = 0;
 	int rc;
@@ -226,6 +241,9 @@ static void check_effect(const Mcache__Op *op)
 		fz_check(rc == -ENOENT);
 		break;
 	case MCACHE__OP_CODE__OP_RENAME:
+		if (!links && !has_dotdot(&op->path2))
+			fz_check(stat_root(&op->path2, false, &mode) == 0);
+		break;
 	case MCACHE__OP_CODE__OP_LINK:
 		fz_check(stat_root(&op->path2, false, &mode) == 0);
 		break;
@@ -261,6 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct session *s = session_new(&fx.m, &creds[req->id % 3]);
 	fz_check(s);
+	bool links = false;
 	for (size_t i = 0; i < req->n_ops && i < OPS_MAX; i++) {
 		const Mcache__Op *op = req->ops[i];
 		struct op_out out;
@@ -273,7 +292,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fx.verbose)
 			fprintf(stderr, "op %zu: code %d err %d\n", i, (int)op->code, err);
 		if (err == 0)
-			check_effect(op);
+			check_effect(op, links);
+		links = links || (err == 0 && op->code == MCACHE__OP_CODE__OP_SYMLINK);
 	}
 	session_free(s);
 	mcache__request__free_unpacked(req, NULL);
