@@ -63,7 +63,9 @@ int view_init(struct view *v, const void *base, uint64_t size)
 	if (h->npages != np || (uint64_t)h->page_types_off + np > size ||
 	    (uint64_t)h->dbuckets_off + ((uint64_t)h->dbucket_mask + 1) * sizeof(struct mc_bucket) > size ||
 	    (uint64_t)h->ibuckets_off + ((uint64_t)h->ibucket_mask + 1) * sizeof(struct mc_bucket) > size ||
-	    ((h->dbucket_mask + 1) & h->dbucket_mask) || ((h->ibucket_mask + 1) & h->ibucket_mask))
+	    ((h->dbucket_mask + 1) & h->dbucket_mask) || ((h->ibucket_mask + 1) & h->ibucket_mask) ||
+	    h->dbuckets_off % _Alignof(struct mc_bucket) ||
+	    h->ibuckets_off % _Alignof(struct mc_bucket))
 		return -EPROTO;
 	v->base = base;
 	v->size = size;
@@ -101,6 +103,19 @@ static unsigned blob_type(size_t len)
 	while (mc_blob_size(cls) < len)
 		cls++;
 	return MC_PT_BLOB32 + cls;
+}
+
+/* Where the nl bytes of e's name are, or NULL when e cannot hold such a
+ * name (an empty name, an inline name longer than the slot's room, a blob
+ * outside the segment): the caller retries, and in the end asks the server. */
+static const char *dentry_name(const struct view *v, const struct mc_dentry *e, uint16_t fl,
+                               uint8_t nl)
+{
+	if (nl == 0)
+		return NULL;
+	if (!(fl & MC_D_LONGNAME))
+		return nl <= MC_NAME_INLINE ? e->name.inl : NULL;
+	return at(v, LD(e->name.blob), nl, blob_type(nl));
 }
 
 static void count(struct view *v, _Atomic uint64_t *(*field)(struct mc_client_slot *))
@@ -229,12 +244,9 @@ static int lookup(struct view *v, const struct isnap *ds, const char *name, size
 		uint16_t fl = LD(e->flags);
 		bool match = false;
 		if (parent == ds->off && nl == len) {
-			const char *nm = e->name.inl;
-			if (fl & MC_D_LONGNAME) {
-				nm = at(v, LD(e->name.blob), len, blob_type(len));
-				if (!nm)
-					return AGAIN;
-			}
+			const char *nm = dentry_name(v, e, fl, nl);
+			if (!nm)
+				return AGAIN;
 			match = memcmp(nm, name, len) == 0;
 		}
 		if (!seq_same(&e->seq, es))
@@ -724,14 +736,15 @@ static int readdir_once(struct view *v, struct view_dir *d, struct view_dirent *
 		}
 		struct view_dirent *o = &out[k];
 		uint8_t nl = LD(e->namelen);
-		const char *nm = e->name.inl;
-		if (fl & MC_D_LONGNAME) {
-			nm = at(v, LD(e->name.blob), nl ? nl : 1, blob_type(nl ? nl : 1));
-			if (!nm)
-				return AGAIN;
-		}
+		const char *nm = dentry_name(v, e, fl, nl);
+		if (!nm)
+			return AGAIN;
 		memcpy(o->name, nm, nl);
 		o->name[nl] = 0;
+		/* A name the server never writes (a NUL or a slash inside) is
+		 * not passed on: it reads as a miss. */
+		if (memchr(o->name, 0, nl) || memchr(o->name, '/', nl))
+			return AGAIN;
 		o->namelen = nl;
 		o->type = LD(e->dtype);
 		o->cookie = cookie;

@@ -92,10 +92,13 @@ static void list(struct view *v, struct view_dir *d)
 			return;
 		fz_check(n <= READDIR_BATCH);
 		for (unsigned i = 0; i < n; i++) {
-			/* Terminated after namelen bytes. A patched dentry may
-			 * give an empty name, or one holding a NUL or a slash:
-			 * the reader passes name bytes on as they are. */
+			/* A name as the server writes them, terminated after
+			 * namelen bytes: a patched dentry with an empty name, or
+			 * one holding a NUL or a slash, is a miss, never passed on. */
+			fz_check(ents[i].namelen > 0);
 			fz_check(ents[i].name[ents[i].namelen] == 0);
+			fz_check(!memchr(ents[i].name, 0, ents[i].namelen));
+			fz_check(!memchr(ents[i].name, '/', ents[i].namelen));
 		}
 		if (eof)
 			return;
