@@ -29,6 +29,12 @@
 #define DEF_MAP_SIZE (256 * MiB)
 #define DEF_RETENTION 10000u
 #define DEF_ROOT_MODE 0755u
+#define DEF_MAX_OPS 16384u
+#define DEF_HELLO_S 10u
+#define DEF_FRAME_S 30u
+#define DEF_CONN_OUT (4 * MiB)
+#define DEF_OUT_TOTAL (256 * MiB)
+#define DEF_MAX_PREHELLO 64u
 
 enum opt_id {
 	OPT_SOCKET = 's',
@@ -49,6 +55,12 @@ enum opt_id {
 	OPT_RETENTION,
 	OPT_LOG_LEVEL,
 	OPT_ROOT_MODE,
+	OPT_MAX_OPS,
+	OPT_HELLO_S,
+	OPT_FRAME_S,
+	OPT_CONN_OUT,
+	OPT_OUT_TOTAL,
+	OPT_MAX_PREHELLO,
 };
 
 static const struct option long_opts[] = {
@@ -67,6 +79,12 @@ static const struct option long_opts[] = {
 	{ "log-retention", required_argument, NULL, OPT_RETENTION },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "root-mode", required_argument, NULL, OPT_ROOT_MODE },
+	{ "max-ops", required_argument, NULL, OPT_MAX_OPS },
+	{ "hello-timeout", required_argument, NULL, OPT_HELLO_S },
+	{ "frame-timeout", required_argument, NULL, OPT_FRAME_S },
+	{ "conn-output-max", required_argument, NULL, OPT_CONN_OUT },
+	{ "output-max", required_argument, NULL, OPT_OUT_TOTAL },
+	{ "max-prehello", required_argument, NULL, OPT_MAX_PREHELLO },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -92,7 +110,16 @@ static const char short_opts[] = "+:s:d:c:hV";
 #define MAX_MAP_SIZE (16 * TiB)
 #define MIN_RETENTION 1u
 #define MAX_RETENTION 1000000000u
+#define MIN_MAX_OPS 1u
+#define MAX_MAX_OPS 1048576u
+#define MIN_TIMEOUT_S 1u
+#define MAX_TIMEOUT_S 3600u
+#define MIN_CONN_OUT (64 * KiB)
+#define MAX_CONN_OUT (1 * GiB)
+#define MIN_OUT_TOTAL (1 * MiB)
+#define MAX_OUT_TOTAL (64 * GiB)
 
+/* In two parts: ISO C compilers need not take longer literals. */
 static const char usage_text[] =
 	"NAME\n"
 	"    mcached - metadata cache server\n"
@@ -140,7 +167,32 @@ static const char usage_text[] =
 	"        Close client connections idle this long, 0 (never) to 604800.\n"
 	"        Default: 0\n"
 	"    --max-frame=SIZE\n"
-	"        Largest request frame accepted, 4K to 256M. Default: 16M\n"
+	"        Largest request frame accepted, 4K to 256M; also the largest\n"
+	"        reply built (at most 16M, what clients read). Default: 16M\n"
+	"    --max-ops=N\n"
+	"        Operations in one request, 1 to 1048576; a request with more is\n"
+	"        refused whole (E2BIG, none run) and the connection closed.\n"
+	"        Default: 16384\n"
+	"    --hello-timeout=SECONDS\n"
+	"        Close a connection that has not completed its Hello this long\n"
+	"        after connecting, 1 to 3600. Default: 10\n"
+	"    --frame-timeout=SECONDS\n"
+	"        Close a connection whose request frame, once started, is not\n"
+	"        complete within this time, 1 to 3600. Default: 30\n"
+	"    --max-prehello=N\n"
+	"        Connections that have not said Hello yet, 1 to 1048576; a new\n"
+	"        connection beyond it (or beyond --max-connections) closes the\n"
+	"        oldest of them. Default: 64\n"
+	"    --conn-output-max=SIZE\n"
+	"        Unsent reply bytes per connection above which the server stops\n"
+	"        reading that client until half have drained, 64K to 1G.\n"
+	"        Default: 4M\n"
+	"    --output-max=SIZE\n"
+	"        Unsent reply bytes across all connections, 1M to 64G; above it,\n"
+	"        clients that are not reading their replies are disconnected.\n"
+	"        Default: 256M\n";
+
+static const char usage_text2[] =
 	"    --store-map-size=SIZE\n"
 	"        Initial LMDB map size (it grows when full), 1M to 16T.\n"
 	"        Default: 256M\n"
@@ -212,6 +264,12 @@ void config_defaults(struct mcd_config *c)
 	c->log_retention = DEF_RETENTION;
 	c->log_level = LOG_LVL_INFO;
 	c->root_mode = DEF_ROOT_MODE;
+	c->max_ops = DEF_MAX_OPS;
+	c->hello_timeout_s = DEF_HELLO_S;
+	c->frame_timeout_s = DEF_FRAME_S;
+	c->conn_output_max = DEF_CONN_OUT;
+	c->output_max = DEF_OUT_TOTAL;
+	c->max_prehello = DEF_MAX_PREHELLO;
 }
 
 void config_free(struct mcd_config *c)
@@ -450,6 +508,36 @@ static int config_set(struct mcd_config *c, int id, const char *v, char *msg, si
 			return rc;
 		c->idle_timeout_s = (unsigned)x;
 		return 0;
+	case OPT_MAX_OPS:
+		if ((rc = get_uint(v, MIN_MAX_OPS, MAX_MAX_OPS, &x, msg, n)) < 0)
+			return rc;
+		c->max_ops = (unsigned)x;
+		return 0;
+	case OPT_HELLO_S:
+		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
+			return rc;
+		c->hello_timeout_s = (unsigned)x;
+		return 0;
+	case OPT_FRAME_S:
+		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
+			return rc;
+		c->frame_timeout_s = (unsigned)x;
+		return 0;
+	case OPT_MAX_PREHELLO:
+		if ((rc = get_uint(v, MIN_MAX_CONNS, MAX_MAX_CONNS, &x, msg, n)) < 0)
+			return rc;
+		c->max_prehello = (unsigned)x;
+		return 0;
+	case OPT_CONN_OUT:
+		if ((rc = get_size(v, MIN_CONN_OUT, MAX_CONN_OUT, &x, msg, n)) < 0)
+			return rc;
+		c->conn_output_max = x;
+		return 0;
+	case OPT_OUT_TOTAL:
+		if ((rc = get_size(v, MIN_OUT_TOTAL, MAX_OUT_TOTAL, &x, msg, n)) < 0)
+			return rc;
+		c->output_max = x;
+		return 0;
 	case OPT_RETENTION:
 		if ((rc = get_uint(v, MIN_RETENTION, MAX_RETENTION, &x, msg, n)) < 0)
 			return rc;
@@ -638,6 +726,7 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 	}
 	if (help) {
 		fputs(usage_text, out);
+		fputs(usage_text2, out);
 		rc = 1;
 		goto done;
 	}

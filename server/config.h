@@ -23,6 +23,12 @@ struct mcd_config {
 	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
+	unsigned max_ops;           /* --max-ops; ops per request; default 16384 */
+	unsigned hello_timeout_s;   /* --hello-timeout; default 10 */
+	unsigned frame_timeout_s;   /* --frame-timeout; a started frame completes within it; default 30 */
+	unsigned max_prehello;      /* --max-prehello; connections before Hello; default 64 */
+	uint64_t conn_output_max;   /* --conn-output-max; unsent replies per connection; default 4M */
+	uint64_t output_max;        /* --output-max; unsent replies in all; default 256M */
 };
 
 /* Set defaults. */

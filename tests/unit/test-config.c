@@ -92,6 +92,12 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.log_retention, 10000);
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
+	assert_int_equal(r.c.max_ops, 16384);
+	assert_int_equal(r.c.hello_timeout_s, 10);
+	assert_int_equal(r.c.frame_timeout_s, 30);
+	assert_int_equal(r.c.max_prehello, 64);
+	assert_int_equal(r.c.conn_output_max, 4u << 20);
+	assert_int_equal(r.c.output_max, 256u << 20);
 	run_done(&r);
 }
 
@@ -102,7 +108,9 @@ static void t_every_option(void **state)
 	    "--admin-allow-remote", "--cache-size", "1G", "--workers", "8",
 	    "--commit-interval-ms", "0", "--sync", "--max-connections", "10", "--idle-timeout", "30",
 	    "--max-frame", "64K", "--store-map-size", "2G", "--log-retention", "5",
-	    "--log-level", "debug", "--root-mode", "0700");
+	    "--log-level", "debug", "--root-mode", "0700", "--max-ops", "100",
+	    "--hello-timeout", "2", "--frame-timeout", "3", "--max-prehello", "5",
+	    "--conn-output-max", "1M", "--output-max", "2G");
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
 	assert_string_equal(r.c.socket_path, "/tmp/mc/s.sock");
@@ -120,6 +128,12 @@ static void t_every_option(void **state)
 	assert_int_equal(r.c.log_retention, 5);
 	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
 	assert_int_equal(r.c.root_mode, 0700);
+	assert_int_equal(r.c.max_ops, 100);
+	assert_int_equal(r.c.hello_timeout_s, 2);
+	assert_int_equal(r.c.frame_timeout_s, 3);
+	assert_int_equal(r.c.max_prehello, 5);
+	assert_int_equal(r.c.conn_output_max, 1u << 20);
+	assert_int_equal(r.c.output_max, 2ull << 30);
 	run_done(&r);
 
 	RUN(&r, "-s", "x.sock", "-d", "d");
@@ -197,6 +211,12 @@ static void t_bounds_accepted(void **state)
 		{ "--root-mode", "0" }, { "--root-mode", "7777" },
 		{ "--log-level", "error" }, { "--log-level", "warn" },
 		{ "--idle-timeout", "0" }, { "--max-connections", "1" },
+		{ "--max-ops", "1" }, { "--max-ops", "1048576" },
+		{ "--hello-timeout", "1" }, { "--hello-timeout", "3600" },
+		{ "--frame-timeout", "1" }, { "--frame-timeout", "3600" },
+		{ "--max-prehello", "1" }, { "--max-prehello", "1048576" },
+		{ "--conn-output-max", "64K" }, { "--conn-output-max", "1G" },
+		{ "--output-max", "1M" }, { "--output-max", "64G" },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct run r;
@@ -219,6 +239,11 @@ static void t_bad_values(void **state)
 		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
 		{ "--admin", "host:99999" }, { "--max-connections", "0" },
 		{ "--idle-timeout", "1h" }, { "--socket", "" }, { "--data", "" },
+		{ "--max-ops", "0" }, { "--max-ops", "1048577" }, { "--hello-timeout", "0" },
+		{ "--hello-timeout", "3601" }, { "--frame-timeout", "0" },
+		{ "--frame-timeout", "3601" }, { "--max-prehello", "0" },
+		{ "--conn-output-max", "32K" }, { "--conn-output-max", "2G" },
+		{ "--output-max", "512K" }, { "--output-max", "65G" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run r;
@@ -363,7 +388,8 @@ static void t_help(void **state)
 		"--socket", "--data", "--admin", "--admin-allow-remote", "--cache-size", "--workers",
 		"--commit-interval-ms", "--sync", "--max-connections", "--idle-timeout",
 		"--max-frame", "--store-map-size", "--log-retention", "--log-level", "--root-mode",
-		"--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
+		"--max-ops", "--hello-timeout", "--frame-timeout", "--max-prehello",
+		"--conn-output-max", "--output-max", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
 		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
 	};
