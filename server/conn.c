@@ -31,8 +31,9 @@
  *     reply and only then resumes parsing.
  *  4. The conn is counted in r->nconns (rpc.c invariant 1) until conn_close,
  *     and in w->nalloc, on w->conns, until it is freed.
- *  5. A conn is on w->prehello (and counted in w->nprehello, r->nprehello)
- *     from conn_new until it leaves HELLO; there its deadline is the Hello
+ *  5. A conn is on w->prehello from conn_new until it leaves HELLO, and
+ *     counted in w->nprehello and r->nprehello from the moment the acceptor
+ *     queues it (rpc.c invariant 1) until then; there its deadline is the Hello
  *     timeout. In READY the deadline runs while a started frame is
  *     incomplete and the conn is reading, restarting with each frame.
  *  6. Memory: a conn holds at most one frame of input (max_frame), unsent
@@ -362,18 +363,19 @@ static int conn_read_cred(int fd, struct cred *cred, pid_t *pid)
 }
 
 /* Over max_conns (the acceptor let one more in because connections wait
- * for their Hello) or at max_prehello: close w's oldest connection that has
- * not said Hello, so those can never lock out clients that do. */
+ * for their Hello) or over max_prehello, the newcomer counted: close w's
+ * oldest connection that has not said Hello, so those can never lock out
+ * clients that do. */
 static void conn_make_room(struct worker *w)
 {
 	struct rpc *r = w->r;
 	unsigned cap = r->o.max_prehello ? r->o.max_prehello : r->o.max_conns;
 	struct conn *old = TAILQ_FIRST(&w->prehello);
 
-	if (!old)
-		return;
+	if (!old || old == TAILQ_LAST(&w->prehello, conn_list))
+		return;                   /* none, or only the newcomer */
 	if (!(r->o.max_conns && atomic_load(&r->nconns) > r->o.max_conns) &&
-	    !(cap && atomic_load(&r->nprehello) >= cap))
+	    !(cap && atomic_load(&r->nprehello) > cap))
 		return;
 	stat_inc(&w->stats.limits[STATS_LIMIT_PREHELLO_EVICTED]);
 	if (rpc_log_ok(r))
@@ -419,7 +421,6 @@ int conn_new(struct worker *w, int fd)
 
 		evtimer_add(c->ev_deadline, &tv);
 	}
-	conn_make_room(w);
 	c->st = CONN_HELLO;
 	c->refs = 1;
 	c->next = w->conns;
@@ -428,10 +429,9 @@ int conn_new(struct worker *w, int fd)
 	w->conns = c;
 	w->nalloc++;
 	TAILQ_INSERT_TAIL(&w->prehello, c, pq);
-	c->in_prehello = true;
-	atomic_fetch_add(&w->nprehello, 1);
-	atomic_fetch_add(&w->r->nprehello, 1);
+	c->in_prehello = true;           /* counted by the acceptor */
 	stat_inc(&w->stats.connections);
+	conn_make_room(w);
 	return 0;
 fail:
 	if (c && c->bev)

@@ -61,8 +61,8 @@ struct rpc {
  * waiting for its Hello. If the server is over max_conns or max_prehello,
  * w's oldest connection that has not said Hello is closed first. 0, or
  * -ENOMEM, or -errno from reading the peer's credentials; on failure fd is
- * closed and nothing else changes (the caller still owns its r->nconns
- * count). */
+ * closed and nothing else changes (the caller still owns its r->nconns and
+ * nprehello counts). */
 int conn_new(struct worker *w, int fd);
 /* Worker thread, for shutdown (w->exiting set): close every conn of w at
  * once, after one nonblocking attempt to send what is queued, except those

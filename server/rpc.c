@@ -8,7 +8,9 @@
  *
  * Invariants:
  *  1. r->nconns counts connections from accept until conn_close (queued to a
- *     worker included); it is what max_conns is checked against.
+ *     worker included); it is what max_conns is checked against. Likewise
+ *     r->nprehello and the worker's nprehello count them from accept until
+ *     they leave HELLO.
  *  2. A worker exits only after rpc_stop asked it to and no conn of its own
  *     is left allocated (waiting callbacks have all come back).
  *  3. Past max_conns a new connection is still taken when some connection
@@ -57,30 +59,47 @@ bool rpc_log_ok(struct rpc *r)
 
 /* ---- workers --------------------------------------------------------- */
 
+/* Take back an accepted connection's counts (invariant 1). */
+static void rpc_uncount(struct worker *w)
+{
+	atomic_fetch_sub(&w->r->nconns, 1);
+	atomic_fetch_sub(&w->r->nprehello, 1);
+	atomic_fetch_sub(&w->nprehello, 1);
+}
+
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	struct rpc *r = w->r;
 	bool stop;
 
 	(void)fd;
 	(void)what;
 	for (;;) {
-		int cfd = -1;
+		int *q;
+		size_t nq;
 
+		/* The whole queue, taken in the order accepted: the oldest
+		 * connection before Hello is the first one closed for room. */
 		pthread_mutex_lock(&w->mu);
 		stop = w->stop;
-		if (w->nq > 0)
-			cfd = w->q[--w->nq];
+		q = w->q;
+		nq = w->nq;
+		w->q = NULL;
+		w->nq = w->cap = 0;
 		pthread_mutex_unlock(&w->mu);
-		if (cfd < 0)
+		if (nq == 0) {
+			free(q);
 			break;
-		if (stop) {
-			close(cfd);
-			atomic_fetch_sub(&r->nconns, 1);
-		} else if (conn_new(w, cfd) < 0) {
-			atomic_fetch_sub(&r->nconns, 1);
 		}
+		for (size_t i = 0; i < nq; i++) {
+			if (stop) {
+				close(q[i]);
+				rpc_uncount(w);
+			} else if (conn_new(w, q[i]) < 0) {
+				rpc_uncount(w);
+			}
+		}
+		free(q);
 	}
 	if (!stop || w->exiting)
 		return;
@@ -199,9 +218,11 @@ static void rpc_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		}
 	}
 	atomic_fetch_add(&r->nconns, 1);
+	atomic_fetch_add(&r->nprehello, 1);
+	atomic_fetch_add(&w->nprehello, 1);
 	if (worker_post(w, fd) < 0) {
 		close(fd);
-		atomic_fetch_sub(&r->nconns, 1);
+		rpc_uncount(w);
 	}
 }
 
