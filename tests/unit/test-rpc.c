@@ -753,6 +753,47 @@ static void test_socket_mode(void **state)
 	assert_int_equal(st.st_mode & 07777, 0660);
 }
 
+/* chmod as the code under test sees it: the mode the path had when chmod
+ * was called on it. */
+static mode_t chmod_seen_mode;
+static int chmod_calls;
+
+int chmod(const char *path, mode_t mode)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0)
+		chmod_seen_mode = st.st_mode & 07777;
+	chmod_calls++;
+	return fchmodat(AT_FDCWD, path, mode, 0);
+}
+
+/* Even under umask 0 the socket is never looser than 0660 (no chmod after
+ * bind, whose window another user could connect in). */
+static void test_socket_born_0660(void **state)
+{
+	struct fx *f = *state;
+	struct rpc_opts o = f->o;
+	struct rpc *r2 = NULL;
+	char path[128];
+	struct stat st;
+	mode_t old;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/born.sock", f->dir);
+	o.socket_path = path;
+	chmod_calls = 0;
+	old = umask(0);
+	rc = rpc_start(&o, &f->m, &r2);
+	umask(old);
+	assert_int_equal(rc, 0);
+	if (chmod_calls > 0 && (chmod_seen_mode & ~0660) != 0)
+		fail_msg("the socket had mode %o before chmod", (unsigned)chmod_seen_mode);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0660);
+	rpc_stop(r2);
+}
+
 static void test_second_start_refused(void **state)
 {
 	struct fx *f = *state;
@@ -1092,6 +1133,7 @@ int main(void)
 		T(test_zero_length_frame),
 		T(test_client_dies_mid_frame),
 		T(test_socket_mode),
+		T(test_socket_born_0660),
 		T(test_second_start_refused),
 		T(test_stale_socket_replaced),
 		T(test_regular_file_kept),
