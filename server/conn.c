@@ -363,33 +363,43 @@ static int conn_read_cred(int fd, struct cred *cred, pid_t *pid)
 }
 
 /* Over max_conns (the acceptor let one more in because connections wait
- * for their Hello) or over max_prehello, the newcomer counted: close w's
+ * for their Hello) or at max_prehello, the newcomer counted: close w's
  * oldest connection that has not said Hello, so those can never lock out
- * clients that do. */
-static void conn_make_room(struct worker *w)
+ * clients that do. 0, or -EBUSY when over max_conns with none to close
+ * (they said Hello meanwhile): the newcomer is refused. */
+static int conn_make_room(struct worker *w)
 {
 	struct rpc *r = w->r;
 	unsigned cap = r->o.max_prehello ? r->o.max_prehello : r->o.max_conns;
 	struct conn *old = TAILQ_FIRST(&w->prehello);
+	bool full = r->o.max_conns && atomic_load(&r->nconns) > r->o.max_conns;
 
-	if (!old || old == TAILQ_LAST(&w->prehello, conn_list))
-		return;                   /* none, or only the newcomer */
-	if (!(r->o.max_conns && atomic_load(&r->nconns) > r->o.max_conns) &&
-	    !(cap && atomic_load(&r->nprehello) > cap))
-		return;
+	if (!full && !(cap && atomic_load(&r->nprehello) > cap))
+		return 0;
+	if (!old) {
+		if (!full)
+			return 0;
+		atomic_fetch_add(&r->refused, 1);
+		return -EBUSY;
+	}
 	stat_inc(&w->stats.limits[STATS_LIMIT_PREHELLO_EVICTED]);
 	if (rpc_log_ok(r))
 		log_warn("rpc: pid %d: closed before its hello to make room for a new "
 		         "connection (%u waiting for hello)", (int)old->pid,
 		         atomic_load(&r->nprehello));
 	conn_close(old);
+	return 0;
 }
 
 int conn_new(struct worker *w, int fd)
 {
-	struct conn *c = calloc(1, sizeof(*c));
-	int err = -ENOMEM;
+	struct conn *c = NULL;
+	int err = conn_make_room(w);
 
+	if (err)
+		goto fail;
+	err = -ENOMEM;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto fail;
 	c->w = w;
@@ -431,7 +441,6 @@ int conn_new(struct worker *w, int fd)
 	TAILQ_INSERT_TAIL(&w->prehello, c, pq);
 	c->in_prehello = true;           /* counted by the acceptor */
 	stat_inc(&w->stats.connections);
-	conn_make_room(w);
 	return 0;
 fail:
 	if (c && c->bev)
@@ -530,6 +539,9 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		conn_fail(c, req->id, ENOMEM, "out of memory");
 		return;
 	}
+	/* Counted out before the client can see the reply and act on it. */
+	conn_prehello_leave(c);
+	evtimer_del(c->ev_deadline);
 	err = conn_send_hello(c, req->id);
 	if (err) {
 		log_debug("rpc: pid %d: hello reply: %s", (int)c->pid, strerror(-err));
@@ -537,8 +549,6 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		return;
 	}
 	c->st = CONN_READY;
-	conn_prehello_leave(c);
-	evtimer_del(c->ev_deadline);
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 

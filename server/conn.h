@@ -59,7 +59,8 @@ struct rpc {
 
 /* Worker thread: take over the accepted socket fd as a new connection on w,
  * waiting for its Hello. If the server is over max_conns or max_prehello,
- * w's oldest connection that has not said Hello is closed first. 0, or
+ * w's oldest connection that has not said Hello is closed first; over
+ * max_conns with none such, the newcomer is refused (-EBUSY). 0, -EBUSY,
  * -ENOMEM, or -errno from reading the peer's credentials; on failure fd is
  * closed and nothing else changes (the caller still owns its r->nconns and
  * nprehello counts). */
