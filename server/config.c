@@ -30,6 +30,7 @@
 #define DEF_RETENTION 10000u
 #define DEF_ROOT_MODE 0755u
 #define DEF_MAX_OPS 16384u
+#define DEF_MAX_REPLY ((uint32_t)(4 * MiB))
 #define DEF_HELLO_S 10u
 #define DEF_FRAME_S 30u
 #define DEF_CONN_OUT (4 * MiB)
@@ -56,6 +57,7 @@ enum opt_id {
 	OPT_LOG_LEVEL,
 	OPT_ROOT_MODE,
 	OPT_MAX_OPS,
+	OPT_MAX_REPLY,
 	OPT_HELLO_S,
 	OPT_FRAME_S,
 	OPT_CONN_OUT,
@@ -80,6 +82,7 @@ static const struct option long_opts[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "root-mode", required_argument, NULL, OPT_ROOT_MODE },
 	{ "max-ops", required_argument, NULL, OPT_MAX_OPS },
+	{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
 	{ "hello-timeout", required_argument, NULL, OPT_HELLO_S },
 	{ "frame-timeout", required_argument, NULL, OPT_FRAME_S },
 	{ "conn-output-max", required_argument, NULL, OPT_CONN_OUT },
@@ -111,6 +114,8 @@ static const char short_opts[] = "+:s:d:c:hV";
 #define MIN_RETENTION 1u
 #define MAX_RETENTION 1000000000u
 #define MIN_MAX_OPS 1u
+#define MIN_MAX_REPLY (64 * KiB)
+#define MAX_MAX_REPLY (16 * MiB)
 #define MAX_MAX_OPS 1048576u
 #define MIN_TIMEOUT_S 1u
 #define MAX_TIMEOUT_S 3600u
@@ -167,8 +172,11 @@ static const char usage_text[] =
 	"        Close client connections idle this long, 0 (never) to 604800.\n"
 	"        Default: 0\n"
 	"    --max-frame=SIZE\n"
-	"        Largest request frame accepted, 4K to 256M; also the largest\n"
-	"        reply built (at most 16M, what clients read). Default: 16M\n"
+	"        Largest request frame accepted, 4K to 256M. Default: 16M\n"
+	"    --max-reply=SIZE\n"
+	"        Largest reply, 64K to 16M: ops run in order while their results\n"
+	"        fit; the one that does not fit and every later one are answered\n"
+	"        EMSGSIZE, and the later ones do not run. Default: 4M\n"
 	"    --max-ops=N\n"
 	"        Operations in one request, 1 to 1048576; a request with more is\n"
 	"        refused whole (E2BIG, none run) and the connection closed.\n"
@@ -265,6 +273,7 @@ void config_defaults(struct mcd_config *c)
 	c->log_level = LOG_LVL_INFO;
 	c->root_mode = DEF_ROOT_MODE;
 	c->max_ops = DEF_MAX_OPS;
+	c->max_reply = DEF_MAX_REPLY;
 	c->hello_timeout_s = DEF_HELLO_S;
 	c->frame_timeout_s = DEF_FRAME_S;
 	c->conn_output_max = DEF_CONN_OUT;
@@ -507,6 +516,11 @@ static int config_set(struct mcd_config *c, int id, const char *v, char *msg, si
 		if ((rc = get_uint(v, 0, MAX_IDLE_S, &x, msg, n)) < 0)
 			return rc;
 		c->idle_timeout_s = (unsigned)x;
+		return 0;
+	case OPT_MAX_REPLY:
+		if ((rc = get_size(v, MIN_MAX_REPLY, MAX_MAX_REPLY, &x, msg, n)) < 0)
+			return rc;
+		c->max_reply = (uint32_t)x;
 		return 0;
 	case OPT_MAX_OPS:
 		if ((rc = get_uint(v, MIN_MAX_OPS, MAX_MAX_OPS, &x, msg, n)) < 0)

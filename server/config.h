@@ -24,6 +24,7 @@ struct mcd_config {
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
 	unsigned max_ops;           /* --max-ops; ops per request; default 16384 */
+	uint32_t max_reply;         /* --max-reply; largest reply; default 4M */
 	unsigned hello_timeout_s;   /* --hello-timeout; default 10 */
 	unsigned frame_timeout_s;   /* --frame-timeout; a started frame completes within it; default 30 */
 	unsigned max_prehello;      /* --max-prehello; connections before Hello; default 64 */

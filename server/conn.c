@@ -556,7 +556,7 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 static void conn_request(struct conn *c, const Mcache__Request *req)
 {
 	struct worker *w = c->w;
-	uint32_t max_reply = w->r->o.max_frame < MC_FRAME_MAX ? w->r->o.max_frame : MC_FRAME_MAX;
+	uint32_t max_reply = w->r->o.max_reply;
 	struct request_reply rr;
 	int err;
 

@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 		.idle_timeout_s = cfg.idle_timeout_s,
 		.max_frame = cfg.max_frame,
 		.max_ops = cfg.max_ops,
+		.max_reply = cfg.max_reply,
 		.hello_timeout_s = cfg.hello_timeout_s,
 		.frame_timeout_s = cfg.frame_timeout_s,
 		.max_prehello = cfg.max_prehello,

@@ -419,6 +419,10 @@ int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 	r->o.socket_path = r->path;
 	if (r->o.max_frame == 0)
 		r->o.max_frame = MC_FRAME_MAX;
+	if (r->o.max_reply == 0)
+		r->o.max_reply = r->o.max_frame;
+	if (r->o.max_reply > MC_FRAME_MAX)
+		r->o.max_reply = MC_FRAME_MAX;
 	if (r->o.conn_output_max == 0)
 		r->o.conn_output_max = 4u << 20;
 	rpc_fd_limit(&r->o);

@@ -16,8 +16,9 @@ struct rpc_opts {
 	unsigned workers;          /* >= 1 */
 	unsigned max_conns;        /* beyond it new connections are closed at once */
 	unsigned idle_timeout_s;   /* 0: none */
-	uint32_t max_frame;        /* larger frames: error reply, then close; also
-	                            * the reply limit (at most MC_FRAME_MAX) */
+	uint32_t max_frame;        /* larger frames: error reply, then close */
+	uint32_t max_reply;        /* reply limit (request.h); 0: max_frame; at
+	                            * most MC_FRAME_MAX, what clients read */
 	unsigned max_ops;          /* ops per request; more: E2BIG, then close. 0: no limit */
 	unsigned hello_timeout_s;  /* a connection must say Hello within it; 0: none */
 	unsigned frame_timeout_s;  /* a started frame must complete within it; 0: none */

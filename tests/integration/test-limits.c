@@ -294,7 +294,7 @@ static void make_dir(const char *dir, int n)
  * (it used to run and be reported as failed). */
 static void reply_cap_stops_execution(void **state)
 {
-	static const char *const args[] = { "--max-frame", "65536", NULL };
+	static const char *const args[] = { "--max-reply", "64K", NULL };
 	start(args);
 	char target[4001];
 	memset(target, 't', 4000);
@@ -367,8 +367,7 @@ static void readlink_amplification(void **state)
  * results are cut at the reply limit instead of all being built. */
 static void readdir_amplification(void **state)
 {
-	static const char *const args[] = { "--max-frame", "4M", NULL };
-	start(args);
+	start(NULL);                        /* --max-reply 4M */
 	make_dir("/d", 2000);
 	int fd = raw_ready();
 	uint64_t h = raw_opendir(fd, "/d");

@@ -93,6 +93,7 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
 	assert_int_equal(r.c.max_ops, 16384);
+	assert_int_equal(r.c.max_reply, 4u << 20);
 	assert_int_equal(r.c.hello_timeout_s, 10);
 	assert_int_equal(r.c.frame_timeout_s, 30);
 	assert_int_equal(r.c.max_prehello, 64);
@@ -108,7 +109,7 @@ static void t_every_option(void **state)
 	    "--admin-allow-remote", "--cache-size", "1G", "--workers", "8",
 	    "--commit-interval-ms", "0", "--sync", "--max-connections", "10", "--idle-timeout", "30",
 	    "--max-frame", "64K", "--store-map-size", "2G", "--log-retention", "5",
-	    "--log-level", "debug", "--root-mode", "0700", "--max-ops", "100",
+	    "--log-level", "debug", "--root-mode", "0700", "--max-ops", "100", "--max-reply", "1M",
 	    "--hello-timeout", "2", "--frame-timeout", "3", "--max-prehello", "5",
 	    "--conn-output-max", "1M", "--output-max", "2G");
 	assert_int_equal(r.rc, 0);
@@ -129,6 +130,7 @@ static void t_every_option(void **state)
 	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
 	assert_int_equal(r.c.root_mode, 0700);
 	assert_int_equal(r.c.max_ops, 100);
+	assert_int_equal(r.c.max_reply, 1u << 20);
 	assert_int_equal(r.c.hello_timeout_s, 2);
 	assert_int_equal(r.c.frame_timeout_s, 3);
 	assert_int_equal(r.c.max_prehello, 5);
@@ -212,6 +214,7 @@ static void t_bounds_accepted(void **state)
 		{ "--log-level", "error" }, { "--log-level", "warn" },
 		{ "--idle-timeout", "0" }, { "--max-connections", "1" },
 		{ "--max-ops", "1" }, { "--max-ops", "1048576" },
+		{ "--max-reply", "64K" }, { "--max-reply", "16M" },
 		{ "--hello-timeout", "1" }, { "--hello-timeout", "3600" },
 		{ "--frame-timeout", "1" }, { "--frame-timeout", "3600" },
 		{ "--max-prehello", "1" }, { "--max-prehello", "1048576" },
@@ -239,7 +242,8 @@ static void t_bad_values(void **state)
 		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
 		{ "--admin", "host:99999" }, { "--max-connections", "0" },
 		{ "--idle-timeout", "1h" }, { "--socket", "" }, { "--data", "" },
-		{ "--max-ops", "0" }, { "--max-ops", "1048577" }, { "--hello-timeout", "0" },
+		{ "--max-ops", "0" }, { "--max-ops", "1048577" }, { "--max-reply", "32K" },
+		{ "--max-reply", "17M" }, { "--hello-timeout", "0" },
 		{ "--hello-timeout", "3601" }, { "--frame-timeout", "0" },
 		{ "--frame-timeout", "3601" }, { "--max-prehello", "0" },
 		{ "--conn-output-max", "32K" }, { "--conn-output-max", "2G" },
@@ -388,7 +392,7 @@ static void t_help(void **state)
 		"--socket", "--data", "--admin", "--admin-allow-remote", "--cache-size", "--workers",
 		"--commit-interval-ms", "--sync", "--max-connections", "--idle-timeout",
 		"--max-frame", "--store-map-size", "--log-retention", "--log-level", "--root-mode",
-		"--max-ops", "--hello-timeout", "--frame-timeout", "--max-prehello",
+		"--max-ops", "--max-reply", "--hello-timeout", "--frame-timeout", "--max-prehello",
 		"--conn-output-max", "--output-max", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
 		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
