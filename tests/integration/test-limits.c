@@ -434,6 +434,36 @@ static void max_ops_boundary(void **state)
 	stop();
 }
 
+/* What the library's batch does past --max-ops today: the run fails with
+ * E2BIG (the server refused the request whole and closed the connection)
+ * and none of the operations ran. */
+static void batch_over_max_ops(void **state)
+{
+	static const char *const args[] = { "--max-ops", "100", NULL };
+	start(args);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	for (int i = 0; i < 150; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/b%d", i);
+		assert_true(mc_batch_create(b, p, 0644) >= 0);
+	}
+	errno = 0;
+	assert_int_equal(mc_batch_run(b), -1);
+	assert_int_equal(errno, E2BIG);
+	mc_batch_free(b);
+	mc_disconnect(c);
+	c = mc_connect(srv.socket);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/b0", &st), -1);
+	assert_int_equal(errno, ENOENT);
+	mc_disconnect(c);
+	assert_server_healthy();
+	stop();
+}
+
 /* ---- finding: per-connection memory ------------------------------------- */
 
 /* Pipeline readdir requests (about 100 KB of reply each) without reading
@@ -722,6 +752,7 @@ int main(void)
 		T(readdir_amplification),
 		T(too_many_ops),
 		T(max_ops_boundary),
+		T(batch_over_max_ops),
 		T(slow_reader_bounded),
 		T(output_total_disconnects),
 		T(hello_timeout),
