@@ -29,7 +29,7 @@
 #define DEF_MAP_SIZE (256 * MiB)
 #define DEF_RETENTION 10000u
 #define DEF_ROOT_MODE 0755u
-#define DEF_MAX_OPS 16384u
+#define DEF_MAX_OPS 4096u
 #define DEF_MAX_REPLY ((uint32_t)(4 * MiB))
 #define DEF_HELLO_S 10u
 #define DEF_FRAME_S 30u
@@ -180,7 +180,7 @@ static const char usage_text[] =
 	"    --max-ops=N\n"
 	"        Operations in one request, 1 to 1048576; a request with more is\n"
 	"        refused whole (E2BIG, none run) and the connection closed.\n"
-	"        Default: 16384\n"
+	"        Default: 4096\n"
 	"    --hello-timeout=SECONDS\n"
 	"        Close a connection that has not completed its Hello this long\n"
 	"        after connecting, 1 to 3600. Default: 10\n"

@@ -23,7 +23,7 @@ struct mcd_config {
 	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
-	unsigned max_ops;           /* --max-ops; ops per request; default 16384 */
+	unsigned max_ops;           /* --max-ops; ops per request; default 4096 */
 	uint32_t max_reply;         /* --max-reply; largest reply; default 4M */
 	unsigned hello_timeout_s;   /* --hello-timeout; default 10 */
 	unsigned frame_timeout_s;   /* --frame-timeout; a started frame completes within it; default 30 */

@@ -5,7 +5,10 @@
  *
  * Connection states (struct conn.st):
  *
- *      conn_new          conn_hello (good Hello)
+ *                                             slice left (conn_job_run)
+ *                                            ┌──────────► RUNNING ──┐
+ *                                            │  ◄── done, reply ────┘
+ *      conn_new          conn_hello (good Hello)  queued (conn_step_cb)
  *   ─────────► HELLO ──────────────────────► READY ◄──────────┐
  *                │                           │  │             │ conn_done_cb
  *                │ bad frame / version /     │  │ wait_seq!=0 │ (held reply
@@ -14,9 +17,9 @@
  *             CLOSING ◄──────────────────────┘ bad frame, │ EOF / error
  *       (conn_close_after_flush: reply         frame      │
  *        drains, then conn_close)              timeout    ▼
- *   evicted (conn_evict), shed (conn_shed) ──────► conn_close: fd, session
- *                                         released; struct freed when refs
- *                                         reach 0
+ *   closed for room (conn_make_room), shed (conn_shed) ─► conn_close: fd,
+ *                                         session, job released; struct
+ *                                         freed when refs reach 0
  *
  * Invariants:
  *  1. A conn, its bufferevent, session, done-event and deadline timer are
@@ -40,6 +43,9 @@
  *     replies up to conn_output_max plus one reply (no frame is parsed
  *     while output is over it), and one held reply. out_acct is what its
  *     output adds to r->out_total.
+ *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
+ *     them the conn is RUNNING, reads and parses nothing, and its next slice
+ *     waits behind the worker's other ready events (a zero timer).
  */
 #include "conn.h"
 
@@ -66,10 +72,13 @@
 
 /* Time a closing connection gets to take its last reply. */
 #define CONN_FLUSH_TIMEOUT_S 5
+/* Longest a request runs before its worker serves other connections. */
+#define CONN_SLICE_US 1000
 
 enum conn_state {
 	CONN_HELLO,     /* waiting for the Hello request */
 	CONN_READY,     /* reading and answering requests */
+	CONN_RUNNING,   /* a request's ops running in slices (ev_step) */
 	CONN_WAITING,   /* reply held until a commit is durable */
 	CONN_CLOSING,   /* last reply draining, then close */
 	CONN_CLOSED,    /* fd gone, struct kept for the commit callback */
@@ -90,6 +99,8 @@ struct conn {
 	struct session *sess;
 	struct event *ev_done;       /* activated by conn_commit_cb */
 	struct event *ev_deadline;   /* hello or frame timeout (invariant 5) */
+	struct event *ev_step;       /* runs the next slice of job */
+	struct request_job *job;     /* while RUNNING */
 	struct evbuffer_cb_entry *out_cb;
 	uint64_t out_acct;           /* bytes of output counted in r->out_total */
 	_Atomic int wait_err;        /* commit result, set before ev_done fires */
@@ -98,6 +109,7 @@ struct conn {
 	size_t held_len;
 	uint64_t held_id;
 	size_t held_nres;
+	size_t job_nops;             /* ops of the request being run */
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -107,6 +119,7 @@ static void conn_process(struct conn *c);
 static void conn_commit_cb(void *arg, int err);
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_step_cb(evutil_socket_t fd, short what, void *arg);
 
 static void stat_inc(_Atomic uint64_t *v)
 {
@@ -194,6 +207,7 @@ static void conn_unref(struct conn *c)
 	w->nalloc--;
 	event_free(c->ev_done);
 	event_free(c->ev_deadline);
+	event_free(c->ev_step);
 	free(c->held);
 	free(c);
 	if (w->exiting && w->nalloc == 0)
@@ -207,6 +221,9 @@ static void conn_close(struct conn *c)
 		return;
 	conn_prehello_leave(c);
 	evtimer_del(c->ev_deadline);
+	evtimer_del(c->ev_step);
+	request_job_free(c->job);     /* its ops may have run: outcome unknown */
+	c->job = NULL;
 	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
 	atomic_fetch_sub(&c->w->r->out_total, c->out_acct);
 	c->out_acct = 0;
@@ -366,7 +383,8 @@ static int conn_read_cred(int fd, struct cred *cred, pid_t *pid)
  * for their Hello) or at max_prehello, the newcomer counted: close w's
  * oldest connection that has not said Hello, so those can never lock out
  * clients that do. 0, or -EBUSY when over max_conns with none to close
- * (they said Hello meanwhile): the newcomer is refused. */
+ * (they said Hello meanwhile) and none queued behind: the newcomer is
+ * refused. */
 static int conn_make_room(struct worker *w)
 {
 	struct rpc *r = w->r;
@@ -377,7 +395,8 @@ static int conn_make_room(struct worker *w)
 	if (!full && !(cap && atomic_load(&r->nprehello) > cap))
 		return 0;
 	if (!old) {
-		if (!full)
+		/* In a burst, others taken after this one close it in turn. */
+		if (!full || atomic_load(&w->nprehello) > 1)
 			return 0;
 		atomic_fetch_add(&r->refused, 1);
 		return -EBUSY;
@@ -410,7 +429,8 @@ int conn_new(struct worker *w, int fd)
 	err = -ENOMEM;
 	c->ev_done = event_new(w->base, -1, 0, conn_done_cb, c);
 	c->ev_deadline = evtimer_new(w->base, conn_deadline_cb, c);
-	if (!c->ev_done || !c->ev_deadline)
+	c->ev_step = evtimer_new(w->base, conn_step_cb, c);
+	if (!c->ev_done || !c->ev_deadline || !c->ev_step)
 		goto fail;
 	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev)
@@ -451,6 +471,8 @@ fail:
 		event_free(c->ev_done);
 	if (c && c->ev_deadline)
 		event_free(c->ev_deadline);
+	if (c && c->ev_step)
+		event_free(c->ev_step);
 	free(c);
 	return err;
 }
@@ -552,36 +574,46 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 
-/* Run a request's ops and queue (or hold) the reply. */
-static void conn_request(struct conn *c, const Mcache__Request *req)
+/* Run the job's next slice; once all its ops ran, queue (or hold) the
+ * reply and, if the job had to yield, go on with the input buffered. */
+static void conn_job_run(struct conn *c, uint64_t slice_us)
 {
 	struct worker *w = c->w;
-	uint32_t max_reply = w->r->o.max_reply;
+	struct timeval now = { 0, 0 };
 	struct request_reply rr;
+	uint64_t id = request_job_id(c->job);
+	bool resumed = c->st == CONN_RUNNING;
 	int err;
 
-	if (req->hello) {
-		conn_bad_frame(c, req->id, EPROTO, "hello sent twice");
+	if (!request_job_step(c->job, c->sess, &w->stats, slice_us)) {
+		/* Yield to the worker's other connections (invariant 7). */
+		c->st = CONN_RUNNING;
+		bufferevent_disable(c->bev, EV_READ);
+		evtimer_del(c->ev_deadline);
+		evtimer_add(c->ev_step, &now);
 		return;
 	}
-	stat_inc(&w->stats.requests);
-	err = request_run(c->sess, req, max_reply, &w->stats, &rr);
+	c->st = CONN_READY;
+	err = request_job_finish(c->job, &rr);
+	request_job_free(c->job);
+	c->job = NULL;
 	if (err) {
-		conn_fail(c, req->id, -err, "cannot build the reply");
+		conn_fail(c, id, -err, "cannot build the reply");
 		return;
 	}
 	if (rr.full)
 		log_debug("rpc: pid %d: reply of request %llu full at %u bytes", (int)c->pid,
-		          (unsigned long long)req->id, (unsigned)max_reply);
+		          (unsigned long long)id, (unsigned)w->r->o.max_reply);
 	if (rr.wait_seq == 0) {
-		conn_queue(c, req->id, rr.buf, rr.len);
+		if (conn_queue(c, id, rr.buf, rr.len) == 0 && resumed && !w->exiting)
+			conn_process(c);
 		return;
 	}
 	/* Hold the reply until wait_seq is durable (invariant 3). */
 	c->held = rr.buf;
 	c->held_len = rr.len;
-	c->held_id = req->id;
-	c->held_nres = req->n_ops;
+	c->held_id = id;
+	c->held_nres = c->job_nops;
 	c->st = CONN_WAITING;
 	c->refs++;
 	bufferevent_disable(c->bev, EV_READ);
@@ -589,6 +621,42 @@ static void conn_request(struct conn *c, const Mcache__Request *req)
 	err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_commit_cb, c);
 	if (err)
 		conn_commit_cb(c, err);
+}
+
+/* Run a request's ops (taking req) and queue (or hold) the reply. */
+static void conn_request(struct conn *c, Mcache__Request *req)
+{
+	struct worker *w = c->w;
+	uint64_t id = req->id;
+	int err;
+
+	if (req->hello) {
+		mcache__request__free_unpacked(req, NULL);
+		conn_bad_frame(c, id, EPROTO, "hello sent twice");
+		return;
+	}
+	stat_inc(&w->stats.requests);
+	c->job_nops = req->n_ops;
+	err = request_job_new(req, w->r->o.max_reply, &c->job);
+	if (err) {
+		mcache__request__free_unpacked(req, NULL);
+		conn_fail(c, id, -err, "out of memory");
+		return;
+	}
+	conn_job_run(c, CONN_SLICE_US);
+}
+
+static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->st != CONN_RUNNING)
+		return;
+	c->refs++;                        /* the reply may close c under us */
+	conn_job_run(c, CONN_SLICE_US);
+	conn_unref(c);
 }
 
 /* Committer thread (or inline): hand back to the worker (invariant 1). */
@@ -712,11 +780,12 @@ static void conn_process(struct conn *c)
 			conn_bad_frame(c, 0, EPROTO, "malformed frame");
 			break;
 		}
-		if (c->st == CONN_HELLO)
+		if (c->st == CONN_HELLO) {
 			conn_hello(c, req);
-		else
-			conn_request(c, req);
-		mcache__request__free_unpacked(req, NULL);
+			mcache__request__free_unpacked(req, NULL);
+		} else {
+			conn_request(c, req);     /* takes req */
+		}
 	}
 	if (c->st != CONN_READY && c->st != CONN_HELLO)
 		goto out;
@@ -783,6 +852,13 @@ void conn_close_all(struct worker *w)
 {
 	for (struct conn *c = w->conns, *nx; c; c = nx) {
 		nx = c->next;             /* closing c frees at most c */
+		if (c->st == CONN_RUNNING) {
+			/* A request in progress is finished, not cut. */
+			c->refs++;
+			conn_job_run(c, UINT64_MAX);
+			nx = c->next;
+			conn_unref(c);
+		}
 		if (c->st != CONN_WAITING)
 			conn_close_now(c);
 	}

@@ -2,7 +2,10 @@
  * request.h): a wire-level op count before unpacking, and a reply whose
  * size is accounted op by op so that it never grows past its limit.
  *
- * Reply size accounting (request_run):
+ * A request runs as a job, in slices of bounded time, so that one large
+ * request delays the other connections of its worker by one slice at most.
+ *
+ * Reply size accounting (request_job_step):
  *  1. `used` is an upper bound of the framed reply's size so far: frame
  *     header, id field, and each result's tag, length and bytes.
  *  2. Before op i runs, room is kept for a small result (RESULT_SMALL) plus
@@ -14,6 +17,7 @@
  */
 #include "request.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -110,75 +114,124 @@ static void result_set_err(struct op_out *o, int err)
 	o->res.err = err;
 }
 
-int request_run(struct session *s, const Mcache__Request *req, size_t max_reply,
-                struct rpc_stats *st, struct request_reply *out)
-{
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	Mcache__Result errres = MCACHE__RESULT__INIT;
-	struct op_out *outs = NULL;
-	Mcache__Result **resp = NULL;
-	size_t n = req->n_ops, used, cost_err;
-	struct request_reply r = { 0 };
-	int err = -ENOMEM;
+struct request_job {
+	Mcache__Request *req;        /* owned */
+	struct op_out *outs;
+	Mcache__Result **resp;
+	size_t n, next;              /* ops; the next to run */
+	size_t used, cost_err, max_reply;
+	uint64_t wait_seq;
+	bool full;
+};
 
-	if (n > 0) {
-		outs = calloc(n, sizeof(*outs));
-		resp = calloc(n, sizeof(*resp));
-		if (!outs || !resp)
-			goto fail;
+int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out)
+{
+	Mcache__Result errres = MCACHE__RESULT__INIT;
+	struct request_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->n = req->n_ops;
+	if (j->n > 0) {
+		j->outs = calloc(j->n, sizeof(*j->outs));
+		j->resp = calloc(j->n, sizeof(*j->resp));
+		if (!j->outs || !j->resp) {
+			free(j->outs);
+			free(j->resp);
+			free(j);
+			return -ENOMEM;
+		}
 	}
 	errres.err = EMSGSIZE;
-	cost_err = result_cost(mcache__result__get_packed_size(&errres));
-	used = MC_FRAME_HDR + 1 + varint_len(req->id);
-	for (size_t i = 0; i < n; i++) {
-		size_t tail = (n - i - 1) * cost_err;
-		unsigned code = (unsigned)req->ops[i]->code;
-		uint64_t t0;
+	j->cost_err = result_cost(mcache__result__get_packed_size(&errres));
+	j->used = MC_FRAME_HDR + 1 + varint_len(req->id);
+	j->max_reply = max_reply;
+	j->req = req;
+	*out = j;
+	return 0;
+}
 
-		resp[i] = &outs[i].res;
-		if (r.full || used + result_cost(RESULT_SMALL) + tail > max_reply) {
-			r.full = true;
-			result_set_err(&outs[i], EMSGSIZE);
-			used += cost_err;
+bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
+                      uint64_t slice_us)
+{
+	uint64_t start = mono_us(), t0 = start;
+
+	for (; j->next < j->n; j->next++) {
+		size_t i = j->next, tail = (j->n - i - 1) * j->cost_err;
+		struct op_out *o = &j->outs[i];
+		unsigned code = (unsigned)j->req->ops[i]->code;
+
+		j->resp[i] = &o->res;
+		if (j->full || j->used + result_cost(RESULT_SMALL) + tail > j->max_reply) {
+			if (!j->full)
+				atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
+				                          memory_order_relaxed);
+			j->full = true;
+			result_set_err(o, EMSGSIZE);
+			j->used += j->cost_err;
 			continue;
 		}
-		t0 = mono_us();
-		ops_exec(s, req->ops[i], &outs[i]);
+		if (t0 - start >= slice_us)
+			return false;       /* op i runs in the next slice */
+		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
-		size_t cost = result_cost(mcache__result__get_packed_size(&outs[i].res));
-		if (used + cost + tail > max_reply) {
+		size_t cost = result_cost(mcache__result__get_packed_size(&o->res));
+		if (j->used + cost + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
-			r.full = true;
-			result_set_err(&outs[i], EMSGSIZE);
-			cost = cost_err;
+			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
+			                          memory_order_relaxed);
+			j->full = true;
+			result_set_err(o, EMSGSIZE);
+			cost = j->cost_err;
 		}
-		used += cost;
+		j->used += cost;
 		atomic_fetch_add_explicit(&st->ops[code], 1, memory_order_relaxed);
-		if (outs[i].res.err)
+		if (o->res.err)
 			atomic_fetch_add_explicit(&st->errors[code], 1, memory_order_relaxed);
-		hist_add(&st->op_us[code], mono_us() - t0);
-		if (outs[i].wait_seq > r.wait_seq)
-			r.wait_seq = outs[i].wait_seq;
+		uint64_t t1 = mono_us();
+		hist_add(&st->op_us[code], t1 - t0);
+		t0 = t1;
+		if (o->wait_seq > j->wait_seq)
+			j->wait_seq = o->wait_seq;
 	}
-	if (r.full)
-		atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
-		                          memory_order_relaxed);
-	rsp.id = req->id;
-	rsp.n_results = n;
-	rsp.results = resp;
+	return true;
+}
+
+int request_job_finish(struct request_job *j, struct request_reply *out)
+{
+	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
+	struct request_reply r = { .wait_seq = j->wait_seq, .full = j->full };
+	int err;
+
+	assert(j->next == j->n);
+	rsp.id = j->req->id;
+	rsp.n_results = j->n;
+	rsp.results = j->resp;
 	/* Accounting keeps the reply under max_reply unless the EMSGSIZE
 	 * results alone exceed it (max_ops tiny results): send it anyway. */
 	err = frame_pack_response(&rsp, UINT32_MAX, &r.buf, &r.len);
-fail:
-	for (size_t i = 0; outs && i < n; i++)
-		op_out_release(&outs[i]);
-	free(outs);
-	free(resp);
 	if (err)
 		return err;
 	*out = r;
 	return 0;
+}
+
+uint64_t request_job_id(const struct request_job *j)
+{
+	return j->req->id;
+}
+
+void request_job_free(struct request_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; j->outs && i < j->n; i++)
+		op_out_release(&j->outs[i]);
+	free(j->outs);
+	free(j->resp);
+	mcache__request__free_unpacked(j->req, NULL);
+	free(j);
 }
 
 int request_pack_all_err(uint64_t id, size_t n, int err, uint8_t **out, size_t *len)

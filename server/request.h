@@ -1,6 +1,7 @@
 /* request.h - one request's ops run within the server's limits: the number
- * of ops checked on the wire before the request is unpacked, the reply kept
- * under its size limit while the ops run, and the reply packed. */
+ * of ops checked on the wire before the request is unpacked, the ops run in
+ * time slices, the reply kept under its size limit while they run, and the
+ * reply packed. */
 #ifndef MC_REQUEST_H
 #define MC_REQUEST_H
 
@@ -26,17 +27,31 @@ struct request_reply {
 	bool full;             /* the size limit was reached: later ops did not run */
 };
 
-/* Run req's ops in order for session s and pack the reply, never letting it
- * grow past max_reply bytes (frame header included): an op runs only while
- * its result can still fit. The first op whose result does not fit (only a
- * read can produce a large result; it changed nothing) and every op after
- * it are answered EMSGSIZE, and those after it are not run at all.
- * Mutations run only when their (small) result is sure to fit, so nothing
- * that ran goes unreported. Per-op counters and latencies go to st.
- * 0 with *out set, or -ENOMEM (ops may have run; the caller fails the
- * connection, which the client sees as ENOTCONN: outcome unknown). */
-int request_run(struct session *s, const Mcache__Request *req, size_t max_reply,
-                struct rpc_stats *st, struct request_reply *out);
+/* One request's ops being run, in order, for one session. */
+struct request_job;
+
+/* A job for req, whose ownership passes to it (request_job_free frees it);
+ * the reply will never grow past max_reply bytes (frame header included).
+ * 0 with *out set, or -ENOMEM (req still the caller's). */
+int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out);
+/* Run the job's next ops for session s until all have run (true) or
+ * slice_us microseconds have passed (false: call again; at least one op
+ * runs a call). An op runs only while its result can still fit: the first
+ * op whose result does not fit (only a read can produce a large result; it
+ * changed nothing) and every op after it are answered EMSGSIZE, and those
+ * after it are not run at all. Mutations run only when their (small) result
+ * is sure to fit, so nothing that ran goes unreported. Per-op counters and
+ * latencies go to st. */
+bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
+                      uint64_t slice_us);
+/* Once every op has run: pack the reply into *out. 0, or -ENOMEM (ops have
+ * run; the caller fails the connection, which the client sees as ENOTCONN:
+ * outcome unknown). The job is unchanged; free it after. */
+int request_job_finish(struct request_job *j, struct request_reply *out);
+/* The request's id. */
+uint64_t request_job_id(const struct request_job *j);
+/* Free the job, its results and its request. NULL is a no-op. */
+void request_job_free(struct request_job *j);
 
 /* A framed reply of n results that all carry err (EIO after a failed
  * commit). 0 with *out and *len set, or -ENOMEM. */

@@ -45,6 +45,7 @@
 static const char *mcached_path;
 static double seconds = 3;
 static unsigned nconns = 4;
+static unsigned attack_ops = 4096;      /* readlinks a request; readdirs: a quarter */
 static char dir[64], sock_path[100];
 static pid_t srv_pid;
 
@@ -301,8 +302,10 @@ static void *attack_amplify(void *arg)
 	rd.handle = h;
 	rd.count = 8192;
 	for (unsigned i = k; !atomic_load(&attack_stop); i++) {
-		/* 16,000 readlinks (a 150 KB frame) or 4,000 readdirs (20 KB). */
-		int rc = i % 2 ? send_many(fd, &rl, 16000) : send_many(fd, &rd, 4000);
+		/* --ops readlinks (4,096: a 40 KB frame) or a quarter as many
+		 * readdirs (1,024: 5 KB). */
+		int rc = i % 2 ? send_many(fd, &rl, attack_ops)
+		               : send_many(fd, &rd, attack_ops / 4 ? attack_ops / 4 : 1);
 		if (rc < 0 || recv_drop(fd) < 0) {
 			close(fd);
 			fd = raw_hello();       /* refused (E2BIG) or disconnected: again */
@@ -512,12 +515,15 @@ static void setup_namespace(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: mcattack --mcached PATH [--seconds S] [--conns N] [-- MCACHED-OPTION...]\n"
+	        "usage: mcattack --mcached PATH [--seconds S] [--conns N] [--ops N]\n"
+	        "                [-- MCACHED-OPTION...]\n"
 	        "Starts PATH on a temporary unix socket, then for each attack (none,\n"
 	        "amplification, slow-reader, prehello) runs N attacking connections while a\n"
 	        "well-behaved client measures p99 latencies for S seconds; prints the server's\n"
 	        "peak RSS over idle and the latencies with their ratio to the run without\n"
-	        "attack. Defaults: --seconds 3, --conns 4 (at most %d).\n", MAX_CONNS);
+	        "attack. An amplification request carries --ops readlinks or a quarter as\n"
+	        "many readdirs. Defaults: --seconds 3, --conns 4 (at most %d), --ops 4096.\n",
+	        MAX_CONNS);
 }
 
 int main(int argc, char **argv)
@@ -526,20 +532,23 @@ int main(int argc, char **argv)
 		{ "mcached", required_argument, NULL, 'm' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "conns", required_argument, NULL, 'c' },
+		{ "ops", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
-	while ((o = getopt_long(argc, argv, "+m:s:c:h", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+m:s:c:o:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'm': mcached_path = optarg; break;
 		case 's': seconds = atof(optarg); break;
 		case 'c': nconns = (unsigned)atoi(optarg); break;
+		case 'o': attack_ops = (unsigned)atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!mcached_path || seconds <= 0 || seconds > 60 || nconns < 1 || nconns > MAX_CONNS) {
+	if (!mcached_path || seconds <= 0 || seconds > 60 || nconns < 1 || nconns > MAX_CONNS ||
+	    attack_ops < 1 || attack_ops > 1000000) {
 		usage(stderr);
 		return 2;
 	}

@@ -92,7 +92,7 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.log_retention, 10000);
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
-	assert_int_equal(r.c.max_ops, 16384);
+	assert_int_equal(r.c.max_ops, 4096);
 	assert_int_equal(r.c.max_reply, 4u << 20);
 	assert_int_equal(r.c.hello_timeout_s, 10);
 	assert_int_equal(r.c.frame_timeout_s, 30);
