@@ -11,7 +11,8 @@
  *   prehello       connections that never say Hello (new ones all the
  *                  time) plus connections holding a half-sent 16 MB frame
  *
- * Each attack runs alone for --seconds, which gives the memory figure: the
+ * Each attack gets a fresh server (and so does the run without attack).
+ * It runs alone for --seconds, which gives the memory figure: the
  * server's VmHWM minus its VmRSS when the attack started (the peak is reset
  * through /proc/PID/clear_refs first); then for --seconds more while the
  * well-behaved client measures. A benchmark, not a test: it prints figures
@@ -556,8 +557,6 @@ int main(int argc, char **argv)
 	for (int k = 0; k < L_KINDS; k++)
 		if (!(lat[k] = malloc(LAT_MAX * sizeof(uint64_t))))
 			die("malloc");
-	server_start(argv + optind, argc - optind);
-	setup_namespace();
 
 	static struct {
 		const char *name;
@@ -572,14 +571,21 @@ int main(int argc, char **argv)
 	enum { NA = sizeof(attacks) / sizeof(attacks[0]) };
 	struct figures fg[NA];
 	memset(fg, 0, sizeof(fg));
+	bool alive = true;
 	for (unsigned i = 0; i < NA; i++) {
+		/* A fresh server each: memory the last attack left with malloc
+		 * would hide the next one's. */
+		int st = 0;
+		server_start(argv + optind, argc - optind);
+		setup_namespace();
 		fg[i].name = attacks[i].name;
 		run_attack(&fg[i], attacks[i].fn, i);
+		if (waitpid(srv_pid, &st, WNOHANG) != 0)
+			alive = false;
+		server_stop();
 	}
-	int st = 0;
-	bool alive = waitpid(srv_pid, &st, WNOHANG) == 0;
-	printf("mcattack: %u attacking connections, %.1f s each, server %s\n", nconns, seconds,
-	       alive ? "alive at the end" : "DIED");
+	printf("mcattack: %u attacking connections, %.1f s each, a fresh server each: %s\n",
+	       nconns, seconds, alive ? "all alive at the end" : "one DIED");
 	printf("%-18s %12s %12s", "attack", "attack reqs", "peak MiB");
 	for (int k = 0; k < L_KINDS; k++)
 		printf(" %14s %6s", lat_names[k], "ratio");
@@ -595,6 +601,5 @@ int main(int argc, char **argv)
 	}
 	printf("peak MiB: server VmHWM minus VmRSS at the attack's start, attack alone for "
 	       "%.1f s; per attacking connection: divide by %u\n", seconds, nconns);
-	server_stop();
 	return alive ? 0 : 1;
 }
