@@ -39,7 +39,8 @@
  *     queues it (rpc.c invariant 1) until then; there its deadline is the Hello
  *     timeout. In READY the deadline runs while a started frame is
  *     incomplete and the conn is reading, restarting with each frame.
- *  6. Memory: a conn holds at most one frame of input (max_frame), unsent
+ *  6. Memory: a conn holds at most one frame of input (max_frame), one
+ *     request being run (max_ops ops, results under max_reply), unsent
  *     replies up to conn_output_max plus one reply (no frame is parsed
  *     while output is over it), and one held reply. out_acct is what its
  *     output adds to r->out_total.
