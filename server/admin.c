@@ -9,7 +9,12 @@
  *  2. Each request gets a fresh snapshot from the fill callback, on the admin
  *     thread; nothing is cached between requests.
  *  3. A unix socket file is removed by admin_stop only if admin_start
- *     created it.
+ *     created it; it is created with mode 0660 (bound under umask 0117).
+ *  4. Out of descriptors, the listener pauses for ADMIN_PAUSE_MS instead of
+ *     spinning on accept: one log line and one count per pause.
+ *  5. On a TCP address every local user can connect, so /stats and
+ *     /metrics leave out per-process detail (client pids); the unix
+ *     socket, whose file mode restricts it, keeps it.
  *
  * Life cycle:  admin_start --(thread: event_base_dispatch)--> serving
  *              serving --admin_stop: loopexit, join, free--> gone
@@ -23,11 +28,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/queue.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -35,12 +42,14 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <event2/thread.h>
 
 #include "log.h"
 
 #define ADMIN_BACKLOG 64
 #define ADMIN_TIMEOUT_S 10
+#define ADMIN_PAUSE_MS 100
 
 struct admin {
 	struct event_base *base;
@@ -49,9 +58,18 @@ struct admin {
 	bool thread_started;
 	admin_fill_fn fill;
 	void *arg;
-	char *unix_path;        /* socket file we created, or NULL */
+	char *unix_path;        /* socket file we created, or NULL (TCP) */
+	struct evconnlistener *lev; /* owned by http */
+	struct event *ev_resume;    /* re-enables accept after a pause */
+	_Atomic uint64_t pauses;    /* accept paused: out of descriptors */
+	LIST_ENTRY(admin) link;     /* admins_live, while lev is set */
 	char address[160];      /* "unix:PATH" or "HOST:PORT" */
 };
+
+/* evhttp gives its listener's callbacks its own argument: the error
+ * callback finds its admin here, by listener. */
+static LIST_HEAD(, admin) admins_live = LIST_HEAD_INITIALIZER(admins_live);
+static pthread_mutex_t admins_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_once_t evthread_once = PTHREAD_ONCE_INIT;
 static int evthread_rc;
@@ -127,6 +145,8 @@ static void admin_handle(struct evhttp_request *req, void *arg)
 	if (snap == NULL)
 		goto fail;
 	a->fill(a->arg, snap);
+	if (a->unix_path == NULL)
+		snap->nclients_rp = 0;   /* invariant 5 */
 	if (route == R_STATS)
 		rc = stats_render_json(snap, body);
 	else
@@ -184,11 +204,13 @@ static int admin_listen_unix(struct admin *a, const char *path, int *out_fd)
 			goto fail;
 		}
 	}
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		rc = -errno;
+	/* Born 0660 (invariant 3): no window with looser permissions. */
+	mode_t mask = umask(0117);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
+	umask(mask);
+	if (rc < 0)
 		goto fail;
-	}
-	if (chmod(path, 0660) < 0 || listen(fd, ADMIN_BACKLOG) < 0) {
+	if (listen(fd, ADMIN_BACKLOG) < 0) {
 		rc = -errno;
 		unlink(path);
 		goto fail;
@@ -297,6 +319,43 @@ fail:
 	return rc;
 }
 
+static void admin_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct admin *a = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(a->lev);
+}
+
+/* Invariant 4: libevent's default would log every failed accept and retry
+ * at once, as fast as the loop turns. */
+static void admin_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct admin *a;
+	int e = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = { .tv_usec = ADMIN_PAUSE_MS * 1000 };
+
+	(void)arg;                  /* evhttp's, not ours */
+	pthread_mutex_lock(&admins_mu);
+	LIST_FOREACH(a, &admins_live, link)
+		if (a->lev == lev)
+			break;
+	pthread_mutex_unlock(&admins_mu);
+	if (a == NULL)
+		return;
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		atomic_fetch_add(&a->pauses, 1);
+		log_warn("admin: accept: %s: pausing accepts for %d ms", strerror(e),
+		         ADMIN_PAUSE_MS);
+		evconnlistener_disable(lev);
+		event_add(a->ev_resume, &tv);
+		return;
+	}
+	log_debug("admin: accept: %s", strerror(e));
+}
+
 /* ---- thread and life cycle ----------------------------------------------- */
 
 static void *admin_main(void *arg)
@@ -308,8 +367,15 @@ static void *admin_main(void *arg)
 
 static void admin_free(struct admin *a)
 {
+	if (a->lev != NULL) {
+		pthread_mutex_lock(&admins_mu);
+		LIST_REMOVE(a, link);
+		pthread_mutex_unlock(&admins_mu);
+	}
 	if (a->http != NULL)
 		evhttp_free(a->http); /* closes the listening socket */
+	if (a->ev_resume != NULL)
+		event_free(a->ev_resume);
 	if (a->base != NULL)
 		event_base_free(a->base);
 	if (a->unix_path != NULL) {
@@ -358,10 +424,19 @@ int admin_start(const char *addr, bool allow_remote, admin_fill_fn fill, void *a
 	evhttp_set_timeout(a->http, ADMIN_TIMEOUT_S);
 	evhttp_set_max_body_size(a->http, 64 * 1024);
 	evhttp_set_gencb(a->http, admin_handle, a);
+	a->ev_resume = evtimer_new(a->base, admin_resume_cb, a);
+	if (a->ev_resume == NULL)
+		goto fail;
 	/* On success the listener owns fd (closed by evhttp_free). */
-	if (evhttp_accept_socket_with_handle(a->http, fd) == NULL)
+	struct evhttp_bound_socket *bs = evhttp_accept_socket_with_handle(a->http, fd);
+	if (bs == NULL)
 		goto fail;
 	fd = -1;
+	a->lev = evhttp_bound_socket_get_listener(bs);
+	pthread_mutex_lock(&admins_mu);
+	LIST_INSERT_HEAD(&admins_live, a, link);
+	pthread_mutex_unlock(&admins_mu);
+	evconnlistener_set_error_cb(a->lev, admin_accept_error_cb);
 
 	rc = pthread_create(&a->thread, NULL, admin_main, a);
 	if (rc != 0) {
@@ -382,6 +457,11 @@ fail:
 const char *admin_address(const struct admin *a)
 {
 	return a->address;
+}
+
+uint64_t admin_accept_pauses(struct admin *a)
+{
+	return atomic_load(&a->pauses);
 }
 
 void admin_stop(struct admin *a)

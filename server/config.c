@@ -33,6 +33,13 @@
 #define DEF_JOURNAL_BYTES (256 * MiB)
 #define DEF_JOURNAL_WAIT_MS 1000u
 #define DEF_SHUTDOWN_S 10u
+#define DEF_MAX_OPS 4096u
+#define DEF_MAX_REPLY ((uint32_t)(4 * MiB))
+#define DEF_HELLO_S 10u
+#define DEF_FRAME_S 30u
+#define DEF_CONN_OUT (4 * MiB)
+#define DEF_OUT_TOTAL (256 * MiB)
+#define DEF_MAX_PREHELLO 64u
 
 enum opt_id {
 	OPT_SOCKET = 's',
@@ -57,6 +64,13 @@ enum opt_id {
 	OPT_JOURNAL_BYTES,
 	OPT_JOURNAL_WAIT,
 	OPT_SHUTDOWN,
+	OPT_MAX_OPS,
+	OPT_MAX_REPLY,
+	OPT_HELLO_S,
+	OPT_FRAME_S,
+	OPT_CONN_OUT,
+	OPT_OUT_TOTAL,
+	OPT_MAX_PREHELLO,
 };
 
 static const struct option long_opts[] = {
@@ -79,6 +93,13 @@ static const struct option long_opts[] = {
 	{ "journal-max-bytes", required_argument, NULL, OPT_JOURNAL_BYTES },
 	{ "journal-wait-ms", required_argument, NULL, OPT_JOURNAL_WAIT },
 	{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
+	{ "max-ops", required_argument, NULL, OPT_MAX_OPS },
+	{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
+	{ "hello-timeout", required_argument, NULL, OPT_HELLO_S },
+	{ "frame-timeout", required_argument, NULL, OPT_FRAME_S },
+	{ "conn-output-max", required_argument, NULL, OPT_CONN_OUT },
+	{ "output-max", required_argument, NULL, OPT_OUT_TOTAL },
+	{ "max-prehello", required_argument, NULL, OPT_MAX_PREHELLO },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -110,7 +131,19 @@ static const char short_opts[] = "+:s:d:c:hV";
 #define MAX_JOURNAL_BYTES (64 * GiB)
 #define MAX_JOURNAL_WAIT_MS 60000u
 #define MAX_SHUTDOWN_S 3600u
+#define MIN_MAX_OPS 1u
+#define MIN_MAX_REPLY (64 * KiB)
+#define MAX_MAX_REPLY (16 * MiB)
+#define MAX_MAX_OPS 1048576u
+#define MIN_TIMEOUT_S 1u
+#define MAX_TIMEOUT_S 3600u
+#define MIN_CONN_OUT (64 * KiB)
+#define MAX_CONN_OUT (1 * GiB)
+#define MIN_OUT_TOTAL (1 * MiB)
+#define MAX_OUT_TOTAL (64 * GiB)
 
+/* --help, in three parts: ISO C compilers need not take literals longer
+ * than 4095 bytes. */
 static const char usage_text[] =
 	"NAME\n"
 	"    mcached - metadata cache server\n"
@@ -159,6 +192,34 @@ static const char usage_text[] =
 	"        Default: 0\n"
 	"    --max-frame=SIZE\n"
 	"        Largest request frame accepted, 4K to 256M. Default: 16M\n"
+	"    --max-reply=SIZE\n"
+	"        Largest reply, 64K to 16M: ops run in order while their results\n"
+	"        fit; the one that does not fit and every later one are answered\n"
+	"        EMSGSIZE, and the later ones do not run. Default: 4M\n"
+	"    --max-ops=N\n"
+	"        Operations in one request, 1 to 1048576; a request with more is\n"
+	"        refused whole (E2BIG, none run) and the connection closed.\n"
+	"        Default: 4096\n"
+	"    --hello-timeout=SECONDS\n"
+	"        Close a connection that has not completed its Hello this long\n"
+	"        after connecting, 1 to 3600. Default: 10\n"
+	"    --frame-timeout=SECONDS\n"
+	"        Close a connection whose request frame, once started, is not\n"
+	"        complete within this time, 1 to 3600. Default: 30\n"
+	"    --max-prehello=N\n"
+	"        Connections that have not said Hello yet, 1 to 1048576; a new\n"
+	"        connection beyond it (or beyond --max-connections) closes the\n"
+	"        oldest of them. Default: 64\n"
+	"    --conn-output-max=SIZE\n"
+	"        Unsent reply bytes per connection above which the server stops\n"
+	"        reading that client until half have drained, 64K to 1G.\n"
+	"        Default: 4M\n"
+	"    --output-max=SIZE\n"
+	"        Unsent reply bytes across all connections, 1M to 64G; above it,\n"
+	"        clients that are not reading their replies are disconnected.\n"
+	"        Default: 256M\n";
+
+static const char usage_text2[] =
 	"    --store-map-size=SIZE\n"
 	"        Initial LMDB map size (it grows when full), 1M to 16T.\n"
 	"        Default: 256M\n"
@@ -194,7 +255,6 @@ static const char usage_text[] =
 	"    -V, --version\n"
 	"        Print the version and exit.\n";
 
-/* The rest of --help (one literal would be longer than C99 promises). */
 static const char usage_more[] =
 	"\n"
 	"    SIZE is a number of bytes with an optional suffix K, M, G or T\n"
@@ -259,6 +319,13 @@ void config_defaults(struct mcd_config *c)
 	c->journal_max_bytes = DEF_JOURNAL_BYTES;
 	c->journal_wait_ms = DEF_JOURNAL_WAIT_MS;
 	c->shutdown_timeout_s = DEF_SHUTDOWN_S;
+	c->max_ops = DEF_MAX_OPS;
+	c->max_reply = DEF_MAX_REPLY;
+	c->hello_timeout_s = DEF_HELLO_S;
+	c->frame_timeout_s = DEF_FRAME_S;
+	c->conn_output_max = DEF_CONN_OUT;
+	c->output_max = DEF_OUT_TOTAL;
+	c->max_prehello = DEF_MAX_PREHELLO;
 }
 
 void config_free(struct mcd_config *c)
@@ -497,6 +564,41 @@ static int config_set(struct mcd_config *c, int id, const char *v, char *msg, si
 			return rc;
 		c->idle_timeout_s = (unsigned)x;
 		return 0;
+	case OPT_MAX_REPLY:
+		if ((rc = get_size(v, MIN_MAX_REPLY, MAX_MAX_REPLY, &x, msg, n)) < 0)
+			return rc;
+		c->max_reply = (uint32_t)x;
+		return 0;
+	case OPT_MAX_OPS:
+		if ((rc = get_uint(v, MIN_MAX_OPS, MAX_MAX_OPS, &x, msg, n)) < 0)
+			return rc;
+		c->max_ops = (unsigned)x;
+		return 0;
+	case OPT_HELLO_S:
+		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
+			return rc;
+		c->hello_timeout_s = (unsigned)x;
+		return 0;
+	case OPT_FRAME_S:
+		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
+			return rc;
+		c->frame_timeout_s = (unsigned)x;
+		return 0;
+	case OPT_MAX_PREHELLO:
+		if ((rc = get_uint(v, MIN_MAX_CONNS, MAX_MAX_CONNS, &x, msg, n)) < 0)
+			return rc;
+		c->max_prehello = (unsigned)x;
+		return 0;
+	case OPT_CONN_OUT:
+		if ((rc = get_size(v, MIN_CONN_OUT, MAX_CONN_OUT, &x, msg, n)) < 0)
+			return rc;
+		c->conn_output_max = x;
+		return 0;
+	case OPT_OUT_TOTAL:
+		if ((rc = get_size(v, MIN_OUT_TOTAL, MAX_OUT_TOTAL, &x, msg, n)) < 0)
+			return rc;
+		c->output_max = x;
+		return 0;
 	case OPT_RETENTION:
 		if ((rc = get_uint(v, MIN_RETENTION, MAX_RETENTION, &x, msg, n)) < 0)
 			return rc;
@@ -705,6 +807,7 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 	}
 	if (help) {
 		fputs(usage_text, out);
+		fputs(usage_text2, out);
 		fputs(usage_more, out);
 		rc = 1;
 		goto done;

@@ -27,6 +27,13 @@ struct mcd_config {
 	uint64_t journal_max_bytes; /* --journal-max-bytes; uncommitted journal bytes; default 256M */
 	unsigned journal_wait_ms;   /* --journal-wait-ms; wait for room, then ENOSPC; default 1000 */
 	unsigned shutdown_timeout_s;/* --shutdown-timeout; bound on the last commits; default 10 */
+	unsigned max_ops;           /* --max-ops; ops per request; default 4096 */
+	uint32_t max_reply;         /* --max-reply; largest reply; default 4M */
+	unsigned hello_timeout_s;   /* --hello-timeout; default 10 */
+	unsigned frame_timeout_s;   /* --frame-timeout; a started frame completes within it; default 30 */
+	unsigned max_prehello;      /* --max-prehello; connections before Hello; default 64 */
+	uint64_t conn_output_max;   /* --conn-output-max; unsent replies per connection; default 4M */
+	uint64_t output_max;        /* --output-max; unsent replies in all; default 256M */
 };
 
 /* Set defaults. */

@@ -5,21 +5,27 @@
  *
  * Connection states (struct conn.st):
  *
- *      conn_new          conn_hello (good Hello)
+ *                                             slice left (conn_job_run)
+ *                                            ┌──────────► RUNNING ──┐
+ *                                            │  ◄── done, reply ────┘
+ *      conn_new          conn_hello (good Hello)  queued (conn_step_cb)
  *   ─────────► HELLO ──────────────────────► READY ◄──────────┐
  *                │                           │  │             │ conn_done_cb
- *                │ bad frame / version       │  │ wait_seq!=0 │ (held reply
- *                ▼                           │  └──► WAITING ─┘  written)
- *             CLOSING ◄──────────────────────┘ bad frame  │
- *       (conn_close_after_flush: reply         │          │ EOF / error
- *        drains, then conn_close)              ▼          ▼
- *                                         conn_close: fd, session released;
- *                                         struct freed when refs reach 0
+ *                │ bad frame / version /     │  │ wait_seq!=0 │ (held reply
+ *                │ hello timeout             │  └──► WAITING ─┘  written)
+ *                ▼                           │            │
+ *             CLOSING ◄──────────────────────┘ bad frame, │ EOF / error
+ *       (conn_close_after_flush: reply         frame      │
+ *        drains, then conn_close)              timeout    ▼
+ *   closed for room (conn_make_room), shed (conn_shed) ─► conn_close: fd,
+ *                                         session, job released; struct
+ *                                         freed when refs reach 0
  *
  * Invariants:
- *  1. A conn, its bufferevent, session and done-event are touched only by its
- *     worker thread. The one exception is conn_commit_cb, which runs on the
- *     committer thread and only stores wait_err and activates ev_done.
+ *  1. A conn, its bufferevent, session, done-event and deadline timer are
+ *     touched only by its worker thread. The one exception is
+ *     conn_commit_cb, which runs on the committer thread and only stores
+ *     wait_err and activates ev_done.
  *  2. A conn holds one reference for being open (bev != NULL) and one while a
  *     commit wait is outstanding; it is freed when both are gone, so a
  *     connection closed while waiting lives until its callback has run.
@@ -28,6 +34,19 @@
  *     reply and only then resumes parsing.
  *  4. The conn is counted in r->nconns (rpc.c invariant 1) until conn_close,
  *     and in w->nalloc, on w->conns, until it is freed.
+ *  5. A conn is on w->prehello from conn_new until it leaves HELLO, and
+ *     counted in w->nprehello and r->nprehello from the moment the acceptor
+ *     queues it (rpc.c invariant 1) until then; there its deadline is the Hello
+ *     timeout. In READY the deadline runs while a started frame is
+ *     incomplete and the conn is reading, restarting with each frame.
+ *  6. Memory: a conn holds at most one frame of input (max_frame), one
+ *     request being run (max_ops ops, results under max_reply), unsent
+ *     replies up to conn_output_max plus one reply (no frame is parsed
+ *     while output is over it), and one held reply. out_acct is what its
+ *     output adds to r->out_total.
+ *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
+ *     them the conn is RUNNING, reads and parses nothing, and its next slice
+ *     waits behind the worker's other ready events (a zero timer).
  */
 #include "conn.h"
 
@@ -49,17 +68,18 @@
 #include "log.h"
 #include "mcd.h"
 #include "ops.h"
+#include "request.h"
 #include "stats.h"
 
 /* Time a closing connection gets to take its last reply. */
 #define CONN_FLUSH_TIMEOUT_S 5
-/* Stop reading a connection whose unsent replies exceed this many bytes
- * (or max_frame, if larger) until half of them have drained. */
-#define CONN_OUT_HIGH (4u << 20)
+/* Longest a request runs before its worker serves other connections. */
+#define CONN_SLICE_US 1000
 
 enum conn_state {
 	CONN_HELLO,     /* waiting for the Hello request */
 	CONN_READY,     /* reading and answering requests */
+	CONN_RUNNING,   /* a request's ops running in slices (ev_step) */
 	CONN_WAITING,   /* reply held until a commit is durable */
 	CONN_CLOSING,   /* last reply draining, then close */
 	CONN_CLOSED,    /* fd gone, struct kept for the commit callback */
@@ -68,6 +88,8 @@ enum conn_state {
 struct conn {
 	struct worker *w;
 	struct conn *prev, *next;    /* w->conns */
+	TAILQ_ENTRY(conn) pq;        /* w->prehello, while in_prehello */
+	bool in_prehello;
 	struct bufferevent *bev;     /* NULL once closed */
 	int fd;
 	enum conn_state st;
@@ -77,12 +99,18 @@ struct conn {
 	pid_t pid;
 	struct session *sess;
 	struct event *ev_done;       /* activated by conn_commit_cb */
+	struct event *ev_deadline;   /* hello or frame timeout (invariant 5) */
+	struct event *ev_step;       /* runs the next slice of job */
+	struct request_job *job;     /* while RUNNING */
+	struct evbuffer_cb_entry *out_cb;
+	uint64_t out_acct;           /* bytes of output counted in r->out_total */
 	_Atomic int wait_err;        /* commit result, set before ev_done fires */
 	/* The reply held during WAITING. */
 	uint8_t *held;
 	size_t held_len;
 	uint64_t held_id;
 	size_t held_nres;
+	size_t job_nops;             /* ops of the request being run */
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -91,10 +119,76 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
 static void conn_process(struct conn *c);
 static void conn_commit_cb(void *arg, int err);
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_step_cb(evutil_socket_t fd, short what, void *arg);
 
 static void stat_inc(_Atomic uint64_t *v)
 {
 	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+}
+
+/* Leave w->prehello (invariant 5); a no-op once left. */
+static void conn_prehello_leave(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	if (!c->in_prehello)
+		return;
+	TAILQ_REMOVE(&w->prehello, c, pq);
+	c->in_prehello = false;
+	atomic_fetch_sub(&w->nprehello, 1);
+	atomic_fetch_sub(&w->r->nprehello, 1);
+}
+
+/* Output callback: keep r->out_total in step with this conn's output. */
+static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+	struct rpc *r = c->w->r;
+
+	(void)buf;
+	if (info->n_added > info->n_deleted) {
+		size_t d = info->n_added - info->n_deleted;
+
+		c->out_acct += d;
+		atomic_fetch_add(&r->out_total, d);
+	} else if (info->n_deleted > info->n_added) {
+		size_t d = info->n_deleted - info->n_added;
+
+		c->out_acct -= d;
+		atomic_fetch_sub(&r->out_total, d);
+	}
+}
+
+/* Over output_max in all: ask every worker to shed its non-readers. */
+static void conn_shed_request(struct rpc *r)
+{
+	for (unsigned i = 0; i < r->nw; i++)
+		if (!atomic_exchange(&r->w[i].shed_pending, true))
+			event_active(r->w[i].ev_shed, EV_READ, 0);
+}
+
+static bool conn_over_total(const struct rpc *r)
+{
+	return r->o.output_max && atomic_load(&r->out_total) > r->o.output_max;
+}
+
+static void conn_close(struct conn *c);
+
+/* Disconnect a client that does not read its replies while the total is
+ * over output_max. */
+static void conn_shed_one(struct conn *c)
+{
+	struct rpc *r = c->w->r;
+
+	stat_inc(&c->w->stats.limits[STATS_LIMIT_OUTPUT_DISCONNECTS]);
+	if (rpc_log_ok(r))
+		log_warn("rpc: pid %d: disconnected: %zu reply bytes unread, %llu in all "
+		         "(output-max %llu)", (int)c->pid,
+		         evbuffer_get_length(bufferevent_get_output(c->bev)),
+		         (unsigned long long)atomic_load(&r->out_total),
+		         (unsigned long long)r->o.output_max);
+	conn_close(c);
 }
 
 /* Drop a reference; the last one unlinks and frees c (invariant 2) and, at
@@ -113,6 +207,8 @@ static void conn_unref(struct conn *c)
 		c->next->prev = c->prev;
 	w->nalloc--;
 	event_free(c->ev_done);
+	event_free(c->ev_deadline);
+	event_free(c->ev_step);
 	free(c->held);
 	free(c);
 	if (w->exiting && w->nalloc == 0)
@@ -124,6 +220,14 @@ static void conn_close(struct conn *c)
 {
 	if (!c->bev)
 		return;
+	conn_prehello_leave(c);
+	evtimer_del(c->ev_deadline);
+	evtimer_del(c->ev_step);
+	request_job_free(c->job);     /* its ops may have run: outcome unknown */
+	c->job = NULL;
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
+	atomic_fetch_sub(&c->w->r->out_total, c->out_acct);
+	c->out_acct = 0;
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	c->fd = -1;
@@ -156,6 +260,8 @@ static void conn_close_after_flush(struct conn *c)
 	struct timeval tv = { .tv_sec = CONN_FLUSH_TIMEOUT_S };
 
 	c->st = CONN_CLOSING;
+	conn_prehello_leave(c);
+	evtimer_del(c->ev_deadline);
 	bufferevent_disable(c->bev, EV_READ);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 || c->w->exiting) {
@@ -195,12 +301,27 @@ static void conn_fail(struct conn *c, uint64_t id, int err, const char *msg)
 	conn_close_after_flush(c);
 }
 
-/* Queue a packed reply (NULL: it could not be built); if that fails,
- * answer ENOMEM and close once that is sent. 0 or -ENOMEM. */
-static int conn_queue(struct conn *c, uint64_t id, const uint8_t *buf, size_t len)
+static void conn_buf_free(const void *data, size_t len, void *arg)
 {
-	if (buf && bufferevent_write(c->bev, buf, len) == 0)
+	(void)len;
+	(void)arg;
+	free((void *)data);
+}
+
+/* Queue a packed reply (NULL: it could not be built), taking ownership of
+ * buf: the output refers to it, no copy, and frees it once sent. If that
+ * fails, answer ENOMEM and close once that is sent. 0 or -ENOMEM. */
+static int conn_queue(struct conn *c, uint64_t id, uint8_t *buf, size_t len)
+{
+	struct rpc *r = c->w->r;
+
+	if (buf && evbuffer_add_reference(bufferevent_get_output(c->bev), buf, len,
+	                                  conn_buf_free, NULL) == 0) {
+		if (conn_over_total(r))
+			conn_shed_request(r);
 		return 0;
+	}
+	free(buf);
 	conn_fail(c, id, ENOMEM, "out of memory");
 	return -ENOMEM;
 }
@@ -210,35 +331,6 @@ static void conn_bad_frame(struct conn *c, uint64_t id, int err, const char *msg
 {
 	stat_inc(&c->w->stats.bad_frames);
 	conn_fail(c, id, err, msg);
-}
-
-/* A reply of n results that all carry err (EIO after a failed commit,
- * EMSGSIZE for a reply too large to send). */
-static int conn_pack_all_err(uint64_t id, size_t n, int err, uint8_t **out, size_t *len)
-{
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	Mcache__Result *res = NULL, **resp = NULL;
-	int rc = -ENOMEM;
-
-	if (n > 0) {
-		res = calloc(n, sizeof(*res));
-		resp = calloc(n, sizeof(*resp));
-		if (!res || !resp)
-			goto fail;
-	}
-	for (size_t i = 0; i < n; i++) {
-		mcache__result__init(&res[i]);
-		res[i].err = err;
-		resp[i] = &res[i];
-	}
-	rsp.id = id;
-	rsp.n_results = n;
-	rsp.results = resp;
-	rc = frame_pack_response(&rsp, UINT32_MAX, out, len);
-fail:
-	free(res);
-	free(resp);
-	return rc;
 }
 
 #ifdef SO_PEERGROUPS
@@ -288,11 +380,46 @@ static int conn_read_cred(int fd, struct cred *cred, pid_t *pid)
 	return 0;
 }
 
+/* Over max_conns (the acceptor let one more in because connections wait
+ * for their Hello) or at max_prehello, the newcomer counted: close w's
+ * oldest connection that has not said Hello, so those can never lock out
+ * clients that do. 0, or -EBUSY when over max_conns with none to close
+ * (they said Hello meanwhile) and none queued behind: the newcomer is
+ * refused. */
+static int conn_make_room(struct worker *w)
+{
+	struct rpc *r = w->r;
+	unsigned cap = r->o.max_prehello ? r->o.max_prehello : r->o.max_conns;
+	struct conn *old = TAILQ_FIRST(&w->prehello);
+	bool full = r->o.max_conns && atomic_load(&r->nconns) > r->o.max_conns;
+
+	if (!full && !(cap && atomic_load(&r->nprehello) > cap))
+		return 0;
+	if (!old) {
+		/* In a burst, others taken after this one close it in turn. */
+		if (!full || atomic_load(&w->nprehello) > 1)
+			return 0;
+		atomic_fetch_add(&r->refused, 1);
+		return -EBUSY;
+	}
+	stat_inc(&w->stats.limits[STATS_LIMIT_PREHELLO_EVICTED]);
+	if (rpc_log_ok(r))
+		log_warn("rpc: pid %d: closed before its hello to make room for a new "
+		         "connection (%u waiting for hello)", (int)old->pid,
+		         atomic_load(&r->nprehello));
+	conn_close(old);
+	return 0;
+}
+
 int conn_new(struct worker *w, int fd)
 {
-	struct conn *c = calloc(1, sizeof(*c));
-	int err = -ENOMEM;
+	struct conn *c = NULL;
+	int err = conn_make_room(w);
 
+	if (err)
+		goto fail;
+	err = -ENOMEM;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		goto fail;
 	c->w = w;
@@ -302,10 +429,15 @@ int conn_new(struct worker *w, int fd)
 		goto fail;
 	err = -ENOMEM;
 	c->ev_done = event_new(w->base, -1, 0, conn_done_cb, c);
-	if (!c->ev_done)
+	c->ev_deadline = evtimer_new(w->base, conn_deadline_cb, c);
+	c->ev_step = evtimer_new(w->base, conn_step_cb, c);
+	if (!c->ev_done || !c->ev_deadline || !c->ev_step)
 		goto fail;
 	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev)
+		goto fail;
+	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), conn_out_cb, c);
+	if (!c->out_cb)
 		goto fail;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	if (w->r->o.idle_timeout_s > 0) {
@@ -315,6 +447,11 @@ int conn_new(struct worker *w, int fd)
 	}
 	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0)
 		goto fail;
+	if (w->r->o.hello_timeout_s > 0) {
+		struct timeval tv = { .tv_sec = w->r->o.hello_timeout_s };
+
+		evtimer_add(c->ev_deadline, &tv);
+	}
 	c->st = CONN_HELLO;
 	c->refs = 1;
 	c->next = w->conns;
@@ -322,6 +459,8 @@ int conn_new(struct worker *w, int fd)
 		w->conns->prev = c;
 	w->conns = c;
 	w->nalloc++;
+	TAILQ_INSERT_TAIL(&w->prehello, c, pq);
+	c->in_prehello = true;           /* counted by the acceptor */
 	stat_inc(&w->stats.connections);
 	return 0;
 fail:
@@ -331,6 +470,10 @@ fail:
 		close(fd);
 	if (c && c->ev_done)
 		event_free(c->ev_done);
+	if (c && c->ev_deadline)
+		event_free(c->ev_deadline);
+	if (c && c->ev_step)
+		event_free(c->ev_step);
 	free(c);
 	return err;
 }
@@ -419,6 +562,9 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		conn_fail(c, req->id, ENOMEM, "out of memory");
 		return;
 	}
+	/* Counted out before the client can see the reply and act on it. */
+	conn_prehello_leave(c);
+	evtimer_del(c->ev_deadline);
 	err = conn_send_hello(c, req->id);
 	if (err) {
 		log_debug("rpc: pid %d: hello reply: %s", (int)c->pid, strerror(-err));
@@ -429,79 +575,89 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 
-/* Run a request's ops and queue (or hold) the reply. */
-static void conn_request(struct conn *c, const Mcache__Request *req)
+/* Run the job's next slice; once all its ops ran, queue (or hold) the
+ * reply and, if the job had to yield, go on with the input buffered. */
+static void conn_job_run(struct conn *c, uint64_t slice_us)
 {
 	struct worker *w = c->w;
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	struct op_out *outs = NULL;
-	Mcache__Result **resp = NULL;
-	uint64_t wait_seq = 0;
-	size_t n = req->n_ops;
-	uint8_t *buf = NULL;
-	size_t len = 0;
+	struct timeval now = { 0, 0 };
+	struct request_reply rr;
+	uint64_t id = request_job_id(c->job);
+	bool resumed = c->st == CONN_RUNNING;
 	int err;
 
-	if (req->hello) {
-		conn_bad_frame(c, req->id, EPROTO, "hello sent twice");
+	if (!request_job_step(c->job, c->sess, &w->stats, slice_us)) {
+		/* Yield to the worker's other connections (invariant 7). */
+		c->st = CONN_RUNNING;
+		bufferevent_disable(c->bev, EV_READ);
+		evtimer_del(c->ev_deadline);
+		evtimer_add(c->ev_step, &now);
 		return;
 	}
-	stat_inc(&w->stats.requests);
-	if (n > 0) {
-		outs = calloc(n, sizeof(*outs));
-		resp = calloc(n, sizeof(*resp));
-		if (!outs || !resp) {
-			free(outs);
-			free(resp);
-			conn_fail(c, req->id, ENOMEM, "out of memory");
-			return;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned code = (unsigned)req->ops[i]->code;
-		uint64_t t0 = mono_us();
-
-		ops_exec(c->sess, req->ops[i], &outs[i]);
-		if (code >= STATS_OPS)
-			code = 0;
-		stat_inc(&w->stats.ops[code]);
-		if (outs[i].res.err)
-			stat_inc(&w->stats.errors[code]);
-		hist_add(&w->stats.op_us[code], mono_us() - t0);
-		if (outs[i].wait_seq > wait_seq)
-			wait_seq = outs[i].wait_seq;
-		resp[i] = &outs[i].res;
-	}
-	rsp.id = req->id;
-	rsp.n_results = n;
-	rsp.results = resp;
-	err = frame_pack_response(&rsp, w->r->o.max_frame, &buf, &len);
-	for (size_t i = 0; i < n; i++)
-		op_out_release(&outs[i]);
-	free(outs);
-	free(resp);
-	if (err == -EMSGSIZE)
-		err = conn_pack_all_err(req->id, n, EMSGSIZE, &buf, &len);
+	c->st = CONN_READY;
+	err = request_job_finish(c->job, &rr);
+	request_job_free(c->job);
+	c->job = NULL;
 	if (err) {
-		conn_fail(c, req->id, -err, "cannot build the reply");
+		conn_fail(c, id, -err, "cannot build the reply");
 		return;
 	}
-	if (wait_seq == 0) {
-		conn_queue(c, req->id, buf, len);
-		free(buf);
+	if (rr.full)
+		log_debug("rpc: pid %d: reply of request %llu full at %u bytes", (int)c->pid,
+		          (unsigned long long)id, (unsigned)w->r->o.max_reply);
+	if (rr.wait_seq == 0) {
+		if (conn_queue(c, id, rr.buf, rr.len) == 0 && resumed && !w->exiting)
+			conn_process(c);
 		return;
 	}
 	/* Hold the reply until wait_seq is durable (invariant 3). */
-	c->held = buf;
-	c->held_len = len;
-	c->held_id = req->id;
-	c->held_nres = n;
+	c->held = rr.buf;
+	c->held_len = rr.len;
+	c->held_id = id;
+	c->held_nres = c->job_nops;
 	c->st = CONN_WAITING;
 	c->refs++;
 	bufferevent_disable(c->bev, EV_READ);
-	err = commit_wait_async(w->r->m->commit, wait_seq, conn_commit_cb, c);
+	evtimer_del(c->ev_deadline);
+	err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_commit_cb, c);
 	if (err)
 		conn_commit_cb(c, err);
+}
+
+/* Run a request's ops (taking req) and queue (or hold) the reply. */
+static void conn_request(struct conn *c, Mcache__Request *req)
+{
+	struct worker *w = c->w;
+	uint64_t id = req->id;
+	int err;
+
+	if (req->hello) {
+		mcache__request__free_unpacked(req, NULL);
+		conn_bad_frame(c, id, EPROTO, "hello sent twice");
+		return;
+	}
+	stat_inc(&w->stats.requests);
+	c->job_nops = req->n_ops;
+	err = request_job_new(req, w->r->o.max_reply, &c->job);
+	if (err) {
+		mcache__request__free_unpacked(req, NULL);
+		conn_fail(c, id, -err, "out of memory");
+		return;
+	}
+	conn_job_run(c, CONN_SLICE_US);
+}
+
+static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->st != CONN_RUNNING)
+		return;
+	c->refs++;                        /* the reply may close c under us */
+	conn_job_run(c, CONN_SLICE_US);
+	conn_unref(c);
 }
 
 /* Committer thread (or inline): hand back to the worker (invariant 1). */
@@ -529,7 +685,7 @@ static void conn_done_cb(evutil_socket_t fd, short what, void *arg)
 			size_t el;
 
 			log_warn("rpc: commit failed (%s): replying EIO", strerror(-err));
-			if (conn_pack_all_err(c->held_id, c->held_nres, EIO, &eb, &el) == 0) {
+			if (request_pack_all_err(c->held_id, c->held_nres, EIO, &eb, &el) == 0) {
 				free(buf);
 				buf = eb;
 				len = el;
@@ -545,21 +701,58 @@ static void conn_done_cb(evutil_socket_t fd, short what, void *arg)
 			else
 				conn_process(c);
 		}
+		buf = NULL;               /* conn_queue took it */
 	}
 	free(buf);
 	conn_unref(c);
 }
 
-/* Parse and answer the complete frames buffered, as long as the conn can. */
+/* READY and reading: run the frame deadline while a started frame is
+ * incomplete, restarting it when a frame completed (invariant 5). */
+static void conn_frame_deadline(struct conn *c, bool progressed)
+{
+	unsigned s = c->w->r->o.frame_timeout_s;
+	struct timeval tv = { .tv_sec = s };
+
+	if (s == 0 || c->st != CONN_READY)
+		return;
+	if (c->throttled || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+		evtimer_del(c->ev_deadline);
+	else if (progressed || !evtimer_pending(c->ev_deadline, NULL))
+		evtimer_add(c->ev_deadline, &tv);
+}
+
+/* A frame that announces more ops than max_ops: refused before it is
+ * unpacked (the unpacked ops would cost far more than the frame). */
+static bool conn_too_many_ops(struct conn *c, const uint8_t *p, uint32_t n)
+{
+	struct rpc *r = c->w->r;
+	uint64_t id;
+	size_t nops;
+
+	if (r->o.max_ops == 0 || request_scan(p, n, &id, &nops) < 0 || nops <= r->o.max_ops)
+		return false;
+	stat_inc(&c->w->stats.limits[STATS_LIMIT_TOO_MANY_OPS]);
+	if (rpc_log_ok(r))
+		log_warn("rpc: pid %d: request of %zu ops refused (max-ops %u)", (int)c->pid,
+		         nops, r->o.max_ops);
+	conn_fail(c, id, E2BIG, "too many operations in one request");
+	return true;
+}
+
+/* Parse and answer the complete frames buffered, as long as the conn can
+ * and its unsent replies stay under conn_output_max (invariant 6). */
 static void conn_process(struct conn *c)
 {
+	struct rpc *r = c->w->r;
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	struct evbuffer *out = bufferevent_get_output(c->bev);
-	uint32_t max = c->w->r->o.max_frame;
-	size_t high = max > CONN_OUT_HIGH ? max : CONN_OUT_HIGH;
+	uint32_t max = r->o.max_frame;
+	size_t high = r->o.conn_output_max;
+	bool progressed = false;
 
 	c->refs++;                        /* replies may close c under us */
-	while (c->st == CONN_HELLO || c->st == CONN_READY) {
+	while ((c->st == CONN_HELLO || c->st == CONN_READY) && evbuffer_get_length(out) <= high) {
 		uint8_t hdr[MC_FRAME_HDR];
 		Mcache__Request *req;
 		uint8_t *p;
@@ -579,28 +772,38 @@ static void conn_process(struct conn *c)
 		if (evbuffer_get_length(in) < MC_FRAME_HDR + (size_t)n)
 			break;
 		p = evbuffer_pullup(in, MC_FRAME_HDR + (ssize_t)n);
+		if (p && conn_too_many_ops(c, p + MC_FRAME_HDR, n))
+			break;
 		req = p ? mcache__request__unpack(NULL, n, p + MC_FRAME_HDR) : NULL;
 		evbuffer_drain(in, MC_FRAME_HDR + (size_t)n);
+		progressed = true;
 		if (!req) {
 			conn_bad_frame(c, 0, EPROTO, "malformed frame");
 			break;
 		}
-		if (c->st == CONN_HELLO)
+		if (c->st == CONN_HELLO) {
 			conn_hello(c, req);
-		else
-			conn_request(c, req);
-		mcache__request__free_unpacked(req, NULL);
+			mcache__request__free_unpacked(req, NULL);
+		} else {
+			conn_request(c, req);     /* takes req */
+		}
 	}
 	if (c->st != CONN_READY && c->st != CONN_HELLO)
 		goto out;
-	/* Backpressure: a peer that does not read its replies stops being read. */
+	/* Backpressure: a peer that does not read its replies stops being read;
+	 * if unsent replies are over the total too, it is let go. */
 	if (evbuffer_get_length(out) > high) {
+		if (conn_over_total(r)) {
+			conn_shed_one(c);
+			goto out;
+		}
 		c->throttled = true;
 		bufferevent_setwatermark(c->bev, EV_WRITE, high / 2, 0);
 		bufferevent_disable(c->bev, EV_READ);
 	} else if (!c->throttled) {
 		bufferevent_enable(c->bev, EV_READ);
 	}
+	conn_frame_deadline(c, progressed);
 out:
 	conn_unref(c);
 }
@@ -650,7 +853,43 @@ void conn_close_all(struct worker *w)
 {
 	for (struct conn *c = w->conns, *nx; c; c = nx) {
 		nx = c->next;             /* closing c frees at most c */
+		if (c->st == CONN_RUNNING) {
+			/* A request in progress is finished, not cut. */
+			c->refs++;
+			conn_job_run(c, UINT64_MAX);
+			nx = c->next;
+			conn_unref(c);
+		}
 		if (c->st != CONN_WAITING)
 			conn_close_now(c);
+	}
+}
+
+static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct rpc *r = c->w->r;
+	bool hello = c->st == CONN_HELLO;
+
+	(void)fd;
+	(void)what;
+	if (!c->bev || (c->st != CONN_HELLO && c->st != CONN_READY))
+		return;
+	stat_inc(&c->w->stats.limits[hello ? STATS_LIMIT_HELLO_TIMEOUTS
+	                                   : STATS_LIMIT_FRAME_TIMEOUTS]);
+	if (rpc_log_ok(r))
+		log_warn("rpc: pid %d: %s within %u s: closing", (int)c->pid,
+		         hello ? "no hello" : "request frame not completed",
+		         hello ? r->o.hello_timeout_s : r->o.frame_timeout_s);
+	conn_fail(c, 0, ETIMEDOUT, hello ? "no hello in time" : "frame not completed in time");
+}
+
+void conn_shed(struct worker *w)
+{
+	atomic_store(&w->shed_pending, false);
+	for (struct conn *c = w->conns, *nx; c && conn_over_total(w->r); c = nx) {
+		nx = c->next;             /* closing c frees at most c */
+		if (c->bev && c->throttled && (c->st == CONN_READY || c->st == CONN_HELLO))
+			conn_shed_one(c);
 	}
 }

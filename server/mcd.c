@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin.h"
 #include "area.h"
 #include "clock.h"
 #include "commit.h"
@@ -91,6 +92,8 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		rpc_get_stats(m->rpc, &out->rpc);
 		out->clients = rpc_clients(m->rpc);
 	}
+	if (m->admin)
+		out->admin_accept_pauses = admin_accept_pauses(m->admin);
 	if (m->area) {
 		struct area_totals t;
 		area_totals(m->area, &t);

@@ -371,16 +371,19 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_SYMLINK:
 		return ns_symlink(ns, c, p2, p2len, p, plen);
 	case MCACHE__OP_CODE__OP_READLINK: {
-		out->data = malloc(MC_SYMLINK_MAX);
+		/* The target lands on the stack; the reply holds only its bytes. */
+		char target[MC_SYMLINK_MAX];
+		size_t n;
+		rc = ns_readlink(ns, c, p, plen, target, &n);
+		if (rc < 0)
+			return rc;
+		out->data = malloc(n ? n : 1);
 		if (!out->data)
 			return -ENOMEM;
-		size_t n;
-		rc = ns_readlink(ns, c, p, plen, (char *)out->data, &n);
-		if (rc == 0) {
-			out->res.data.data = out->data;
-			out->res.data.len = n;
-		}
-		return rc;
+		memcpy(out->data, target, n);
+		out->res.data.data = out->data;
+		out->res.data.len = n;
+		return 0;
 	}
 	case MCACHE__OP_CODE__OP_CHMOD:
 		return ns_chmod(ns, c, p, plen, op->mode);

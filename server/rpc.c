@@ -8,9 +8,16 @@
  *
  * Invariants:
  *  1. r->nconns counts connections from accept until conn_close (queued to a
- *     worker included); it is what max_conns is checked against.
+ *     worker included); it is what max_conns is checked against. Likewise
+ *     r->nprehello and the worker's nprehello count them from accept until
+ *     they leave HELLO.
  *  2. A worker exits only after rpc_stop asked it to and no conn of its own
  *     is left allocated (waiting callbacks have all come back).
+ *  3. Past max_conns a new connection is still taken when some connection
+ *     has not said its Hello yet: it goes to a worker holding one, which
+ *     closes its oldest such connection first (conn.c, conn_make_room).
+ *  4. Out of descriptors, the listener pauses for RPC_ACCEPT_PAUSE_MS
+ *     instead of spinning: one log line and one count per pause.
  */
 #include "rpc.h"
 
@@ -25,42 +32,74 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "frame.h"
 #include "log.h"
 #include "stats.h"
 
+#define RPC_ACCEPT_PAUSE_MS 100
+/* Descriptors kept for everything but client connections: LMDB, the
+ * segments, event loops and their notification pipes, the admin endpoint. */
+#define RPC_FD_RESERVE 64u
+
+bool rpc_log_ok(struct rpc *r)
+{
+	uint64_t now = mono_us(), next = atomic_load(&r->log_next_us);
+
+	return now >= next && atomic_compare_exchange_strong(&r->log_next_us, &next,
+	                                                     now + 1000000);
+}
+
 /* ---- workers --------------------------------------------------------- */
+
+/* Take back an accepted connection's counts (invariant 1). */
+static void rpc_uncount(struct worker *w)
+{
+	atomic_fetch_sub(&w->r->nconns, 1);
+	atomic_fetch_sub(&w->r->nprehello, 1);
+	atomic_fetch_sub(&w->nprehello, 1);
+}
 
 static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	struct rpc *r = w->r;
 	bool stop;
 
 	(void)fd;
 	(void)what;
 	for (;;) {
-		int cfd = -1;
+		int *q;
+		size_t nq;
 
+		/* The whole queue, taken in the order accepted: the oldest
+		 * connection before Hello is the first one closed for room. */
 		pthread_mutex_lock(&w->mu);
 		stop = w->stop;
-		if (w->nq > 0)
-			cfd = w->q[--w->nq];
+		q = w->q;
+		nq = w->nq;
+		w->q = NULL;
+		w->nq = w->cap = 0;
 		pthread_mutex_unlock(&w->mu);
-		if (cfd < 0)
+		if (nq == 0) {
+			free(q);
 			break;
-		if (stop) {
-			close(cfd);
-			atomic_fetch_sub(&r->nconns, 1);
-		} else if (conn_new(w, cfd) < 0) {
-			atomic_fetch_sub(&r->nconns, 1);
 		}
+		for (size_t i = 0; i < nq; i++) {
+			if (stop) {
+				close(q[i]);
+				rpc_uncount(w);
+			} else if (conn_new(w, q[i]) < 0) {
+				rpc_uncount(w);
+			}
+		}
+		free(q);
 	}
 	if (!stop || w->exiting)
 		return;
@@ -70,6 +109,13 @@ static void worker_notify_cb(evutil_socket_t fd, short what, void *arg)
 	conn_close_all(w);
 	if (w->nalloc == 0)
 		event_base_loopexit(w->base, NULL);
+}
+
+static void worker_shed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_shed(arg);
 }
 
 static void *worker_main(void *arg)
@@ -113,6 +159,8 @@ static void worker_fini(struct worker *w)
 {
 	if (w->ev_notify)
 		event_free(w->ev_notify);
+	if (w->ev_shed)
+		event_free(w->ev_shed);
 	if (w->base)
 		event_base_free(w->base);
 	for (size_t i = 0; i < w->nq; i++)
@@ -124,12 +172,14 @@ static void worker_fini(struct worker *w)
 static int worker_init(struct worker *w, struct rpc *r)
 {
 	w->r = r;
+	TAILQ_INIT(&w->prehello);
 	pthread_mutex_init(&w->mu, NULL);
 	w->base = event_base_new();
 	if (!w->base)
 		goto fail;
 	w->ev_notify = event_new(w->base, -1, 0, worker_notify_cb, w);
-	if (!w->ev_notify)
+	w->ev_shed = event_new(w->base, -1, 0, worker_shed_cb, w);
+	if (!w->ev_notify || !w->ev_shed)
 		goto fail;
 	return 0;
 fail:
@@ -148,17 +198,31 @@ static void rpc_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	(void)lev;
 	(void)sa;
 	(void)salen;
-	if (r->o.max_conns && atomic_load(&r->nconns) >= r->o.max_conns) {
-		atomic_fetch_add(&r->refused, 1);
-		log_debug("rpc: refusing a connection: %u open", atomic_load(&r->nconns));
-		close(fd);
-		return;
+	unsigned cap = r->o.max_prehello ? r->o.max_prehello : r->o.max_conns;
+	bool full = r->o.max_conns && atomic_load(&r->nconns) >= r->o.max_conns;
+
+	w = &r->w[r->next++ % r->nw];
+	if (full || (cap && atomic_load(&r->nprehello) >= cap)) {
+		/* Invariant 3: make room by closing one that has not said hello. */
+		unsigned k;
+
+		for (k = 0; k < r->nw && atomic_load(&w->nprehello) == 0; k++)
+			w = &r->w[r->next++ % r->nw];
+		if (k == r->nw && full) {
+			atomic_fetch_add(&r->refused, 1);
+			if (rpc_log_ok(r))
+				log_warn("rpc: refusing a connection: %u open (max-connections)",
+				         atomic_load(&r->nconns));
+			close(fd);
+			return;
+		}
 	}
 	atomic_fetch_add(&r->nconns, 1);
-	w = &r->w[r->next++ % r->nw];
+	atomic_fetch_add(&r->nprehello, 1);
+	atomic_fetch_add(&w->nprehello, 1);
 	if (worker_post(w, fd) < 0) {
 		close(fd);
-		atomic_fetch_sub(&r->nconns, 1);
+		rpc_uncount(w);
 	}
 }
 
@@ -175,14 +239,19 @@ static void rpc_accept_error_cb(struct evconnlistener *lev, void *arg)
 {
 	struct rpc *r = arg;
 	int e = EVUTIL_SOCKET_ERROR();
-	struct timeval tv = { .tv_usec = 100000 };
+	struct timeval tv = { .tv_usec = RPC_ACCEPT_PAUSE_MS * 1000 };
 
-	log_warn("rpc: accept: %s", strerror(e));
 	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		/* Out of descriptors: pause instead of spinning. */
+		/* Out of descriptors: pause instead of spinning (invariant 4). */
+		atomic_fetch_add(&r->accept_pauses, 1);
+		log_warn("rpc: accept: %s: pausing accepts for %d ms (%u connections open)",
+		         strerror(e), RPC_ACCEPT_PAUSE_MS, atomic_load(&r->nconns));
 		evconnlistener_disable(lev);
 		event_add(r->ev_resume, &tv);
+		return;
 	}
+	if (rpc_log_ok(r))
+		log_warn("rpc: accept: %s", strerror(e));
 }
 
 static void rpc_stop_cb(evutil_socket_t fd, short what, void *arg)
@@ -235,11 +304,15 @@ static int rpc_listen_socket(const char *path, int *out)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
+	/* The socket file is born 0660: no chmod after bind, so no moment
+	 * with looser permissions. umask is per process; nothing else creates
+	 * files while the server starts. */
+	mode_t mask = umask(0117);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(mask);
+	if (err)
 		goto fail;
-	}
-	if (chmod(path, 0660) < 0 || listen(fd, 1024) < 0) {
+	if (listen(fd, 1024) < 0) {
 		err = -errno;
 		unlink(path);
 		goto fail;
@@ -292,6 +365,40 @@ static void rpc_evthread_init(void)
 	}
 }
 
+/* Raise RLIMIT_NOFILE (soft up to hard) to what max_conns needs, or lower
+ * max_conns to what the limit allows. */
+static void rpc_fd_limit(struct rpc_opts *o)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)o->max_conns + RPC_FD_RESERVE;
+
+	if (o->max_conns == 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+		return;
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) {
+		rlim_t cur = rl.rlim_cur;
+
+		rl.rlim_cur = need;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			log_info("rpc: descriptor limit raised from %llu to %llu for %u connections",
+			         (unsigned long long)cur, (unsigned long long)need, o->max_conns);
+			return;
+		}
+		rl.rlim_cur = cur;
+	} else {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	unsigned fit = rl.rlim_cur > 2 * RPC_FD_RESERVE ? (unsigned)(rl.rlim_cur - RPC_FD_RESERVE)
+	                                                : (unsigned)(rl.rlim_cur / 2);
+	if (fit == 0)
+		fit = 1;
+	log_warn("rpc: descriptor limit %llu (hard %llu) is too low for --max-connections %u: "
+	         "serving at most %u connections", (unsigned long long)rl.rlim_cur,
+	         (unsigned long long)rl.rlim_max, o->max_conns, fit);
+	o->max_conns = fit;
+}
+
 int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -312,6 +419,13 @@ int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 	r->o.socket_path = r->path;
 	if (r->o.max_frame == 0)
 		r->o.max_frame = MC_FRAME_MAX;
+	if (r->o.max_reply == 0)
+		r->o.max_reply = r->o.max_frame;
+	if (r->o.max_reply > MC_FRAME_MAX)
+		r->o.max_reply = MC_FRAME_MAX;
+	if (r->o.conn_output_max == 0)
+		r->o.conn_output_max = 4u << 20;
+	rpc_fd_limit(&r->o);
 	for (; r->nw < o->workers; r->nw++) {
 		struct worker *w = &r->w[r->nw];
 
@@ -370,6 +484,14 @@ void rpc_get_stats(struct rpc *r, struct rpc_stats *out)
 	memset(out, 0, sizeof(*out));
 	for (unsigned i = 0; i < r->nw; i++)
 		rpc_stats_merge(out, &r->w[i].stats);
+	atomic_store(&out->limits[STATS_LIMIT_ACCEPT_PAUSES], atomic_load(&r->accept_pauses));
+	atomic_store(&out->limits[STATS_LIMIT_REFUSED], atomic_load(&r->refused));
+	atomic_store(&out->output_bytes, atomic_load(&r->out_total));
+}
+
+unsigned rpc_max_conns(struct rpc *r)
+{
+	return r->o.max_conns;
 }
 
 unsigned rpc_clients(struct rpc *r)

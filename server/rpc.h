@@ -17,6 +17,15 @@ struct rpc_opts {
 	unsigned max_conns;        /* beyond it new connections are closed at once */
 	unsigned idle_timeout_s;   /* 0: none */
 	uint32_t max_frame;        /* larger frames: error reply, then close */
+	uint32_t max_reply;        /* reply limit (request.h); 0: max_frame; at
+	                            * most MC_FRAME_MAX, what clients read */
+	unsigned max_ops;          /* ops per request; more: E2BIG, then close. 0: no limit */
+	unsigned hello_timeout_s;  /* a connection must say Hello within it; 0: none */
+	unsigned frame_timeout_s;  /* a started frame must complete within it; 0: none */
+	unsigned max_prehello;     /* connections before Hello; 0: max_conns */
+	uint64_t conn_output_max;  /* unsent reply bytes that stop reading a client */
+	uint64_t output_max;       /* unsent reply bytes in all; above: disconnect
+	                            * clients that do not read. 0: no limit */
 	int shm_fd;                /* segment passed to clients at hello (read-only fd) */
 	uint64_t shm_size;
 	int area_fd;               /* client area passed after it (read-write), or -1 */
@@ -24,7 +33,10 @@ struct rpc_opts {
 	uint32_t shm_version;
 };
 
-/* Bind the socket (mode 0660) and start the threads. *out is set before
+/* Bind the socket (created with mode 0660: never looser, not even for a
+ * moment) and start the threads. The descriptor limit (RLIMIT_NOFILE) is
+ * raised, soft up to hard, to what max_conns needs; if it cannot be, max_conns
+ * is lowered to fit and a warning logged. *out is set before
  * the first connection is accepted (so ops may read it), and reset to
  * NULL if starting fails after that. A socket path with a
  * live server behind it is refused with -EADDRINUSE; a stale socket file is
@@ -38,5 +50,7 @@ void rpc_stop(struct rpc *r);
 void rpc_get_stats(struct rpc *r, struct rpc_stats *out);
 /* Connections open now. */
 unsigned rpc_clients(struct rpc *r);
+/* The connection limit in force (max_conns, perhaps lowered at start). */
+unsigned rpc_max_conns(struct rpc *r);
 
 #endif

@@ -114,6 +114,24 @@ void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src)
 	}
 	add_u64(&dst->bad_frames, &src->bad_frames);
 	add_u64(&dst->connections, &src->connections);
+	for (unsigned i = 0; i < STATS_LIMITS; i++)
+		add_u64(&dst->limits[i], &src->limits[i]);
+	add_u64(&dst->output_bytes, &src->output_bytes);
+}
+
+const char *stats_limit_name(unsigned id)
+{
+	static const char *const names[STATS_LIMITS] = {
+		[STATS_LIMIT_ACCEPT_PAUSES] = "accept_pauses",
+		[STATS_LIMIT_REFUSED] = "refused",
+		[STATS_LIMIT_TOO_MANY_OPS] = "too_many_ops",
+		[STATS_LIMIT_REPLY_FULL] = "reply_full",
+		[STATS_LIMIT_HELLO_TIMEOUTS] = "hello_timeouts",
+		[STATS_LIMIT_FRAME_TIMEOUTS] = "frame_timeouts",
+		[STATS_LIMIT_PREHELLO_EVICTED] = "prehello_evicted",
+		[STATS_LIMIT_OUTPUT_DISCONNECTS] = "output_disconnects",
+	};
+	return id < STATS_LIMITS ? names[id] : "unknown";
 }
 
 /* ---- op names ------------------------------------------------------------ */
@@ -399,6 +417,11 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_u64(&j, "requests", ld(&r->requests));
 	json_u64(&j, "bad_frames", ld(&r->bad_frames));
 	json_u64(&j, "connections", ld(&r->connections));
+	json_u64(&j, "output_bytes", ld(&r->output_bytes));
+	json_open(&j, "limits");
+	for (unsigned i = 0; i < STATS_LIMITS; i++)
+		json_u64(&j, stats_limit_name(i), ld(&r->limits[i]));
+	json_close(&j);
 	char nb[16];
 	json_open(&j, "ops");
 	for (unsigned i = 0; i < STATS_OPS; i++)
@@ -418,6 +441,9 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_close(&j);
 
 	json_u64(&j, "clients", s->clients);
+	json_open(&j, "admin");
+	json_u64(&j, "accept_pauses", s->admin_accept_pauses);
+	json_close(&j);
 
 	json_open(&j, "readpath");
 	json_readpath(&j, &s->readpath);
@@ -591,6 +617,15 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 	         ld(&r->bad_frames));
 	prom_u64(op, "mcache_rpc_connections_total", "counter", "Client connections accepted.",
 	         ld(&r->connections));
+	prom_u64(op, "mcache_rpc_output_bytes", "gauge", "Unsent reply bytes, all connections.",
+	         ld(&r->output_bytes));
+	prom_head(op, "mcache_rpc_limit_events_total", "counter",
+	          "Times a limit protected the server, by event.");
+	for (unsigned i = 0; i < STATS_LIMITS; i++)
+		out_printf(op, "mcache_rpc_limit_events_total{event=\"%s\"} %llu\n",
+		           stats_limit_name(i), (unsigned long long)ld(&r->limits[i]));
+	prom_u64(op, "mcache_admin_accept_pauses_total", "counter",
+	         "Admin listener paused: out of descriptors.", s->admin_accept_pauses);
 	/* Every named op (but "none"), so that rate() sees counters from zero;
 	 * unnamed codes only when they count something. */
 	char nb[16];

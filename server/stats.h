@@ -33,6 +33,20 @@ uint64_t hist_quantile(const struct hist *h, double q);
 /* Operation codes as in proto/mcache.proto (OP_* values). */
 #define STATS_OPS 32
 
+/* Events where a limit protected the server (rendered under rpc.limits and
+ * as mcache_rpc_limit_events_total{event=...}); names in stats_limit_name. */
+enum stats_limit {
+	STATS_LIMIT_ACCEPT_PAUSES,     /* RPC listener paused: out of descriptors */
+	STATS_LIMIT_REFUSED,           /* over --max-connections, closed at once */
+	STATS_LIMIT_TOO_MANY_OPS,      /* requests refused whole: over --max-ops */
+	STATS_LIMIT_REPLY_FULL,        /* replies that reached the size limit: later ops not run */
+	STATS_LIMIT_HELLO_TIMEOUTS,    /* closed: no Hello within --hello-timeout */
+	STATS_LIMIT_FRAME_TIMEOUTS,    /* closed: a frame not completed within --frame-timeout */
+	STATS_LIMIT_PREHELLO_EVICTED,  /* closed before Hello to make room for a newer one */
+	STATS_LIMIT_OUTPUT_DISCONNECTS,/* closed: not reading replies while over --output-max */
+	STATS_LIMITS
+};
+
 /* Per RPC worker thread; summed into the snapshot. */
 struct rpc_stats {
 	_Atomic uint64_t requests;         /* frames carrying ops */
@@ -41,6 +55,8 @@ struct rpc_stats {
 	struct hist op_us[STATS_OPS];      /* per-op service time */
 	_Atomic uint64_t bad_frames;       /* malformed or oversized frames */
 	_Atomic uint64_t connections;      /* accepted in total */
+	_Atomic uint64_t limits[STATS_LIMITS];
+	_Atomic uint64_t output_bytes;     /* gauge: unsent reply bytes, all connections */
 };
 
 void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src);
@@ -100,6 +116,7 @@ struct stats_snapshot {
 	/* rpc */
 	struct rpc_stats rpc;             /* merged over workers */
 	uint64_t clients;                 /* connections open now */
+	uint64_t admin_accept_pauses;     /* admin listener paused: out of descriptors */
 	/* client read path: totals, and the first STATS_CLIENTS_MAX clients */
 	struct stats_readpath readpath;
 	unsigned nclients_rp;
@@ -116,5 +133,7 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *out
 
 /* Lower-case op name for OP_* code ("mkdir", "stat"...), "unknown" if none. */
 const char *stats_op_name(unsigned code);
+/* Name of an enum stats_limit value ("hello_timeouts"...). */
+const char *stats_limit_name(unsigned id);
 
 #endif

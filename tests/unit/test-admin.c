@@ -2,6 +2,7 @@
  * codes, content types, fresh snapshots, address checks, stopping. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -34,6 +35,32 @@ static void fill(void *arg, struct stats_snapshot *out)
 	out->version = "test";
 	atomic_store(&out->rpc.ops[5], 2);
 	out->clients = 1;
+}
+
+/* One client pid in the per-process read-path figures. */
+#define SECRET_PID 424242
+
+static void fill_pid(void *arg, struct stats_snapshot *out)
+{
+	fill(arg, out);
+	out->nclients_rp = 1;
+	out->clients_rp[0].pid = SECRET_PID;
+	out->clients_rp[0].rp.hits = 7;
+	out->readpath.hits = 7;
+}
+
+/* chmod, seen from the code under test: the mode a path had when chmod was
+ * called on it (a socket file looser than that for a while is a window). */
+static mode_t chmod_seen_mode;
+static int chmod_calls;
+
+int chmod(const char *path, mode_t mode)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0)
+		chmod_seen_mode = st.st_mode & 07777;
+	chmod_calls++;
+	return fchmodat(AT_FDCWD, path, mode, 0);
 }
 
 /* ---- a raw HTTP/1.0 client ----------------------------------------------- */
@@ -362,6 +389,54 @@ static void t_stop(void **state)
 	close(half);
 }
 
+/* The socket is created 0660, even under umask 0: never looser. */
+static void t_unix_born_0660(void **state)
+{
+	char addr[128], path[100];
+	struct admin *a = NULL;
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/born.sock", tmpdir);
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	chmod_calls = 0;
+	mode_t old = umask(0);
+	int rc = admin_start(addr, false, fill, &fill_calls, &a);
+	umask(old);
+	assert_int_equal(rc, 0);
+	if (chmod_calls > 0 && (chmod_seen_mode & ~0660) != 0)
+		fail_msg("the socket had mode %o before chmod", (unsigned)chmod_seen_mode);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0660);
+	admin_stop(a);
+}
+
+/* Per-process figures (pids) on the unix socket only: every local user
+ * reaches a TCP address. */
+static void t_tcp_hides_pids(void **state)
+{
+	char addr[128], pid[16];
+	struct admin *a = NULL;
+	struct resp r;
+	snprintf(pid, sizeof(pid), "\"%d\"", SECRET_PID);
+	snprintf(addr, sizeof(addr), "unix:%s/pids.sock", tmpdir);
+	assert_int_equal(admin_start(addr, false, fill_pid, &fill_calls, &a), 0);
+	http(addr, "GET", "/stats", &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, pid));
+	free(r.body);
+	admin_stop(a);
+
+	assert_int_equal(admin_start("127.0.0.1:0", false, fill_pid, &fill_calls, &a), 0);
+	http(admin_address(a), "GET", "/stats", &r);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.body, pid));
+	assert_non_null(strstr(r.body, "\"hits\":7"));   /* the totals stay */
+	free(r.body);
+	http(admin_address(a), "GET", "/metrics", &r);
+	assert_null(strstr(r.body, pid + 1));
+	free(r.body);
+	admin_stop(a);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -374,6 +449,8 @@ int main(void)
 		cmocka_unit_test(t_remote_refused),
 		cmocka_unit_test(t_bad_address),
 		cmocka_unit_test(t_stop),
+		cmocka_unit_test(t_unix_born_0660),
+		cmocka_unit_test(t_tcp_hides_pids),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -96,6 +96,13 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.journal_max_bytes, 256u << 20);
 	assert_int_equal(r.c.journal_wait_ms, 1000);
 	assert_int_equal(r.c.shutdown_timeout_s, 10);
+	assert_int_equal(r.c.max_ops, 4096);
+	assert_int_equal(r.c.max_reply, 4u << 20);
+	assert_int_equal(r.c.hello_timeout_s, 10);
+	assert_int_equal(r.c.frame_timeout_s, 30);
+	assert_int_equal(r.c.max_prehello, 64);
+	assert_int_equal(r.c.conn_output_max, 4u << 20);
+	assert_int_equal(r.c.output_max, 256u << 20);
 	run_done(&r);
 }
 
@@ -107,7 +114,10 @@ static void t_every_option(void **state)
 	    "--commit-interval-ms", "0", "--sync", "--max-connections", "10", "--idle-timeout", "30",
 	    "--max-frame", "64K", "--store-map-size", "2G", "--log-retention", "5",
 	    "--log-level", "debug", "--root-mode", "0700", "--journal-max-records", "500",
-	    "--journal-max-bytes", "1M", "--journal-wait-ms", "0", "--shutdown-timeout", "2");
+	    "--journal-max-bytes", "1M", "--journal-wait-ms", "0", "--shutdown-timeout", "2",
+	    "--max-ops", "100", "--max-reply", "1M",
+	    "--hello-timeout", "2", "--frame-timeout", "3", "--max-prehello", "5",
+	    "--conn-output-max", "1M", "--output-max", "2G");
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
 	assert_string_equal(r.c.socket_path, "/tmp/mc/s.sock");
@@ -129,6 +139,13 @@ static void t_every_option(void **state)
 	assert_int_equal(r.c.journal_max_bytes, 1u << 20);
 	assert_int_equal(r.c.journal_wait_ms, 0);
 	assert_int_equal(r.c.shutdown_timeout_s, 2);
+	assert_int_equal(r.c.max_ops, 100);
+	assert_int_equal(r.c.max_reply, 1u << 20);
+	assert_int_equal(r.c.hello_timeout_s, 2);
+	assert_int_equal(r.c.frame_timeout_s, 3);
+	assert_int_equal(r.c.max_prehello, 5);
+	assert_int_equal(r.c.conn_output_max, 1u << 20);
+	assert_int_equal(r.c.output_max, 2ull << 30);
 	run_done(&r);
 
 	RUN(&r, "-s", "x.sock", "-d", "d");
@@ -210,6 +227,13 @@ static void t_bounds_accepted(void **state)
 		{ "--journal-max-bytes", "64K" }, { "--journal-max-bytes", "64G" },
 		{ "--journal-wait-ms", "0" }, { "--journal-wait-ms", "60000" },
 		{ "--shutdown-timeout", "0" }, { "--shutdown-timeout", "3600" },
+		{ "--max-ops", "1" }, { "--max-ops", "1048576" },
+		{ "--max-reply", "64K" }, { "--max-reply", "16M" },
+		{ "--hello-timeout", "1" }, { "--hello-timeout", "3600" },
+		{ "--frame-timeout", "1" }, { "--frame-timeout", "3600" },
+		{ "--max-prehello", "1" }, { "--max-prehello", "1048576" },
+		{ "--conn-output-max", "64K" }, { "--conn-output-max", "1G" },
+		{ "--output-max", "1M" }, { "--output-max", "64G" },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct run r;
@@ -236,6 +260,12 @@ static void t_bad_values(void **state)
 		{ "--journal-max-bytes", "32K" }, { "--journal-max-bytes", "65G" },
 		{ "--journal-max-bytes", "lots" }, { "--journal-wait-ms", "60001" },
 		{ "--shutdown-timeout", "3601" }, { "--shutdown-timeout", "10s" },
+		{ "--max-ops", "0" }, { "--max-ops", "1048577" }, { "--max-reply", "32K" },
+		{ "--max-reply", "17M" }, { "--hello-timeout", "0" },
+		{ "--hello-timeout", "3601" }, { "--frame-timeout", "0" },
+		{ "--frame-timeout", "3601" }, { "--max-prehello", "0" },
+		{ "--conn-output-max", "32K" }, { "--conn-output-max", "2G" },
+		{ "--output-max", "512K" }, { "--output-max", "65G" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run r;
@@ -385,7 +415,9 @@ static void t_help(void **state)
 		"--commit-interval-ms", "--sync", "--max-connections", "--idle-timeout",
 		"--max-frame", "--store-map-size", "--log-retention", "--log-level", "--root-mode",
 		"--journal-max-records", "--journal-max-bytes", "--journal-wait-ms",
-		"--shutdown-timeout", "status 3", "Default: 1000000", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
+		"--shutdown-timeout", "status 3", "Default: 1000000",
+		"--max-ops", "--max-reply", "--hello-timeout", "--frame-timeout", "--max-prehello",
+		"--conn-output-max", "--output-max", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
 		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
 	};

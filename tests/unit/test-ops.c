@@ -3,6 +3,7 @@
  * namespace, committer), errno values on the wire, attributes, handles,
  * readdir paging, path checks and --sync. */
 #include <dirent.h>
+#include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -703,12 +704,33 @@ static void test_interval_zero_commits_on_mutation(void **state)
 	assert_true(after.last_seq > before.last_seq);
 }
 
+/* A readlink result holds what the target needs, not MC_SYMLINK_MAX bytes,
+ * and a failed one holds nothing: one request may carry thousands. */
+static void test_readlink_sized_by_target(void **state)
+{
+	struct fx *f = *state;
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_SYMLINK, "/short", "abc");
+	assert_int_equal(run(f, &op), 0);
+	struct op_out out;
+	op = mkop(MCACHE__OP_CODE__OP_READLINK, "/short", NULL);
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	assert_int_equal(out.res.data.len, 3);
+	assert_memory_equal(out.res.data.data, "abc", 3);
+	assert_true(malloc_usable_size(out.data) < 64);
+	op_out_release(&out);
+	op = mkop(MCACHE__OP_CODE__OP_READLINK, "/missing", NULL);
+	assert_int_equal(run_in(f->s, &op, &out), ENOENT);
+	assert_null(out.data);
+	op_out_release(&out);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_mkdir_create_stat),
 		T(test_interval_zero_commits_on_mutation),
+		T(test_readlink_sized_by_target),
 		T(test_emfile_creates_nothing),
 		T(test_every_op_code),
 		T(test_handles),

@@ -37,6 +37,7 @@
  *   FSYNC     wait_seq = SEQ_FAIL  (the commit fails: -EIO)
  *   TRUNCATE  wait_seq = SEQ_NOMEM (commit_wait_async fails: -ENOMEM)
  *   UTIMENS   wait_seq = SEQ_DONE  (already durable: called back inline)
+ *   RMTREE    takes op.size microseconds (a slow op)
  *   others    err = ENOSYS */
 #define SEQ_OK    7
 #define SEQ_FAIL  8
@@ -113,6 +114,9 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 		break;
 	case MCACHE__OP_CODE__OP_UTIMENS:
 		out->wait_seq = SEQ_DONE;
+		break;
+	case MCACHE__OP_CODE__OP_RMTREE:
+		usleep((useconds_t)op->size);
 		break;
 	default:
 		out->res.err = ENOSYS;
@@ -753,6 +757,47 @@ static void test_socket_mode(void **state)
 	assert_int_equal(st.st_mode & 07777, 0660);
 }
 
+/* chmod as the code under test sees it: the mode the path had when chmod
+ * was called on it. */
+static mode_t chmod_seen_mode;
+static int chmod_calls;
+
+int chmod(const char *path, mode_t mode)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0)
+		chmod_seen_mode = st.st_mode & 07777;
+	chmod_calls++;
+	return fchmodat(AT_FDCWD, path, mode, 0);
+}
+
+/* Even under umask 0 the socket is never looser than 0660 (no chmod after
+ * bind, whose window another user could connect in). */
+static void test_socket_born_0660(void **state)
+{
+	struct fx *f = *state;
+	struct rpc_opts o = f->o;
+	struct rpc *r2 = NULL;
+	char path[128];
+	struct stat st;
+	mode_t old;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/born.sock", f->dir);
+	o.socket_path = path;
+	chmod_calls = 0;
+	old = umask(0);
+	rc = rpc_start(&o, &f->m, &r2);
+	umask(old);
+	assert_int_equal(rc, 0);
+	if (chmod_calls > 0 && (chmod_seen_mode & ~0660) != 0)
+		fail_msg("the socket had mode %o before chmod", (unsigned)chmod_seen_mode);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0660);
+	rpc_stop(r2);
+}
+
 static void test_second_start_refused(void **state)
 {
 	struct fx *f = *state;
@@ -1026,6 +1071,62 @@ static void test_stop_with_open_conns(void **state)
 	close(half);
 }
 
+/* A request of n slow ops (us microseconds each). */
+static void cli_send_slow(int fd, uint64_t id, size_t n, uint64_t us)
+{
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	Mcache__Op op, **ops = calloc(n, sizeof(*ops));
+
+	assert_non_null(ops);
+	op_set(&op, MCACHE__OP_CODE__OP_RMTREE, "/slow");
+	op.size = us;
+	for (size_t i = 0; i < n; i++)
+		ops[i] = &op;
+	req.id = id;
+	req.n_ops = n;
+	req.ops = ops;
+	cli_send(fd, &req);
+	free(ops);
+}
+
+/* A request that runs over several slices when the server stops is
+ * finished and answered in full, not cut. */
+static void test_stop_mid_request(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	Mcache__Response *rsp;
+
+	cli_send_slow(fd, 9, 100, 1000);      /* 100 ms of ops */
+	usleep(20 * 1000);
+	rpc_stop(f->r);
+	f->r = NULL;
+	rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 9);
+	assert_int_equal(rsp->n_results, 100);
+	for (size_t i = 0; i < 100; i++)
+		assert_int_equal(rsp->results[i]->err, 0);
+	mcache__response__free_unpacked(rsp, NULL);
+	cli_expect_closed(fd);
+	close(fd);
+}
+
+/* A client that closes while its request runs over several slices: the
+ * rest of it is dropped, the server goes on. */
+static void test_close_mid_request(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path), other;
+
+	cli_send_slow(fd, 9, 100, 1000);
+	usleep(20 * 1000);
+	close(fd);
+	other = cli_open(f->path);
+	cli_check_stat(other, 2, "/after");
+	close(other);
+	wait_clients(f->r, 0);
+}
+
 /* Several clients on several workers at once. */
 struct hammer {
 	const char *path;
@@ -1092,6 +1193,7 @@ int main(void)
 		T(test_zero_length_frame),
 		T(test_client_dies_mid_frame),
 		T(test_socket_mode),
+		T(test_socket_born_0660),
 		T(test_second_start_refused),
 		T(test_stale_socket_replaced),
 		T(test_regular_file_kept),
@@ -1103,6 +1205,8 @@ int main(void)
 		T(test_close_while_waiting),
 		T(test_close_while_waiting_output_queued),
 		T(test_stop_with_open_conns),
+		T(test_stop_mid_request),
+		T(test_close_mid_request),
 		T(test_concurrent_clients),
 	};
 
