@@ -106,7 +106,7 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 		err = batch_path(path2);
 	if (err < 0)
 		return client_fail(err);
-	if (b->nops >= (size_t)INT32_MAX)
+	if (b->nops >= (size_t)INT32_MAX || (b->c->max_ops && b->nops >= b->c->max_ops))
 		return client_fail(-E2BIG);
 
 	op.code = code;
@@ -230,14 +230,21 @@ int mc_batch_run(mc_batch *b)
 		sent[nsend] = i;
 		ptrs[nsend++] = &b->ops[i];
 	}
-	if (nsend) {
-		err = client_call(b->c, ptrs, nsend, &rsp);
+	/* The server runs a request's ops while their results fit its reply
+	 * limit; the first that does not, and every later one, answer
+	 * EMSGSIZE without running: send those again, from where it stopped
+	 * (one that does not fit even alone keeps its EMSGSIZE). */
+	for (size_t off = 0; off < nsend;) {
+		size_t next = nsend;
+		err = client_call(b->c, ptrs + off, nsend - off, &rsp);
 		if (err < 0)
 			goto fail;
-		for (size_t k = 0; k < nsend; k++) {
-			size_t i = sent[k];
+		for (size_t k = 0; k < nsend - off; k++) {
+			size_t i = sent[off + k];
 			const Mcache__Result *r = rsp->results[k];
 			errs[i] = r->err;
+			if (r->err == EMSGSIZE && next == nsend)
+				next = off + (k > 0 ? k : 1);
 			if (r->err == 0 && b->stats[i]) {
 				if (r->attr)
 					attr_to_stat(r->attr, b->stats[i]);
@@ -246,6 +253,7 @@ int mc_batch_run(mc_batch *b)
 			}
 		}
 		mcache__response__free_unpacked(rsp, NULL);
+		off = next;
 	}
 	b->errs = errs;
 	b->nerrs = b->nops;

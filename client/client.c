@@ -82,6 +82,7 @@ struct hello_out {
 	uint64_t shm_size;
 	uint64_t area_size;
 	uint32_t slot;
+	uint32_t max_ops;
 };
 
 /* The handshake's own failures: a timeout (SO_RCVTIMEO/SO_SNDTIMEO ran
@@ -141,6 +142,7 @@ static int client_hello(mc_client *c, struct hello_out *h)
 	h->shm_size = rsp->hello->shm_size;
 	h->area_size = fds[1] >= 0 ? rsp->hello->area_size : 0;
 	h->slot = rsp->hello->client_slot;
+	h->max_ops = rsp->hello->max_ops;
 	mcache__response__free_unpacked(rsp, NULL);
 	free(buf);
 	return 0;
@@ -323,7 +325,7 @@ mc_client *mc_connect(const char *socket_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = socket_default(socket_path);
-	struct hello_out h = { { -1, -1 }, 0, 0, 0 };
+	struct hello_out h = { .fds = { -1, -1 } };
 	int err;
 
 	pthread_once(&fork_once, fork_register);
@@ -357,6 +359,7 @@ mc_client *mc_connect(const char *socket_path)
 	err = client_dial(c, &sa, &h);
 	if (err < 0)
 		goto fail;
+	c->max_ops = h.max_ops;
 	err = client_map(c, h.fds[0], h.shm_size);
 	if (err == 0)
 		err = client_map_area(c, h.fds[1], h.area_size, h.slot);
@@ -412,11 +415,49 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 
 /* Send the queued closes in front of ops[0..n) and drop their results
  * (mu held). */
+/* Send the queued closes alone, at most max_ops in a request. */
+static int do_flush_closes(mc_client *c)
+{
+	while (c->nclose > 0) {
+		size_t k = c->nclose;
+		if (c->max_ops && k > c->max_ops)
+			k = c->max_ops;
+		Mcache__Op *cl = calloc(k, sizeof(*cl));
+		Mcache__Op **p = malloc(k * sizeof(*p));
+		Mcache__Response *rsp;
+		int err = -ENOMEM;
+		if (cl && p) {
+			for (size_t i = 0; i < k; i++) {
+				mcache__op__init(&cl[i]);
+				cl[i].code = MCACHE__OP_CODE__OP_CLOSE;
+				cl[i].handle = c->closes[c->nclose - k + i];
+				p[i] = &cl[i];
+			}
+			err = call_raw(c, p, k, &rsp);
+		}
+		free(cl);
+		free(p);
+		if (err < 0) {
+			if (c->broken)
+				c->nclose = 0;   /* the server releases them with the connection */
+			return err;
+		}
+		mcache__response__free_unpacked(rsp, NULL);
+		c->nclose -= k;
+	}
+	return 0;
+}
+
 static int do_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
 	size_t k = c->nclose;
 	if (k == 0 || client_check(c) < 0)
 		return call_raw(c, ops, n, out);
+	if (c->max_ops && k + n > c->max_ops) {
+		/* The closes would push the request past the server's op limit. */
+		int err = do_flush_closes(c);
+		return err < 0 ? err : call_raw(c, ops, n, out);
+	}
 	Mcache__Op *cl = calloc(k, sizeof(*cl));
 	Mcache__Op **all = malloc((k + n) * sizeof(*all));
 	int err = -ENOMEM;

@@ -67,6 +67,7 @@ struct mc_client {
 	unsigned fork_gen;
 	_Atomic bool broken;
 	uint64_t next_id;
+	uint32_t max_ops;             /* the server's ops-per-request limit; 0: none said */
 	const void *shm;
 	size_t shm_size;
 	void *area;

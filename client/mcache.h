@@ -192,7 +192,10 @@ MC_EXPORT char *mc_server_stats(mc_client *c);
  * each result with mc_batch_error(). Operations run in order on the server;
  * one failing does not stop the others. Queueing fails only with ENOMEM,
  * ENAMETOOLONG, EINVAL (bad path) or E2BIG (the batch would exceed the frame
- * limit); it returns the index of the queued operation. */
+ * limit, or hold more operations than the server takes in one request, its
+ * --max-ops); it returns the index of the queued operation. A batch whose
+ * results outgrow the server's reply limit (--max-reply) is sent on in
+ * further requests from the first operation that did not run, in order. */
 MC_EXPORT mc_batch *mc_batch_new(mc_client *c);
 MC_EXPORT int mc_batch_mkdir(mc_batch *b, const char *path, mode_t mode);
 MC_EXPORT int mc_batch_create(mc_batch *b, const char *path, mode_t mode); /* a regular file; EEXIST if present */

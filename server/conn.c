@@ -502,6 +502,8 @@ static int conn_send_hello(struct conn *c, uint64_t id)
 	hr.version = MC_PROTO_VERSION;
 	hr.shm_version = o->shm_version;
 	hr.shm_size = o->shm_size;
+	hr.max_ops = o->max_ops;
+	hr.max_reply = o->max_reply ? o->max_reply : o->max_frame;
 	if (o->shm_fd >= 0) {
 		fds[nfds++] = o->shm_fd;
 		if (o->area_fd >= 0) {

@@ -434,31 +434,83 @@ static void max_ops_boundary(void **state)
 	stop();
 }
 
-/* What the library's batch does past --max-ops today: the run fails with
- * E2BIG (the server refused the request whole and closed the connection)
- * and none of the operations ran. */
+/* The library learns --max-ops at connect: queueing past it fails with
+ * E2BIG and leaves the batch (and the client) usable; a full batch runs
+ * even with closes queued in front of it (they go in requests of their
+ * own), and every operation of it ran. */
 static void batch_over_max_ops(void **state)
 {
 	static const char *const args[] = { "--max-ops", "100", NULL };
 	start(args);
 	mc_client *c = mc_connect(srv.socket);
 	assert_non_null(c);
+	/* 70 closes queued: more than fit beside a full batch. */
+	for (int i = 0; i < 70; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/o%d", i);
+		int fd = mc_open(c, p, O_CREAT | O_RDWR, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(mc_close(c, fd), 0);
+	}
 	mc_batch *b = mc_batch_new(c);
 	assert_non_null(b);
-	for (int i = 0; i < 150; i++) {
+	for (int i = 0; i < 100; i++) {
 		char p[32];
 		snprintf(p, sizeof(p), "/b%d", i);
-		assert_true(mc_batch_create(b, p, 0644) >= 0);
+		assert_int_equal(mc_batch_create(b, p, 0644), i);
 	}
 	errno = 0;
-	assert_int_equal(mc_batch_run(b), -1);
+	assert_int_equal(mc_batch_create(b, "/b100", 0644), -1);
 	assert_int_equal(errno, E2BIG);
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_count(b), 100);
+	for (size_t i = 0; i < 100; i++)
+		assert_int_equal(mc_batch_error(b, i), 0);
 	mc_batch_free(b);
-	mc_disconnect(c);
-	c = mc_connect(srv.socket);
 	struct stat st;
-	assert_int_equal(mc_stat(c, "/b0", &st), -1);
+	assert_int_equal(mc_stat(c, "/b99", &st), 0);
+	assert_int_equal(mc_stat(c, "/b100", &st), -1);
 	assert_int_equal(errno, ENOENT);
+	assert_int_equal(mc_mkdir(c, "/still-usable", 0755), 0);
+	mc_disconnect(c);
+	assert_server_healthy();
+	stop();
+}
+
+/* A batch whose results outgrow --max-reply: the server answers the ops
+ * past the limit EMSGSIZE without running them, and the library sends them
+ * on, so every stat of the batch is answered. */
+static void batch_past_max_reply(void **state)
+{
+	static const char *const args[] = { "--max-reply", "64K", NULL };
+	start(args);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	enum { N = 2000 };
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/r%d", i);
+		assert_true(mc_batch_create(b, p, 0600) >= 0);
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	/* A mutation first, so the stats go to the server. */
+	static struct stat st[N];
+	assert_true(mc_batch_mkdir(b, "/rdir", 0755) >= 0);
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/r%d", i);
+		st[i].st_mode = 0;
+		assert_true(mc_batch_stat(b, p, &st[i]) >= 0);
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_count(b), N + 1);
+	for (int i = 0; i <= N; i++)
+		assert_int_equal(mc_batch_error(b, (size_t)i), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(st[i].st_mode, S_IFREG | 0600);
+	mc_batch_free(b);
 	mc_disconnect(c);
 	assert_server_healthy();
 	stop();
@@ -804,6 +856,7 @@ int main(void)
 		T(too_many_ops),
 		T(max_ops_boundary),
 		T(batch_over_max_ops),
+		T(batch_past_max_reply),
 		T(no_starvation),
 		T(slow_reader_bounded),
 		T(output_total_disconnects),
