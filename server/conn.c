@@ -686,7 +686,8 @@ static void conn_done_cb(evutil_socket_t fd, short what, void *arg)
 			uint8_t *eb;
 			size_t el;
 
-			log_warn("rpc: commit failed (%s): replying EIO", strerror(-err));
+			if (rpc_log_ok(c->w->r))
+				log_warn("rpc: commit failed (%s): replying EIO", strerror(-err));
 			if (request_pack_all_err(c->held_id, c->held_nres, EIO, &eb, &el) == 0) {
 				free(buf);
 				buf = eb;
