@@ -464,13 +464,19 @@ uint64_t admin_accept_pauses(struct admin *a)
 	return atomic_load(&a->pauses);
 }
 
+void admin_halt(struct admin *a)
+{
+	if (a == NULL || !a->thread_started)
+		return;
+	event_base_loopexit(a->base, NULL);
+	pthread_join(a->thread, NULL);
+	a->thread_started = false;
+}
+
 void admin_stop(struct admin *a)
 {
 	if (a == NULL)
 		return;
-	if (a->thread_started) {
-		event_base_loopexit(a->base, NULL);
-		pthread_join(a->thread, NULL);
-	}
+	admin_halt(a);
 	admin_free(a);
 }

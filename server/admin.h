@@ -32,9 +32,12 @@ int admin_start(const char *addr, bool allow_remote, admin_fill_fn fill, void *a
 const char *admin_address(const struct admin *a);
 /* Times accepting paused for lack of descriptors. Any thread. */
 uint64_t admin_accept_pauses(struct admin *a);
-/* Stop serving, join the thread, remove a unix socket it created. Safe to
- * call from any thread but the admin thread itself (not from fill). NULL is
- * a no-op. */
+/* Stop serving and join the thread, keeping a readable for other threads
+ * (admin_accept_pauses) until admin_stop. Safe to call from any thread but
+ * the admin thread itself (not from fill). NULL is a no-op. */
+void admin_halt(struct admin *a);
+/* admin_halt if not done yet, remove a unix socket it created, free a.
+ * NULL is a no-op. */
 void admin_stop(struct admin *a);
 
 #endif

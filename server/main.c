@@ -134,7 +134,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(cfg.admin_addr, "none") != 0) {
-		rc = admin_start(cfg.admin_addr, cfg.admin_remote, mcd_fill_stats, &m, &m.admin);
+		struct admin *ad;
+		rc = admin_start(cfg.admin_addr, cfg.admin_remote, mcd_fill_stats, &m, &ad);
+		if (rc == 0)
+			atomic_store_explicit(&m.admin, ad, memory_order_release);
 		if (rc < 0) {
 			log_error("cannot serve the admin endpoint on %s: %s", cfg.admin_addr,
 			          strerror(-rc));
@@ -164,10 +167,13 @@ out:
 	 * committer's deadline bounds that wait. */
 	if (m.commit)
 		commit_shutdown(m.commit, cfg.shutdown_timeout_s * 1000u);
-	if (m.admin)
-		admin_stop(m.admin);
+	/* The admin thread stops first (it reads the RPC server's figures);
+	 * its struct stays until the workers, which read its counter for
+	 * OP_STATS, are gone. */
+	admin_halt(m.admin);
 	if (m.rpc)
 		rpc_stop(m.rpc);
+	admin_stop(m.admin);
 	/* Clients reading the segment must stop trusting it. */
 	if (m.shm)
 		atomic_store_explicit(&m.shm->hdr->closed, 1, memory_order_release);

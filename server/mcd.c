@@ -92,8 +92,9 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		rpc_get_stats(m->rpc, &out->rpc);
 		out->clients = rpc_clients(m->rpc);
 	}
-	if (m->admin)
-		out->admin_accept_pauses = admin_accept_pauses(m->admin);
+	struct admin *ad = atomic_load_explicit(&m->admin, memory_order_acquire);
+	if (ad)
+		out->admin_accept_pauses = admin_accept_pauses(ad);
 	if (m->area) {
 		struct area_totals t;
 		area_totals(m->area, &t);

@@ -15,7 +15,9 @@ struct mcd {
 	struct store *store;
 	struct commit *commit;
 	struct rpc *rpc;
-	struct admin *admin;
+	/* Set by the main thread after the RPC workers, which read it for
+	 * OP_STATS, have started: published with a release store. */
+	struct admin *_Atomic admin;
 	uint64_t start_ns;           /* CLOCK_MONOTONIC at start */
 };
 

@@ -33,9 +33,10 @@
 #include "mcache.h"
 
 #define MiB (1024u * 1024u)
-/* Under AddressSanitizer the server's memory holds shadow and quarantine:
- * its figures mean little, the bounds are loosened. */
-#ifdef __SANITIZE_ADDRESS__
+/* Under AddressSanitizer or ThreadSanitizer the server's memory holds
+ * shadow memory (and ASan's quarantine): its figures mean little, the
+ * bounds are loosened; the plain build holds the real ones. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MEM_SLACK 4
 #else
 #define MEM_SLACK 1
