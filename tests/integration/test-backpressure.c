@@ -273,11 +273,13 @@ static void test_journal_bound(void **state)
 	uint64_t backlog = stat_u64(c, "\"journal\"", "backlog_records");
 	assert_true(backlog >= 3000 && backlog < 3010);
 
-	/* The next ones fail at once until a commit succeeds. */
+	/* The next ones fail at once until a commit succeeds: full_waits
+	 * stays 1 below (the time is only checked loosely, for a loaded
+	 * machine). */
 	t0 = now_ms();
 	assert_int_equal(mc_mkdir(c, "/e", 0755), -1);
 	assert_int_equal(errno, ENOSPC);
-	assert_true(now_ms() - t0 < 100);
+	assert_true(now_ms() - t0 < 2000);
 	assert_int_equal(mc_rename(c, "/d", "/e"), -1);
 	assert_int_equal(errno, ENOSPC);
 	/* The server keeps serving reads, from the segment and over RPC. */
