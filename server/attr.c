@@ -18,15 +18,20 @@ static int with_inode(struct ns *ns, const struct cred *c, const char *path, siz
                       const void *arg)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t off;
+	int rc;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = ns_journal_room(ns);
-	if (rc == 0)
-		rc = walk_path(&nd, path, len, true, &off);
-	if (rc == 0)
-		rc = fn(ns, c, off, arg);
-	nd_free(&nd);
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		rc = ns_journal_room(ns);
+		if (rc == 0)
+			rc = walk_path(&nd, path, len, true, &off);
+		if (rc == 0)
+			rc = fn(ns, c, off, arg);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }

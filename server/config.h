@@ -27,6 +27,10 @@ struct mcd_config {
 	uint64_t journal_max_bytes; /* --journal-max-bytes; uncommitted journal bytes; default 256M */
 	unsigned journal_wait_ms;   /* --journal-wait-ms; wait for room, then ENOSPC; default 1000 */
 	unsigned shutdown_timeout_s;/* --shutdown-timeout; bound on the last commits; default 10 */
+	unsigned cache_high_pct;    /* --cache-high; shrinker high watermark, %; default 90 */
+	unsigned cache_low_pct;     /* --cache-low; ... low watermark; default 80 */
+	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
+	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
 };
 
 /* Set defaults. */

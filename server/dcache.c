@@ -9,6 +9,9 @@
  *     dentry; lookups of other names in it are answered ENOENT.
  *  4. Every change to a dentry, a chain or a list is inside the seq of the
  *     dentry, the bucket or the dirx it changes.
+ *  5. A negative dentry never carries the referenced bit (the server clears
+ *     it whenever a slot becomes negative or is reused), so stale names of
+ *     a removed tree get no second chance from the shrinker.
  */
 #include "dcache.h"
 
@@ -83,6 +86,17 @@ bool dcache_set_complete(struct shm *s, mc_off_t dir)
 	return true;
 }
 
+void dcache_clear_complete(struct shm *s, mc_off_t dir)
+{
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (!dx || !(dx->flags & MC_X_COMPLETE))
+		return;
+	shm_write_begin(&dx->seq);
+	dx->flags &= ~MC_X_COMPLETE;
+	shm_write_end(&dx->seq);
+	s->dirs_complete--;
+}
+
 /* Link d at the tail of dir's child list with a new cookie. */
 static void list_append(struct shm *s, struct mc_dirx *dx, mc_off_t d)
 {
@@ -133,6 +147,7 @@ mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
 		shm_blob_free(s, blob, len);
 		return 0;
 	}
+	shm_ref_take(s, d); /* a hit on the slot's last user is no hit on this one */
 	struct mc_dentry *e = dentry_at(s, d);
 	struct mc_bucket *b = dbucket(s, inode_at(s, dir)->ino, name, len);
 	shm_write_begin(&e->seq);
@@ -176,6 +191,7 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 		e->flags |= MC_D_POSITIVE;
 	} else {
 		e->flags &= (uint16_t)~MC_D_POSITIVE;
+		shm_ref_take(s, d); /* note 5 */
 	}
 	e->inode = inode;
 	e->dtype = inode ? dtype : 0;
@@ -240,15 +256,38 @@ size_t dcache_prune(struct shm *s, mc_off_t dir)
 		dcache_del(s, dx->head);
 		n++;
 	}
-	if (dx->flags & MC_X_COMPLETE) {
-		shm_write_begin(&dx->seq);
-		dx->flags &= ~MC_X_COMPLETE;
-		shm_write_end(&dx->seq);
-		s->dirs_complete--;
-	}
+	dcache_clear_complete(s, dir);
 	if (n) {
 		s->prunes++;
 		s->pruned += n;
 	}
 	return n;
+}
+
+mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget)
+{
+	const struct mc_inode *i = inode_at(s, dir);
+	if (!i->u.dir.dirx)
+		return 0;
+	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
+	for (mc_off_t d = dx->head; d && budget > 0; d = dentry_at(s, d)->sib_next, budget--) {
+		const struct mc_dentry *e = dentry_at(s, d);
+		if (!(e->flags & (MC_D_POSITIVE | MC_D_DIRTY0 | MC_D_DIRTY1)))
+			return d;
+	}
+	return 0;
+}
+
+void dcache_now_empty(struct shm *s, mc_off_t dir)
+{
+	if (!dcache_set_complete(s, dir))
+		return;
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	mc_off_t d = dx->head;
+	while (d) {
+		mc_off_t next = dentry_at(s, d)->sib_next;
+		if (!(dentry_at(s, d)->flags & MC_D_POSITIVE))
+			dcache_del(s, d);
+		d = next;
+	}
 }

@@ -30,6 +30,9 @@
 #include <time.h>
 
 #include "journal.h"
+#include "shrink.h"
+
+#define NS_NEG_DIR_MAX 256u
 
 struct ns;
 struct shm;
@@ -38,6 +41,9 @@ struct cred;
 
 struct ns_opts {
 	uint64_t neg_max;          /* cached negative dentries at most; 0: 1/8 of the dentry capacity */
+	uint32_t neg_dir_max;      /* ... and per directory; 0: NS_NEG_DIR_MAX */
+	unsigned cache_high_pct;   /* shrinker watermarks, percent of the segment; 0: defaults */
+	unsigned cache_low_pct;
 	/* The journal bound: uncommitted records (the running batch plus the
 	 * one being committed) and their encoded bytes; 0: no bound. */
 	uint64_t journal_max_records;
@@ -140,6 +146,10 @@ struct ns_counts {
 	uint64_t journal_records, committed_seq;
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */
+	/* The cache's bound (shrink.h). */
+	struct shrink_stats shrink;
+	uint64_t high_bytes, low_bytes;            /* watermarks */
+	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 void ns_get_counts(struct ns *ns, struct ns_counts *out);
 

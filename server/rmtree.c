@@ -108,22 +108,27 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 	for (;;) {
 		struct nd nd;
 		unsigned budget = batch ? batch : 1024;
+		struct reclaim r;
+		int rc;
 		pthread_mutex_lock(&ns->lock);
-		nd_init(&nd, ns, c);
-		/* The bound is checked once: stopping half way would leave a
-		 * half-removed tree behind an error (ns.h). */
-		int rc = first ? ns_journal_room(ns) : 0;
-		if (rc == 0)
-			rc = walk_parent(&nd, path, len);
-		if (rc == 0) {
-			switch (nd.last_type) {
-			case MC_LAST_ROOT: rc = -EBUSY; break;
-			case MC_LAST_DOT: rc = -EINVAL; break;
-			case MC_LAST_DOTDOT: rc = -ENOTEMPTY; break;
-			case MC_LAST_NORM: rc = rmtree_some(&nd, &budget); break;
+		reclaim_begin(ns, &r);
+		do {
+			nd_init(&nd, ns, c);
+			/* The bound is checked once: stopping half way would leave
+			 * a half-removed tree behind an error (ns.h). */
+			rc = first ? ns_journal_room(ns) : 0;
+			if (rc == 0)
+				rc = walk_parent(&nd, path, len);
+			if (rc == 0) {
+				switch (nd.last_type) {
+				case MC_LAST_ROOT: rc = -EBUSY; break;
+				case MC_LAST_DOT: rc = -EINVAL; break;
+				case MC_LAST_DOTDOT: rc = -ENOTEMPTY; break;
+				case MC_LAST_NORM: rc = rmtree_some(&nd, &budget); break;
+				}
 			}
-		}
-		nd_free(&nd);
+			nd_free(&nd);
+		} while (do_reclaim_retry(ns, rc, &r));
 		pthread_mutex_unlock(&ns->lock);
 		if (rc == -ENOENT && !first)
 			return 0; /* someone else finished it */
