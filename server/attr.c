@@ -12,6 +12,17 @@
 
 /* ---- attributes ---------------------------------------------------------- */
 
+void set_size(struct ns *ns, mc_off_t off, uint64_t size)
+{
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		ie_->u.size = size;
+		ie_->mtime_ns = now;
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+}
+
 /* Resolve path (following symlinks) under the lock, then run fn on it. */
 static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
                       int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),

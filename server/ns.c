@@ -16,9 +16,9 @@
  *     the directory answers misses itself. Elsewhere the name becomes a
  *     dirty negative dentry, pinned until its removal is committed, so a
  *     miss can never fall through to a store that still has the name.
- *     (Whoever clears a directory's complete flag must not do so while the
- *     directory inode is dirty: its uncommitted removals are not in the
- *     store yet.)
+ *     (Whoever clears a directory's complete flag must not do so while a
+ *     removal so freed is not committed: the store still has the name.
+ *     The dirx's rm_seq records the batch of the last one.)
  *  4. An inode whose link count reaches 0 is deleted from the store at once
  *     (INODE_DEL) and freed from the cache when no open handle holds it.
  *  5. A removed directory's cached children are pruned at once (rule 1 of
@@ -91,8 +91,11 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 	});
 	inode_changed(ns, dir);
 	/* Its last entry went: no stale name of the tree stays (rule 1). */
-	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0)
+	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {
 		dcache_now_empty(ns->shm, dir);
+		if (dcache_complete(ns->shm, dir))
+			dcache_dirx(ns->shm, dir, false)->rm_seq = (uint32_t)ns->running->seq;
+	}
 }
 
 /* Name d (in dir) now names inode off of type dtype. */
@@ -117,6 +120,7 @@ void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 	     "journaling a dentry delete");
 	if (dcache_complete(s, dir)) {
 		dcache_del(s, d);
+		dcache_dirx(s, dir, false)->rm_seq = (uint32_t)ns->running->seq;
 	} else {
 		dcache_set(s, d, 0, 0);
 		dentry_dirty(ns, d);
@@ -198,6 +202,7 @@ void ns_free(struct ns *ns)
 	}
 	map_free(&ns->holds);
 	shrink_fini(ns);
+	ns_listing_free(ns);
 	ns_journal_fini(ns);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
@@ -377,17 +382,6 @@ int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t t
 	if (memchr(target, 0, target_len))
 		return -EINVAL;
 	return create_path(ns, c, path, len, S_IFLNK | 0777, target, target_len, NULL);
-}
-
-void set_size(struct ns *ns, mc_off_t off, uint64_t size)
-{
-	int64_t now = now_ns();
-	INODE_EDIT(ns, off, {
-		ie_->u.size = size;
-		ie_->mtime_ns = now;
-		ie_->ctime_ns = now;
-	});
-	inode_changed(ns, off);
 }
 
 /* open(2) of the last component, in the kernel's order (open_last_lookups

@@ -97,12 +97,16 @@ int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out);
 /* writable: the handle was opened for writing (else -EINVAL, as ftruncate). */
 int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size);
 
-/* List a held directory: entries with cookie > cookie, at most max of them,
- * in cookie order. fn returns 0 to go on (a negative value stops the listing
- * and is returned). *next is the cookie to pass next time, *eof whether the
- * listing reached the end. A removed directory lists as empty. Lists a
- * directory not yet complete by caching all its children first (-ENOSPC if
- * they do not fit). -EBADF (not held), -ENOTDIR. */
+/* List a held directory: at most max entries after cookie (0: from the
+ * start). fn returns 0 to go on (a negative value stops the listing and is
+ * returned). *next is the cookie to pass next time, *eof whether the listing
+ * reached the end. A removed directory lists as empty. A directory that fits
+ * in the cache is loaded complete and listed in cookie order (the cookies
+ * clients list shared memory with); one that does not is read from the
+ * store in name order, nothing cached, with cookies that stand for the last
+ * name returned (listing.c). -EBADF (not held), -ENOTDIR, -ESTALE (a store
+ * cookie too old: LIST_CURSORS newer ones were handed out since), -ENOSPC
+ * (a cache cookie whose directory was evicted and no longer fits), -EIO. */
 typedef int (*ns_dirent_fn)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype);
 int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
                ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof);

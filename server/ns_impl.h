@@ -45,6 +45,8 @@ struct ns {
 	uint64_t neg_max;                /* cached negative dentries in total */
 	uint32_t neg_dir_max;            /* ... and per directory */
 	struct shrinker shr;
+	struct list_cursor *cursors;     /* store cursors of listings (listing.c) */
+	uint32_t cursor_next;
 	struct journal_batch *running;   /* batch receiving records */
 	struct journal_batch *spare;     /* empty batch ready for the next swap */
 	struct journal_batch *swapped;   /* handed to the committer, not yet published */
@@ -141,6 +143,9 @@ void shrink_fini(struct ns *ns);
 /* Make room for a negative entry in dir under the caps (oldest out first):
  * false when none can be cached. */
 bool do_neg_room(struct ns *ns, mc_off_t dir);
+
+/* listing.c */
+void ns_listing_free(struct ns *ns);
 
 /* dirty.c: journaling and dirty bits (ns.c notes 2 and 3). */
 /* The journal bound, at the start of a mutation, lock held: 0 when there is

@@ -17,7 +17,9 @@
  *     attempts of an operation (or in the thread, between operations): no
  *     operation holds a slot offset across it.
  *  2. Evictable: a live, clean dentry whose parent can lose its complete
- *     flag (the parent is clean when complete, ns.c note 3) and, when
+ *     flag (no removal freed from it while complete is uncommitted, ns.c
+ *     note 3) and is not
+ *     held by an open handle (a listing through the server) and, when
  *     positive, whose inode is clean, not held by an open handle and, for a
  *     directory, has no cached children. So eviction goes leaf first, and
  *     a directory becomes a candidate once its last cached child went.
@@ -82,6 +84,16 @@ static bool dirty_i(const struct mc_inode *i)
 	return i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1);
 }
 
+/* Does complete dir have a removal that freed its dentry and is not
+ * committed yet (ns.c note 3)? Then it must stay complete. */
+static bool removal_pending(const struct shm *s, mc_off_t dir)
+{
+	const struct mc_dirx *dx = shm_at(s, inode_at(s, dir)->u.dir.dirx);
+	uint32_t done = (uint32_t)atomic_load_explicit(&s->hdr->committed_seq,
+	                                               memory_order_relaxed);
+	return dx->rm_seq != 0 && (int32_t)(dx->rm_seq - done) > 0;
+}
+
 /* The next dentry slot under the hand (live or not), 0 when there are no
  * dentry pages. */
 static mc_off_t clock_next(struct shm *s, struct shrinker *k)
@@ -124,9 +136,13 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 		if (S_ISDIR(i->mode) && i->u.dir.dirx &&
 		    ((struct mc_dirx *)shm_at(s, i->u.dir.dirx))->ncached > 0)
 			return false;
-		if (dcache_complete(s, dir) && dirty_i(inode_at(s, dir)))
+		if (dcache_complete(s, dir) && removal_pending(s, dir))
 			return false;
 	}
+	/* A held directory may be being listed through the server: its
+	 * children keep their cookies until the handle is closed. */
+	if (map_find(&ns->holds, inode_at(s, dir)->ino))
+		return false;
 	if (shm_ref_take(s, d) && !ignore_ref) {
 		ns->shr.st.rotated++;
 		return false;

@@ -237,6 +237,70 @@ static void test_rm_rf_leaves_nothing(void **state)
 	mc_disconnect(c);
 }
 
+/* A directory far larger than the cache lists whole through the client
+ * (from the store, in pages), each name once, while names are created and
+ * removed in it. */
+static void test_list_larger_than_cache(void **state)
+{
+	(void)state;
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	enum { N = 20000 };
+	char p[64];
+	assert_int_equal(mc_mkdir(c, "/huge", 0755), 0);
+	for (int f = 0; f < N; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < f + BATCH; k++) {
+			snprintf(p, sizeof(p), "/huge/entry-%06d", k);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		for (size_t i = 0; i < mc_batch_count(b); i++)
+			assert_int_equal(mc_batch_error(b, i), 0);
+		mc_batch_free(b);
+	}
+	assert_int_equal(mc_sync(c), 0);
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	assert_int_equal(server_start(&srv, small_cache), 0);
+	mc_disconnect(c);
+	c = mc_connect(srv.socket);
+	assert_non_null(c);
+	MC_DIR *dir = mc_opendir(c, "/huge");
+	assert_non_null(dir);
+	static uint8_t seen[N];
+	memset(seen, 0, sizeof(seen));
+	int n = 0, others = 0;
+	struct dirent *e;
+	errno = 0;
+	while ((e = mc_readdir(dir))) {
+		int k;
+		if (sscanf(e->d_name, "entry-%06d", &k) == 1 && k >= 0 && k < N) {
+			assert_int_equal(seen[k], 0);
+			seen[k] = 1;
+		} else {
+			others++;
+		}
+		/* Changes elsewhere in the directory while it is listed. */
+		if (++n == 5000) {
+			assert_int_equal(mc_unlink(c, "/huge/entry-019999"), 0);
+			int fd = mc_creat(c, "/huge/added", 0644);
+			assert_true(fd >= 0);
+			mc_close(c, fd);
+		}
+	}
+	assert_int_equal(errno, 0);
+	mc_closedir(dir);
+	for (int k = 0; k < N - 1; k++)
+		if (!seen[k])
+			fail_msg("entry-%06d was not listed", k);
+	assert_true(others <= 1);
+	check_cap(c);
+	print_message("# %d entries listed from a 1 MiB cache\n", n);
+	assert_int_equal(mc_rmtree(c, "/huge"), 0);
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -257,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_cap_holds),
 		cmocka_unit_test(test_crash_after_eviction),
 		cmocka_unit_test(test_negative_storm),
+		cmocka_unit_test(test_list_larger_than_cache),
 		cmocka_unit_test(test_rm_rf_leaves_nothing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -183,9 +183,9 @@ static void test_second_chance_leaf_first(void **state)
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d/f99"), true, &a), -ENOENT);
 }
 
-/* Dirty entries (not committed) and held inodes are never evicted; nor a
- * clean child of a complete directory that is dirty (its uncommitted
- * removals are not in the store). */
+/* Dirty entries (not committed) and held inodes are never evicted, nor the
+ * children of a held directory, nor those of a complete directory with an
+ * uncommitted removal (the store still has the removed name). */
 static void test_dirty_and_held_pinned(void **state)
 {
 	struct fx *f = *state;
@@ -254,6 +254,100 @@ static void test_direct_reclaim(void **state)
 	              (unsigned long long)c.shrink.evicted, (unsigned long long)c.shrink.direct);
 }
 
+/* Restart the namespace over the same store with an empty segment. */
+static void reopen(struct fx *f)
+{
+	commit_all(f);
+	ns_free(f->ns);
+	uint64_t size = f->shm->size;
+	shm_destroy(f->shm);
+	assert_int_equal(shm_create(size, &f->shm), 0);
+	shm_set_refbits(f->shm, f->bits, f->nbits);
+	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
+}
+
+struct seen {
+	char last[300];
+	int n, zz, aa, dup_or_order;
+	uint8_t files[12000];
+};
+
+static int seen_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	(void)ino, (void)dtype;
+	struct seen *sn = arg;
+	char nm[300];
+	memcpy(nm, name, len);
+	nm[len] = 0;
+	if (sn->n && strcmp(nm, sn->last) <= 0)
+		sn->dup_or_order++;
+	strcpy(sn->last, nm);
+	sn->n++;
+	int k;
+	if (strcmp(nm, "zz-new") == 0)
+		sn->zz++;
+	else if (strcmp(nm, "aa-renamed") == 0)
+		sn->aa++;
+	else if (sscanf(nm, "file-%d", &k) == 1 && k >= 0 && k < 12000)
+		sn->files[k]++;
+	else
+		sn->dup_or_order++;
+	return 0;
+}
+
+/* A directory far larger than the segment lists whole, from the store in
+ * name order, with the cache's uncommitted changes (a create, an unlink, a
+ * rename) applied, and without being cached. */
+static void test_list_larger_than_cache(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/big"), 0755, NULL), 0);
+	for (int i = 0; i < 12000; i++) {
+		snprintf(p, sizeof(p), "/big/file-%d", i);
+		create_ok(f, p);
+		if (i % 500 == 499)
+			commit_all(f);
+	}
+	reopen(f);
+	create_ok(f, "/big/zz-new");
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/big/file-5")), 0);
+	assert_int_equal(ns_rename(f->ns, &root_cred, P("/big/file-7"), P("/big/aa-renamed")), 0);
+	ns_attr a;
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/big"), O_RDONLY | O_DIRECTORY, 0, true, &a),
+	                 0);
+	struct ns_counts before, after;
+	ns_get_counts(f->ns, &before);
+	static struct seen sn;
+	memset(&sn, 0, sizeof(sn));
+	uint64_t cookie = 0, next;
+	bool eof = false;
+	int pages = 0;
+	while (!eof) {
+		assert_int_equal(ns_readdir(f->ns, &root_cred, a.ino, cookie, 100, seen_one, &sn,
+		                            &next, &eof), 0);
+		cookie = next;
+		assert_true(++pages < 1000);
+	}
+	ns_get_counts(f->ns, &after);
+	assert_int_equal(sn.dup_or_order, 0);
+	assert_int_equal(sn.n, 12000 - 2 + 2);
+	assert_int_equal(sn.zz, 1);
+	assert_int_equal(sn.aa, 1);
+	for (int i = 0; i < 12000; i++)
+		assert_int_equal(sn.files[i], i == 5 || i == 7 ? 0 : 1);
+	assert_true(after.positive <= before.positive + 10); /* nothing cached */
+	/* A cursor handed out 1024 cursors ago is refused. */
+	uint64_t old = cookie;
+	for (int i = 0; i < 1030; i++)
+		assert_int_equal(ns_readdir(f->ns, &root_cred, a.ino, 0, 1, seen_one, &sn, &next,
+		                            &eof), 0);
+	assert_int_equal(ns_readdir(f->ns, &root_cred, a.ino, old, 1, seen_one, &sn, &next, &eof),
+	                 -ESTALE);
+	ns_release(f->ns, a.ino);
+	print_message("# 12000 entries listed from the store in %d pages\n", pages);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +355,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dirty_and_held_pinned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_bits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }
