@@ -18,7 +18,8 @@
  *     miss can never fall through to a store that still has the name.
  *     (Whoever clears a directory's complete flag must not do so while a
  *     removal so freed is not committed: the store still has the name.
- *     The dirx's rm_seq records the batch of the last one.)
+ *     The dirx's rm_seq records the batch of the last one, rounded up to
+ *     an odd number so that 0 means none.)
  *  4. An inode whose link count reaches 0 is deleted from the store at once
  *     (INODE_DEL) and freed from the cache when no open handle holds it.
  *  5. A removed directory's cached children are pruned at once (rule 1 of
@@ -94,7 +95,7 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {
 		dcache_now_empty(ns->shm, dir);
 		if (dcache_complete(ns->shm, dir))
-			dcache_dirx(ns->shm, dir, false)->rm_seq = (uint32_t)ns->running->seq;
+			dcache_dirx(ns->shm, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
 	}
 }
 
@@ -120,7 +121,7 @@ void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 	     "journaling a dentry delete");
 	if (dcache_complete(s, dir)) {
 		dcache_del(s, d);
-		dcache_dirx(s, dir, false)->rm_seq = (uint32_t)ns->running->seq;
+		dcache_dirx(s, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
 	} else {
 		dcache_set(s, d, 0, 0);
 		dentry_dirty(ns, d);

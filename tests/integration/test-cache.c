@@ -24,12 +24,16 @@
 #include "harness.h"
 #include "mcache.h"
 
-#define NDIRS 30
-#define NFILES 1000          /* per directory: 30,000 entries, ~3.4 MB cached */
 #define BATCH 500
 
+/* 30 directories of 1000 files (~3.4 MB cached) in a 1 MiB segment; set
+ * MCACHE_CACHE_SCALE=DIRS,FILES,SIZE for more, e.g. 200,10000,16M for two
+ * million creates into 16 MiB. */
+static int ndirs = 30, nfiles = 1000;
+static char cache_size[32] = "1M";
+
 static struct mc_server srv;
-static const char *const small_cache[] = { "--cache-size", "1M", "--negative-dir-max", "64",
+static const char *const small_cache[] = { "--cache-size", cache_size, "--negative-dir-max", "64",
                                            "--negative-max", "1000", NULL };
 
 static uint64_t stat_u64(mc_client *c, const char *section, const char *key)
@@ -54,10 +58,10 @@ static void check_cap(mc_client *c)
 static void create_tree(mc_client *c)
 {
 	char p[64];
-	for (int d = 0; d < NDIRS; d++) {
+	for (int d = 0; d < ndirs; d++) {
 		snprintf(p, sizeof(p), "/d%02d", d);
 		assert_int_equal(mc_mkdir(c, p, 0755), 0);
-		for (int f = 0; f < NFILES; f += BATCH) {
+		for (int f = 0; f < nfiles; f += BATCH) {
 			mc_batch *b = mc_batch_new(c);
 			assert_non_null(b);
 			for (int k = f; k < f + BATCH; k++) {
@@ -76,13 +80,13 @@ static void create_tree(mc_client *c)
 }
 
 /* Every file stats, a missing name does not, every directory lists exactly
- * its NFILES names. */
+ * its nfiles names. */
 static void check_tree(mc_client *c)
 {
 	char p[64];
 	struct stat st;
-	for (int d = 0; d < NDIRS; d++) {
-		for (int f = 0; f < NFILES; f++) {
+	for (int d = 0; d < ndirs; d++) {
+		for (int f = 0; f < nfiles; f++) {
 			snprintf(p, sizeof(p), "/d%02d/file-%05d", d, f);
 			if (mc_stat(c, p, &st) != 0)
 				fail_msg("stat %s: %s", p, strerror(errno));
@@ -95,22 +99,23 @@ static void check_tree(mc_client *c)
 		MC_DIR *dir = mc_opendir(c, p);
 		if (!dir)
 			fail_msg("opendir %s: %s", p, strerror(errno));
-		static char seen[NFILES];
-		memset(seen, 0, sizeof(seen));
+		char *seen = calloc((size_t)nfiles, 1);
+		assert_non_null(seen);
 		int n = 0;
 		struct dirent *e;
 		errno = 0;
 		while ((e = mc_readdir(dir))) {
 			int k;
 			assert_int_equal(sscanf(e->d_name, "file-%05d", &k), 1);
-			assert_true(k >= 0 && k < NFILES);
+			assert_true(k >= 0 && k < nfiles);
 			assert_int_equal(seen[k], 0);
 			seen[k] = 1;
 			n++;
 		}
 		assert_int_equal(errno, 0);
-		assert_int_equal(n, NFILES);
+		assert_int_equal(n, nfiles);
 		mc_closedir(dir);
+		free(seen);
 	}
 }
 
@@ -129,8 +134,8 @@ static void test_cap_holds(void **state)
 	uint64_t evicted = stat_u64(c, "\"cache\"", "evicted");
 	uint64_t reloads = stat_u64(c, "\"cache\"", "reloads");
 	uint64_t enospc = stat_u64(c, "\"cache\"", "enospc");
-	print_message("# %d entries in a 1 MiB cache: %llu evicted, %llu reloaded, %llu ENOSPC\n",
-	              NDIRS * NFILES, (unsigned long long)evicted, (unsigned long long)reloads,
+	print_message("# %d entries in a %s cache: %llu evicted, %llu reloaded, %llu ENOSPC\n",
+	              ndirs * nfiles, cache_size, (unsigned long long)evicted, (unsigned long long)reloads,
 	              (unsigned long long)enospc);
 	assert_true(evicted > 0);
 	assert_int_equal(enospc, 0);
@@ -176,7 +181,7 @@ static void test_negative_storm(void **state)
 	              (unsigned long long)neg);
 	assert_true(neg <= 4 * 64);
 	for (int i = 0; i < 20000; i++) {
-		snprintf(p, sizeof(p), "/d%02d/nope-%d", 4 + i % (NDIRS - 4), i);
+		snprintf(p, sizeof(p), "/d%02d/nope-%d", 4 + i % (ndirs - 4), i);
 		assert_int_equal(mc_stat(c, p, &st), -1);
 	}
 	neg = stat_u64(c, "\"dentries\"", "negative");
@@ -197,21 +202,21 @@ static void test_rm_rf_leaves_nothing(void **state)
 	assert_non_null(c);
 	char p[64];
 	for (int k = 0; k < 200; k++) {
-		snprintf(p, sizeof(p), "/d%02d/fresh", k % NDIRS);
-		if (k < NDIRS)
+		snprintf(p, sizeof(p), "/d%02d/fresh", k % ndirs);
+		if (k < ndirs)
 			assert_int_equal(mc_mkdir(c, p, 0755), 0);
-		snprintf(p, sizeof(p), "/d%02d/fresh/f%d", k % NDIRS, k);
+		snprintf(p, sizeof(p), "/d%02d/fresh/f%d", k % ndirs, k);
 		int fd = mc_creat(c, p, 0644);
 		assert_true(fd >= 0);
 		assert_int_equal(mc_close(c, fd), 0);
 	}
-	for (int d = 0; d < NDIRS; d++) {
-		for (int f = 0; f < NFILES; f++) {
+	for (int d = 0; d < ndirs; d++) {
+		for (int f = 0; f < nfiles; f++) {
 			snprintf(p, sizeof(p), "/d%02d/file-%05d", d, f);
 			if (mc_unlink(c, p) != 0)
 				fail_msg("unlink %s: %s", p, strerror(errno));
 		}
-		for (int k = d; k < 200; k += NDIRS) {
+		for (int k = d; k < 200; k += ndirs) {
 			snprintf(p, sizeof(p), "/d%02d/fresh/f%d", d, k);
 			assert_int_equal(mc_unlink(c, p), 0);
 		}
@@ -304,6 +309,10 @@ static void test_list_larger_than_cache(void **state)
 static int group_setup(void **state)
 {
 	(void)state;
+	const char *sc = getenv("MCACHE_CACHE_SCALE");
+	if (sc && (sscanf(sc, "%d,%d,%31s", &ndirs, &nfiles, cache_size) != 3 || ndirs < 5 ||
+	           nfiles < 1000 || nfiles > 99999))
+		return -1;
 	return server_start(&srv, small_cache) < 0 ? -1 : 0;
 }
 
