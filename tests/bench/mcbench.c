@@ -138,6 +138,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 	mc_client *pc = NULL;
 	int mem_step = -1;
 	int rc = 0;
+	struct memsnap start = { 0 };
+	double neg_start = 0;
 
 	lmdb_dir[0] = '\0';
 	for (i = 0; i < nsteps; i++) {
@@ -186,7 +188,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		gos[nkids] = go[1];
 		nkids++;
 	}
-	if (mem_step >= 0) {
+	if (need_server()) {
 		pc = mc_connect(O.socket);
 		if (!pc)
 			fprintf(stderr, "mcbench: stats connection: mc_connect: %s\n", strerror(errno));
@@ -204,6 +206,12 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
+		if (i == 0 && pc) {
+			mem_snapshot(pc, &start);
+			neg_start = cache_negatives(pc);
+		}
+		struct sampler *smp = steps[i].ph == PH_UNLINK && steps[i].tk == T_MC
+		                      ? sampler_start(pc) : NULL;
 		for (k = 0; k < nkids; k++) {
 			if (write_full(gos[k], "g", 1) < 0) {
 				fprintf(stderr, "mcbench: client %u died\n", k);
@@ -225,6 +233,13 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 					t1 = m.t1_ns;
 			}
 		}
+		if (steps[i].ph == PH_UNLINK) {
+			FILE *wf = O.json ? stderr : stdout;
+			fprintf(wf, "# unlink, %s, %u clients%s:\n", tkind_names[steps[i].tk], nkids,
+			        steps[i].tk == T_MC && O.batch ? ", batched" : "");
+			sampler_stop(smp, wf, "cache");
+			win_report(wf, i, nkids, "rate");
+		}
 		if (t1 > t0)
 			res[i].secs = (double)(t1 - t0) / 1e9;
 		if (res[i].errors)
@@ -241,6 +256,15 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 				mem->d_inodes = after.inodes - before.inodes;
 			}
 		}
+	}
+	if (pc && start.ok) {
+		struct memsnap end;
+		mem_snapshot(pc, &end);
+		if (end.ok)
+			fprintf(O.json ? stderr : stdout, "# cache bytes: %.0f before the run, %.0f after "
+			        "its trees are gone (%+.2f%%); negatives %.0f before, %.0f after\n",
+			        start.bytes, end.bytes, 100.0 * (end.bytes - start.bytes) / start.bytes,
+			        neg_start, cache_negatives(pc));
 	}
 	for (k = 0; k < nkids; k++) {
 		if (recv_msg(k, MSG_DONE, &m) < 0) {
