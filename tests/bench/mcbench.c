@@ -423,7 +423,18 @@ static void usage(FILE *f)
 "    After the first mcache phase that creates files, the server's stats\n"
 "    (mc_server_stats: shm.bytes_used, dentries.positive, inodes.cached) are\n"
 "    read before and after (each after an mc_sync) and the shared memory\n"
-"    used per created entry is printed with the name length.\n"
+"    used per created entry is printed with the name length (with a cache\n"
+"    smaller than the tree, divide by the entries still cached).\n"
+"    For each unlink phase, lines starting with # give the rate in every\n"
+"    whole 100-ms and 1-s window (min, median, max, min/median) from every\n"
+"    client's completed calls per 10 ms, and on mcache the segment use and\n"
+"    negative entries read every 100 ms meanwhile; at the end, segment use\n"
+"    and negatives before the run and once its trees are gone.\n"
+"\n"
+"ENVIRONMENT\n"
+"    MCBENCH_MCACHED_ARGS\n"
+"        More options for the server --mcached starts, split at spaces, e.g.\n"
+"        \"--cache-size 36M\" to run with a cache half the size of the tree.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 when every call succeeded, 1 when some call failed or a client died,\n"
@@ -433,7 +444,9 @@ static void usage(FILE *f)
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
-"    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n",
+"    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
+"    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
+"        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
 	f);
 }
 
