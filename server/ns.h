@@ -6,10 +6,13 @@
  * relative path is refused with -EINVAL (there is no working directory).
  * Every function takes the namespace lock itself, returns 0 or a negative
  * errno, leaves the namespace unchanged on failure and sets out-parameters
- * only on success. -ENOSPC: the shared-memory segment is full, or the
- * journal is (a mutation found the journal bound of ns_opts reached and no
- * commit made room within journal_wait_ms); -EIO: the store failed or
- * disagrees with itself.
+ * only on success. -ENOSPC: the shared-memory segment stayed full after
+ * reclaim (evicting clean entries, then forcing a commit; shrink.h) --
+ * in practice a mutation whose entries are all pinned (uncommitted, held
+ * open, or with cached children) -- or the journal is full (a mutation
+ * found the journal bound of ns_opts reached and no commit made room
+ * within journal_wait_ms); -EIO: the store failed or disagrees with
+ * itself.
  *
  * Journal bound: every mutation (mkdir, symlink, open with O_CREAT or
  * O_TRUNC, link, unlink, rmdir, rename, chmod, chown, utimens, truncate,
