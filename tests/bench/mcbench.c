@@ -154,6 +154,15 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		    (steps[i].ph == PH_CREATE || steps[i].ph == PH_DURABLE))
 			mem_step = (int)i;
 	}
+	if (need_server()) {
+		/* The baseline, before any client builds anything. */
+		mc_client *t = mc_connect(O.socket);
+		if (t) {
+			mem_snapshot(t, &start);
+			neg_start = cache_negatives(t);
+			mc_disconnect(t);
+		}
+	}
 	fflush(NULL);
 	for (k = 0; k < O.clients; k++) {
 		int up[2], go[2];
@@ -206,10 +215,6 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
-		if (i == 0 && pc) {
-			mem_snapshot(pc, &start);
-			neg_start = cache_negatives(pc);
-		}
 		struct sampler *smp = steps[i].ph == PH_UNLINK && steps[i].tk == T_MC
 		                      ? sampler_start(pc) : NULL;
 		for (k = 0; k < nkids; k++) {
