@@ -22,8 +22,8 @@
  *     an odd number so that 0 means none.)
  *  4. An inode whose link count reaches 0 is deleted from the store at once
  *     (INODE_DEL) and freed from the cache when no open handle holds it.
- *  5. A removed directory's cached children are pruned at once (rule 1 of
- *     DESIGN.md); a directory whose last entry goes becomes complete and
+ *  5. A removed directory's cached children are pruned at once, in
+ *     O(children); a directory whose last entry goes becomes complete and
  *     drops its negative entries (dcache_now_empty).
  *  6. The cache is bounded (shrink.c): public operations run their attempt
  *     under NS_LOCKED or a reclaim loop, so that when the segment is full

@@ -5,8 +5,8 @@
  * two attempts.
  *
  *     op attempt -ENOSPC (an allocation failed)
- *        -> do_reclaim_retry: evict (do_scan) down to the low mark, at least
- *           until the failed slab has a free slot
+ *        -> do_reclaim_retry: evict (do_scan) until the failed slab has a
+ *           free slot and RECLAIM_MIN entries went, wake the thread
  *        -> nothing evictable and dirty entries left: force a commit
  *           (force_commit, lock released while waiting), evict again
  *        -> room made: attempt again; none: -ENOSPC stands (mutations only
@@ -235,11 +235,15 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 		return false;
 	}
 	k->st.direct++;
+	/* Only what this operation needs, and a little ahead: the thread
+	 * takes use down to the low mark without holding up an operation. */
 	int want = (int)s->fail_slab;
 	uint64_t max = 2 * s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE + 1;
-	uint64_t n = do_scan(ns, k->low, want, RECLAIM_MIN, max);
+	uint64_t n = do_scan(ns, UINT64_MAX, want, RECLAIM_MIN, max);
 	if (!shm_slab_room(s, (enum shm_slab)want) && force_commit(ns))
-		n += do_scan(ns, k->low, want, RECLAIM_MIN, max);
+		n += do_scan(ns, UINT64_MAX, want, RECLAIM_MIN, max);
+	if (k->running)
+		pthread_cond_signal(&k->cv);
 	if (n == 0 && !shm_slab_room(s, (enum shm_slab)want)) {
 		k->st.enospc++;
 		return false;

@@ -2,8 +2,8 @@
  * counts its completed ops per 10-ms slot of CLOCK_MONOTONIC (the same
  * clock in every process) and leaves the counts in a file; the parent sums
  * every client's counts and prints the rate of every whole 100-ms and 1-s
- * window (min, median, max, and min/median: the steadiness the seed's
- * unlink storm lacked). A sampler thread in the parent reads the server's
+ * window (min, median, max, and min/median: how steady the rate is while
+ * the shrinker runs). A sampler thread in the parent reads the server's
  * segment use and negative entries every 100 ms meanwhile. */
 #include <errno.h>
 #include <inttypes.h>
