@@ -4,7 +4,12 @@
  *  1. A dentry is in exactly one hash chain and in its parent's child list
  *     from dcache_add until dcache_del.
  *  2. A child list is in increasing cookie order; cookies of one directory
- *     are never reused while it is cached (next_cookie only grows).
+ *     are never reused while it is cached (next_cookie only grows), nor
+ *     after it was evicted and loaded again: a new directory state starts
+ *     at shm->cookie_floor, above every cookie of one that was freed (so a
+ *     listing that began before the eviction resumes below every entry of
+ *     the new state, and its client drops what it returned already). The
+ *     floor only grows; past 2^32 cookies in all it would wrap.
  *  3. A directory is complete only if every name it holds has a positive
  *     dentry; lookups of other names in it are answered ENOENT.
  *  4. Every change to a dentry, a chain or a list is inside the seq of the
@@ -55,7 +60,7 @@ struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
 		return NULL;
 	struct mc_dirx *dx = shm_at(s, x);
 	shm_write_begin(&dx->seq);
-	dx->next_cookie = 1;
+	dx->next_cookie = s->cookie_floor > 1 ? s->cookie_floor : 1;
 	shm_write_end(&dx->seq);
 	shm_write_begin(&i->seq);
 	i->u.dir.dirx = x;

@@ -26,7 +26,13 @@
  * Invariants:
  *  1. A listing keeps its kind: a cache cookie is answered from the cache
  *     (loading the directory again if it was evicted), a store cursor from
- *     the store.
+ *     the store -- but for a cache cookie of a directory that no longer
+ *     fits: then the listing starts over from the store. Entries loaded
+ *     again get new cookies, past the cursor. Either way a name may come
+ *     twice in such a listing (one that began in shared memory and lost
+ *     entries to the shrinker); libmcache drops the names it returned
+ *     already (client/dir.c invariant 5). A listing through the server
+ *     alone holds its directory, whose children are then never evicted.
  *  2. In a store listing, names come in strictly increasing name order, so
  *     one that existed throughout is returned exactly once; a cached dentry
  *     wins over the store for its name (it is newer).
@@ -319,7 +325,7 @@ int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cooki
 	do
 		rc = ns_load_dir(ns, dir);
 	while (do_reclaim_retry(ns, rc, &r));
-	if (rc == -ENOSPC && cookie == 0)
+	if (rc == -ENOSPC)
 		rc = list_store(ns, dir, NULL, 0, max, fn, arg, next, eof);
 	else if (rc == 0)
 		rc = list_cache(ns, dir, cookie, max, fn, arg, next, eof);

@@ -108,8 +108,9 @@ int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size);
  * clients list shared memory with); one that does not is read from the
  * store in name order, nothing cached, with cookies that stand for the last
  * name returned (listing.c). -EBADF (not held), -ENOTDIR, -ESTALE (a store
- * cookie too old: LIST_CURSORS newer ones were handed out since), -ENOSPC
- * (a cache cookie whose directory was evicted and no longer fits), -EIO. */
+ * cookie too old: LIST_CURSORS newer ones were handed out since), -EIO.
+ * A cache cookie of a directory that lost entries to the shrinker and no
+ * longer fits starts the listing over from the store (listing.c note 1). */
 typedef int (*ns_dirent_fn)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype);
 int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
                ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof);

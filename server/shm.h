@@ -53,6 +53,9 @@ struct shm {
 	/* Cache figures kept by dcache.c (under the namespace lock). */
 	uint64_t d_positive, d_negative, d_dirty, dirs_complete, i_dirty;
 	uint64_t prunes, pruned;
+	/* Cookies of a directory's new directory state start here: above any
+	 * cookie an earlier (evicted) state of any directory handed out. */
+	uint32_t cookie_floor;
 	/* The heartbeat thread (shm_beat_start). */
 	pthread_t beat;
 	bool beating;

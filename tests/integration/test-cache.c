@@ -306,6 +306,91 @@ static void test_list_larger_than_cache(void **state)
 	mc_disconnect(c);
 }
 
+static void create_n(mc_client *c, const char *dir, int n)
+{
+	char p[64];
+	assert_int_equal(mc_mkdir(c, dir, 0755), 0);
+	for (int f = 0; f < n; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < f + BATCH && k < n; k++) {
+			snprintf(p, sizeof(p), "%s/e%05d", dir, k);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		for (size_t i = 0; i < mc_batch_count(b); i++)
+			assert_int_equal(mc_batch_error(b, i), 0);
+		mc_batch_free(b);
+	}
+}
+
+/* Read up to `upto` more entries of a listing of e00000..e<n-1>; each name
+ * must come once. Returns how many were read. */
+static int read_some(MC_DIR *d, uint8_t *seen, int n, int upto)
+{
+	int got = 0;
+	struct dirent *e;
+	errno = 0;
+	while (got < upto && (e = mc_readdir(d))) {
+		int k;
+		assert_int_equal(sscanf(e->d_name, "e%05d", &k), 1);
+		assert_true(k >= 0 && k < n);
+		if (seen[k])
+			fail_msg("%s returned twice", e->d_name);
+		seen[k] = 1;
+		got++;
+	}
+	assert_int_equal(errno, 0);
+	return got;
+}
+
+/* Listings that begin in shared memory while the directory is complete,
+ * then lose its entries to the shrinker half way (a burst of creates
+ * elsewhere), continue through the server -- which loads them again under
+ * new cookies, or starts over from the store when the directory no longer
+ * fits -- and still return every name exactly once. */
+static void test_local_listing_survives_eviction(void **state)
+{
+	(void)state;
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	const char *const args[] = { "--cache-size", "4M", NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	enum { N1 = 1500, N2 = 9000 };
+	create_n(c, "/ls1", N1);
+	create_n(c, "/ls2", N2);
+	assert_int_equal(mc_sync(c), 0);
+	MC_DIR *d1 = mc_opendir(c, "/ls1"), *d2 = mc_opendir(c, "/ls2");
+	assert_non_null(d1);
+	assert_non_null(d2);
+	static uint8_t s1[N1], s2[N2];
+	memset(s1, 0, sizeof(s1));
+	memset(s2, 0, sizeof(s2));
+	int n1 = read_some(d1, s1, N1, 700), n2 = read_some(d2, s2, N2, 700);
+	uint64_t before = stat_u64(c, "\"cache\"", "evicted");
+	create_n(c, "/filler", 40000);
+	assert_int_equal(mc_sync(c), 0);
+	uint64_t evicted = stat_u64(c, "\"cache\"", "evicted") - before;
+	n1 += read_some(d1, s1, N1, N1);
+	n2 += read_some(d2, s2, N2, N2);
+	print_message("# local listings across %llu evictions: %d and %d names\n",
+	              (unsigned long long)evicted, n1, n2);
+	assert_true(evicted > 10000);
+	for (int k = 0; k < N1; k++)
+		if (!s1[k])
+			fail_msg("/ls1/e%05d was not listed (%d of %d were)", k, n1, N1);
+	for (int k = 0; k < N2; k++)
+		if (!s2[k])
+			fail_msg("/ls2/e%05d was not listed (%d of %d were)", k, n2, N2);
+	mc_closedir(d1);
+	mc_closedir(d2);
+	assert_int_equal(mc_rmtree(c, "/ls1"), 0);
+	assert_int_equal(mc_rmtree(c, "/ls2"), 0);
+	assert_int_equal(mc_rmtree(c, "/filler"), 0);
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -332,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_negative_storm),
 		cmocka_unit_test(test_list_larger_than_cache),
 		cmocka_unit_test(test_rm_rf_leaves_nothing),
+		cmocka_unit_test(test_local_listing_survives_eviction),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -254,6 +254,42 @@ static void test_direct_reclaim(void **state)
 	              (unsigned long long)c.shrink.evicted, (unsigned long long)c.shrink.direct);
 }
 
+static int count_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	(void)name, (void)len, (void)ino, (void)dtype;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* A directory evicted whole and loaded again hands out cookies above every
+ * cookie of its earlier state: a listing that resumes from an old cookie
+ * gets every entry again (its client drops the repeats), none is skipped. */
+static void test_cookies_above_evicted_state(void **state)
+{
+	struct fx *f = *state;
+	make_tree(f);
+	ns_attr a;
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/d"), O_RDONLY | O_DIRECTORY, 0, true, &a),
+	                 0);
+	uint64_t last = 0, next;
+	bool eof;
+	int n = 0;
+	assert_int_equal(ns_readdir(f->ns, &root_cred, a.ino, 0, 1000, count_one, &n, &last, &eof),
+	                 0);
+	assert_int_equal(n, NFILES);
+	ns_release(f->ns, a.ino);
+	shrink_now(f->ns, 0, 8 * one_sweep(f));
+	assert_int_equal(cached(f, "/", "d"), 0); /* gone, directory state and all */
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/d"), O_RDONLY | O_DIRECTORY, 0, true, &a),
+	                 0);
+	n = 0;
+	assert_int_equal(ns_readdir(f->ns, &root_cred, a.ino, last, 1000, count_one, &n, &next,
+	                            &eof), 0);
+	assert_int_equal(n, NFILES);
+	assert_true(next > last);
+	ns_release(f->ns, a.ino);
+}
+
 /* Restart the namespace over the same store with an empty segment. */
 static void reopen(struct fx *f)
 {
@@ -354,6 +390,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_chance_leaf_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_and_held_pinned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_bits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cookies_above_evicted_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
 	};
