@@ -14,8 +14,11 @@
  *     nothing is cached: a directory larger than the segment lists all the
  *     same.
  *
- *     ns_readdir(cookie 0) ─(fits)──► load complete ─► cache pages
- *              └─────────(too big, or loading failed)─► store pages
+ *     ns_readdir(cookie 0) ────(fits)──► load complete ─► cache pages
+ *              └──────(too big, or loading failed)──► store pages
+ *     ns_readdir(cache cookie) ─► load complete ─► cache pages
+ *              └──────(no longer fits)──► store pages, from the start
+ *     ns_readdir(store cursor) ─► store pages after its name
  *
  * Why not one cursor for both: the store is keyed (parent ino, name), so
  * the only order it offers cheaply is name order, while the cache's order
