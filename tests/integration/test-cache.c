@@ -301,7 +301,7 @@ static void test_list_larger_than_cache(void **state)
 			fail_msg("entry-%06d was not listed", k);
 	assert_true(others <= 1);
 	check_cap(c);
-	print_message("# %d entries listed from a 1 MiB cache\n", n);
+	print_message("# %d entries listed from a %s cache\n", n, cache_size);
 	assert_int_equal(mc_rmtree(c, "/huge"), 0);
 	mc_disconnect(c);
 }
