@@ -106,6 +106,10 @@ struct mc_dir {
 	uint64_t index;               /* entries returned so far (d_off) */
 	bool eof;                     /* the server said there is no next page */
 	struct dirent ent;
+	/* Hashes of the names a local listing returned (dir.c invariant 5). */
+	uint64_t *seen;
+	size_t nseen, capseen;
+	bool dedupe;                  /* server pages: drop names in seen[] (sorted) */
 };
 
 /* Linked into c->batches; see batch.c. */

@@ -17,6 +17,14 @@
  *  3. ent is the storage of the struct dirent last returned.
  *  4. local: lpage[lpos..lcount) are read but not yet returned; vd.cookie
  *     is the cookie of lpage's last entry; eof says the listing ended.
+ *  5. seen[] holds a 64-bit hash of every name a local listing returned.
+ *     When it moves to the server, the directory may have lost cached
+ *     entries meanwhile (the server evicts); those it loads again get new
+ *     cookies, past ours, or the listing starts over from the store when
+ *     the directory no longer fits in the cache. So from then on a name
+ *     whose hash is in seen[] (sorted) was returned already and is
+ *     dropped: no name is returned twice (a name removed and made again
+ *     during the listing may or may not be returned, as POSIX allows).
  */
 #include "client_impl.h"
 
@@ -29,6 +37,7 @@
 void dir_free(struct mc_dir *d)
 {
 	client_unlink_dir(d);
+	free(d->seen);
 	if (d->page)
 		mcache__response__free_unpacked(d->page, NULL);
 	free(d->lpage);
@@ -70,9 +79,45 @@ static int dir_open_local(mc_client *c, struct mc_dir *d, const char *path)
 /* The cache stopped answering a local listing: go on through the server
  * from the same cookie. If the path no longer names the directory being
  * listed, that directory is gone and the listing ends. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static uint64_t name_hash(const char *name, size_t len)
+{
+	return mc_hash_name(0, 0, name, len);
+}
+
+/* Remember a name a local listing returns (invariant 5). */
+static int dir_seen_add(struct mc_dir *d, const char *name, size_t len)
+{
+	if (d->nseen == d->capseen) {
+		size_t cap = d->capseen ? d->capseen * 2 : 256;
+		uint64_t *p = realloc(d->seen, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		d->seen = p;
+		d->capseen = cap;
+	}
+	d->seen[d->nseen++] = name_hash(name, len);
+	return 0;
+}
+
+static bool dir_seen(const struct mc_dir *d, const char *name, size_t len)
+{
+	uint64_t h = name_hash(name, len);
+	return bsearch(&h, d->seen, d->nseen, sizeof(*d->seen), cmp_u64) != NULL;
+}
+
 static int dir_to_server(struct mc_dir *d)
 {
 	uint64_t handle, ino;
+	if (d->nseen) {
+		qsort(d->seen, d->nseen, sizeof(*d->seen), cmp_u64);
+		d->dedupe = true;
+	}
 	int err = dir_open_server(d->c, d->path, &handle, &ino);
 	d->local = false;
 	d->eof = false;
@@ -198,6 +243,11 @@ struct dirent *mc_readdir(MC_DIR *d)
 			return NULL;
 		}
 		if (v) {
+			err = dir_seen_add(d, v->name, v->namelen);
+			if (err < 0) {
+				errno = -err;
+				return NULL;
+			}
 			ent->d_ino = (ino_t)v->ino;
 			ent->d_type = v->type;
 			memcpy(ent->d_name, v->name, (size_t)v->namelen + 1);
@@ -208,23 +258,26 @@ struct dirent *mc_readdir(MC_DIR *d)
 		if (d->local || d->eof)
 			return NULL; /* the end: errno unchanged */
 	}
-	for (;;) {
-		if (d->page && d->pos < d->page->results[0]->n_entries)
-			break;
-		if (d->eof)
-			return NULL; /* the end: errno unchanged */
-		err = dir_fetch(d);
-		if (err < 0) {
-			errno = -err;
+	const Mcache__Dirent *e;
+	do {
+		for (;;) {
+			if (d->page && d->pos < d->page->results[0]->n_entries)
+				break;
+			if (d->eof)
+				return NULL; /* the end: errno unchanged */
+			err = dir_fetch(d);
+			if (err < 0) {
+				errno = -err;
+				return NULL;
+			}
+		}
+		e = d->page->results[0]->entries[d->pos++];
+		if (!e || e->name.len == 0 || e->name.len >= sizeof(d->ent.d_name) ||
+		    memchr(e->name.data, 0, e->name.len) || memchr(e->name.data, '/', e->name.len)) {
+			errno = EPROTO;
 			return NULL;
 		}
-	}
-	const Mcache__Dirent *e = d->page->results[0]->entries[d->pos++];
-	if (!e || e->name.len == 0 || e->name.len >= sizeof(d->ent.d_name) ||
-	    memchr(e->name.data, 0, e->name.len) || memchr(e->name.data, '/', e->name.len)) {
-		errno = EPROTO;
-		return NULL;
-	}
+	} while (d->dedupe && dir_seen(d, (const char *)e->name.data, e->name.len));
 	ent->d_ino = (ino_t)e->ino;
 	ent->d_type = (unsigned char)e->type;
 	memcpy(ent->d_name, e->name.data, e->name.len);

@@ -26,7 +26,7 @@
  *     they change only together with their owner's seq.
  *  7. The hash table never resizes while the segment exists.
  *  8. Exceptions to note 3, which readers must not rely on: the DIRTY bits of
- *     dentry and inode flags and the dirx nneg count are server bookkeeping,
+ *     dentry and inode flags and the dirx nneg and rm_seq are server bookkeeping,
  *     changed without a seq bump (the other flag bits stay as they are in
  *     the same 16-bit store, so a reader never sees them torn).
  *  9. The layout of the client area (the writable segment below) is in this
@@ -180,7 +180,8 @@ struct mc_dirx {
 	uint32_t ncached;         /* cached child dentries, positive and negative */
 	uint32_t nneg;            /* of which negative */
 	uint32_t next_cookie;
-	uint32_t pad;
+	uint32_t rm_seq;          /* server bookkeeping (note 8): low 32 bits of the batch
+	                           * of the last removal freed from it while complete */
 };
 
 _Static_assert(sizeof(struct mc_dentry) == 48, "dentry slot is 48 bytes");

@@ -12,21 +12,37 @@
 
 /* ---- attributes ---------------------------------------------------------- */
 
+void set_size(struct ns *ns, mc_off_t off, uint64_t size)
+{
+	int64_t now = now_ns();
+	INODE_EDIT(ns, off, {
+		ie_->u.size = size;
+		ie_->mtime_ns = now;
+		ie_->ctime_ns = now;
+	});
+	inode_changed(ns, off);
+}
+
 /* Resolve path (following symlinks) under the lock, then run fn on it. */
 static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
                       int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
                       const void *arg)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t off;
+	int rc;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = ns_journal_room(ns);
-	if (rc == 0)
-		rc = walk_path(&nd, path, len, true, &off);
-	if (rc == 0)
-		rc = fn(ns, c, off, arg);
-	nd_free(&nd);
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		rc = ns_journal_room(ns);
+		if (rc == 0)
+			rc = walk_path(&nd, path, len, true, &off);
+		if (rc == 0)
+			rc = fn(ns, c, off, arg);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }

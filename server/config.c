@@ -71,6 +71,11 @@ enum opt_id {
 	OPT_CONN_OUT,
 	OPT_OUT_TOTAL,
 	OPT_MAX_PREHELLO,
+	/* The cache's bound (server/shrink.h). */
+	OPT_CACHE_HIGH,
+	OPT_CACHE_LOW,
+	OPT_NEG_MAX,
+	OPT_NEG_DIR_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -100,6 +105,10 @@ static const struct option long_opts[] = {
 	{ "conn-output-max", required_argument, NULL, OPT_CONN_OUT },
 	{ "output-max", required_argument, NULL, OPT_OUT_TOTAL },
 	{ "max-prehello", required_argument, NULL, OPT_MAX_PREHELLO },
+	{ "cache-high", required_argument, NULL, OPT_CACHE_HIGH },
+	{ "cache-low", required_argument, NULL, OPT_CACHE_LOW },
+	{ "negative-max", required_argument, NULL, OPT_NEG_MAX },
+	{ "negative-dir-max", required_argument, NULL, OPT_NEG_DIR_MAX },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -248,6 +257,13 @@ static const char usage_text2[] =
 	"        pending while the store fails, 0 to 3600; then replies still\n"
 	"        waiting for durability get EIO and the server exits with\n"
 	"        status 3. Default: 10\n"
+	"    --cache-high=PCT, --cache-low=PCT\n"
+	"        Shrinker watermarks, percent of --cache-size (1 to 100, low not\n"
+	"        above high): above the high mark clean entries are evicted down\n"
+	"        to the low mark. Defaults: 90 and 80\n"
+	"    --negative-max=N, --negative-dir-max=N\n"
+	"        Cached negative entries at most in total (0: an eighth of what\n"
+	"        the cache holds) and per directory. Defaults: 0 and 256\n"
 	"    -c, --config=FILE\n"
 	"        Read settings from FILE first; options on the command line win.\n"
 	"    -h, --help\n"
@@ -326,6 +342,10 @@ void config_defaults(struct mcd_config *c)
 	c->conn_output_max = DEF_CONN_OUT;
 	c->output_max = DEF_OUT_TOTAL;
 	c->max_prehello = DEF_MAX_PREHELLO;
+	c->cache_high_pct = 90;
+	c->cache_low_pct = 80;
+	c->neg_max = 0;
+	c->neg_dir_max = 256;
 }
 
 void config_free(struct mcd_config *c)
@@ -624,6 +644,22 @@ static int config_set(struct mcd_config *c, int id, const char *v, char *msg, si
 			return rc;
 		c->shutdown_timeout_s = (unsigned)x;
 		return 0;
+	case OPT_CACHE_HIGH:
+	case OPT_CACHE_LOW:
+		if ((rc = get_uint(v, 1, 100, &x, msg, n)) < 0)
+			return rc;
+		*(id == OPT_CACHE_HIGH ? &c->cache_high_pct : &c->cache_low_pct) = (unsigned)x;
+		return 0;
+	case OPT_NEG_MAX:
+		if ((rc = get_uint(v, 0, UINT32_MAX, &x, msg, n)) < 0)
+			return rc;
+		c->neg_max = x;
+		return 0;
+	case OPT_NEG_DIR_MAX:
+		if ((rc = get_uint(v, 1, UINT32_MAX, &x, msg, n)) < 0)
+			return rc;
+		c->neg_dir_max = (uint32_t)x;
+		return 0;
 	case OPT_LOG_LEVEL: {
 		enum log_level lvl;
 		if (log_parse_level(v, &lvl) < 0) {
@@ -879,6 +915,12 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 		goto done;
 	}
 
+	if (c->cache_low_pct > c->cache_high_pct) {
+		fprintf(err, "mcached: --cache-low: %u is above --cache-high (%u)\n",
+		        c->cache_low_pct, c->cache_high_pct);
+		rc = -EINVAL;
+		goto done;
+	}
 	if (!admin_given) {
 		char *a = admin_default(c->socket_path);
 		if (a == NULL)

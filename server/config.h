@@ -34,6 +34,10 @@ struct mcd_config {
 	unsigned max_prehello;      /* --max-prehello; connections before Hello; default 64 */
 	uint64_t conn_output_max;   /* --conn-output-max; unsent replies per connection; default 4M */
 	uint64_t output_max;        /* --output-max; unsent replies in all; default 256M */
+	unsigned cache_high_pct;    /* --cache-high; shrinker high watermark, %; default 90 */
+	unsigned cache_low_pct;     /* --cache-low; ... low watermark; default 80 */
+	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
+	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
 };
 
 /* Set defaults. */

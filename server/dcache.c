@@ -4,11 +4,19 @@
  *  1. A dentry is in exactly one hash chain and in its parent's child list
  *     from dcache_add until dcache_del.
  *  2. A child list is in increasing cookie order; cookies of one directory
- *     are never reused while it is cached (next_cookie only grows).
+ *     are never reused while it is cached (next_cookie only grows), nor
+ *     after it was evicted and loaded again: a new directory state starts
+ *     at shm->cookie_floor, above every cookie of one that was freed (so a
+ *     listing that began before the eviction resumes below every entry of
+ *     the new state, and its client drops what it returned already). The
+ *     floor only grows; past 2^32 cookies in all it would wrap.
  *  3. A directory is complete only if every name it holds has a positive
  *     dentry; lookups of other names in it are answered ENOENT.
  *  4. Every change to a dentry, a chain or a list is inside the seq of the
  *     dentry, the bucket or the dirx it changes.
+ *  5. A negative dentry never carries the referenced bit (the server clears
+ *     it whenever a slot becomes negative or is reused), so stale names of
+ *     a removed tree get no second chance from the shrinker.
  */
 #include "dcache.h"
 
@@ -52,7 +60,7 @@ struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
 		return NULL;
 	struct mc_dirx *dx = shm_at(s, x);
 	shm_write_begin(&dx->seq);
-	dx->next_cookie = 1;
+	dx->next_cookie = s->cookie_floor > 1 ? s->cookie_floor : 1;
 	shm_write_end(&dx->seq);
 	shm_write_begin(&i->seq);
 	i->u.dir.dirx = x;
@@ -81,6 +89,17 @@ bool dcache_set_complete(struct shm *s, mc_off_t dir)
 		s->dirs_complete++;
 	}
 	return true;
+}
+
+void dcache_clear_complete(struct shm *s, mc_off_t dir)
+{
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (!dx || !(dx->flags & MC_X_COMPLETE))
+		return;
+	shm_write_begin(&dx->seq);
+	dx->flags &= ~MC_X_COMPLETE;
+	shm_write_end(&dx->seq);
+	s->dirs_complete--;
 }
 
 /* Link d at the tail of dir's child list with a new cookie. */
@@ -133,6 +152,7 @@ mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
 		shm_blob_free(s, blob, len);
 		return 0;
 	}
+	shm_ref_take(s, d); /* a hit on the slot's last user is no hit on this one */
 	struct mc_dentry *e = dentry_at(s, d);
 	struct mc_bucket *b = dbucket(s, inode_at(s, dir)->ino, name, len);
 	shm_write_begin(&e->seq);
@@ -176,6 +196,7 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 		e->flags |= MC_D_POSITIVE;
 	} else {
 		e->flags &= (uint16_t)~MC_D_POSITIVE;
+		shm_ref_take(s, d); /* note 5 */
 	}
 	e->inode = inode;
 	e->dtype = inode ? dtype : 0;
@@ -240,15 +261,38 @@ size_t dcache_prune(struct shm *s, mc_off_t dir)
 		dcache_del(s, dx->head);
 		n++;
 	}
-	if (dx->flags & MC_X_COMPLETE) {
-		shm_write_begin(&dx->seq);
-		dx->flags &= ~MC_X_COMPLETE;
-		shm_write_end(&dx->seq);
-		s->dirs_complete--;
-	}
+	dcache_clear_complete(s, dir);
 	if (n) {
 		s->prunes++;
 		s->pruned += n;
 	}
 	return n;
+}
+
+mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget)
+{
+	const struct mc_inode *i = inode_at(s, dir);
+	if (!i->u.dir.dirx)
+		return 0;
+	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
+	for (mc_off_t d = dx->head; d && budget > 0; d = dentry_at(s, d)->sib_next, budget--) {
+		const struct mc_dentry *e = dentry_at(s, d);
+		if (!(e->flags & (MC_D_POSITIVE | MC_D_DIRTY0 | MC_D_DIRTY1)))
+			return d;
+	}
+	return 0;
+}
+
+void dcache_now_empty(struct shm *s, mc_off_t dir)
+{
+	if (!dcache_set_complete(s, dir))
+		return;
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	mc_off_t d = dx->head;
+	while (d) {
+		mc_off_t next = dentry_at(s, d)->sib_next;
+		if (!(dentry_at(s, d)->flags & MC_D_POSITIVE))
+			dcache_del(s, d);
+		d = next;
+	}
 }

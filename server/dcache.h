@@ -46,6 +46,16 @@ struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create);
 bool dcache_complete(const struct shm *s, mc_off_t dir);
 /* Mark dir complete (every child cached). false when the segment is full. */
 bool dcache_set_complete(struct shm *s, mc_off_t dir);
+/* dir no longer holds every child (one was evicted). */
+void dcache_clear_complete(struct shm *s, mc_off_t dir);
+/* dir has no entries left: it is complete (whatever the store held is
+ * known, since nothing is left), and its negative dentries, dirty ones
+ * included, say nothing more: freed. Without room for the complete flag,
+ * nothing changes. */
+void dcache_now_empty(struct shm *s, mc_off_t dir);
+/* The oldest (lowest cookie) clean negative dentry of dir among the first
+ * budget children of its list, or 0. */
+mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget);
 
 /* The name of d (not NUL-terminated). */
 const char *dcache_name(const struct shm *s, mc_off_t d);

@@ -263,10 +263,13 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 			continue;
 		s->d_dirty--;
 		/* A clean negative entry in a complete directory says nothing
-		 * the directory does not; over the cap, it goes too. */
+		 * the directory does not; over a cap, it goes too. */
 		if (!(e->flags & MC_D_POSITIVE) &&
-		    (dcache_complete(s, e->parent) || s->d_negative > ns->neg_max))
+		    (dcache_complete(s, e->parent) || s->d_negative > ns->neg_max ||
+		     dcache_dirx(s, e->parent, false)->nneg > ns->neg_dir_max)) {
 			dcache_del(s, dv->v[k]);
+			ns->shr.st.neg_evicted++;
+		}
 	}
 	dv->n = 0;
 	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
@@ -313,5 +316,15 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->full_waits = ns->full_waits;
 	out->full_refusals = ns->full_refusals;
 	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
+	out->shrink = ns->shr.st;
+	out->high_bytes = ns->shr.high;
+	out->low_bytes = ns->shr.low;
+	out->bytes_dentries = shm_slab_bytes(s, SLAB_DENTRY);
+	out->bytes_inodes = shm_slab_bytes(s, SLAB_INODE);
+	out->bytes_dirs = shm_slab_bytes(s, SLAB_DIRX);
+	out->bytes_names = 0;
+	for (unsigned k = SLAB_BLOB0; k < SLAB_COUNT; k++)
+		out->bytes_names += shm_slab_bytes(s, (enum shm_slab)k);
+	out->bytes_meta = s->meta_bytes;
 	pthread_mutex_unlock(&ns->lock);
 }

@@ -85,6 +85,8 @@ void inode_del(struct shm *s, mc_off_t off)
 		struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
 		if (dx->flags & MC_X_COMPLETE)
 			s->dirs_complete--;
+		if (dx->next_cookie > s->cookie_floor)
+			s->cookie_floor = dx->next_cookie;
 		shm_free(s, SLAB_DIRX, i->u.dir.dirx);
 	}
 	if (i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1))

@@ -28,6 +28,7 @@
 #include "ns.h"
 #include "rpc.h"
 #include "shm.h"
+#include "shrink.h"
 #include "store.h"
 
 int main(int argc, char **argv)
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	area_publish(m.area, m.shm->hdr);
+	shm_set_refbits(m.shm, m.area->refbits, m.area->nbits);
 	rc = shm_beat_start(m.shm);
 	if (rc < 0) {
 		log_error("cannot start the heartbeat: %s", strerror(-rc));
@@ -95,6 +97,10 @@ int main(int argc, char **argv)
 		.journal_max_records = cfg.journal_max_records,
 		.journal_max_bytes = cfg.journal_max_bytes,
 		.journal_wait_ms = cfg.journal_wait_ms,
+		.neg_max = cfg.neg_max,
+		.neg_dir_max = cfg.neg_dir_max,
+		.cache_high_pct = cfg.cache_high_pct,
+		.cache_low_pct = cfg.cache_low_pct,
 	};
 	rc = ns_new(m.shm, m.store, &no, &m.ns);
 	if (rc < 0) {
@@ -104,6 +110,11 @@ int main(int argc, char **argv)
 	rc = commit_start(m.ns, m.store, cfg.commit_interval_ms, &m.commit);
 	if (rc < 0) {
 		log_error("cannot start the committer: %s", strerror(-rc));
+		goto out;
+	}
+	rc = shrink_start(m.ns);
+	if (rc < 0) {
+		log_error("cannot start the shrinker: %s", strerror(-rc));
 		goto out;
 	}
 	struct rpc_opts ro = {
@@ -174,6 +185,8 @@ out:
 	if (m.rpc)
 		rpc_stop(m.rpc);
 	admin_stop(m.admin);
+	if (m.ns)
+		shrink_stop(m.ns);
 	/* Clients reading the segment must stop trusting it. */
 	if (m.shm)
 		atomic_store_explicit(&m.shm->hdr->closed, 1, memory_order_release);

@@ -80,6 +80,18 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	out->journal_full_waits = nc.full_waits;
 	out->journal_full_refusals = nc.full_refusals;
 	out->committed_seq = nc.committed_seq;
+	/* The cache's bound. */
+	out->cache = (struct stats_cache){
+		.high_bytes = nc.high_bytes, .low_bytes = nc.low_bytes,
+		.runs = nc.shrink.runs, .scanned = nc.shrink.scanned,
+		.evicted = nc.shrink.evicted, .rotated = nc.shrink.rotated,
+		.direct = nc.shrink.direct, .forced_commits = nc.shrink.forced_commits,
+		.enospc = nc.shrink.enospc, .negative_evicted = nc.shrink.neg_evicted,
+		.reloads = nc.shrink.reloads,
+		.bytes_dentries = nc.bytes_dentries, .bytes_inodes = nc.bytes_inodes,
+		.bytes_dirs = nc.bytes_dirs, .bytes_names = nc.bytes_names,
+		.bytes_meta = nc.bytes_meta,
+	};
 
 	if (m->commit)
 		commit_stats_copy(&out->commits, commit_get_stats(m->commit));

@@ -16,13 +16,19 @@
  *     the directory answers misses itself. Elsewhere the name becomes a
  *     dirty negative dentry, pinned until its removal is committed, so a
  *     miss can never fall through to a store that still has the name.
- *     (Whoever clears a directory's complete flag must not do so while the
- *     directory inode is dirty: its uncommitted removals are not in the
- *     store yet.)
+ *     (Whoever clears a directory's complete flag must not do so while a
+ *     removal so freed is not committed: the store still has the name.
+ *     The dirx's rm_seq records the batch of the last one, rounded up to
+ *     an odd number so that 0 means none.)
  *  4. An inode whose link count reaches 0 is deleted from the store at once
  *     (INODE_DEL) and freed from the cache when no open handle holds it.
- *  5. A removed directory's cached children are pruned at once (rule 1 of
- *     DESIGN.md).
+ *  5. A removed directory's cached children are pruned at once, in
+ *     O(children); a directory whose last entry goes becomes complete and
+ *     drops its negative entries (dcache_now_empty).
+ *  6. The cache is bounded (shrink.c): public operations run their attempt
+ *     under NS_LOCKED or a reclaim loop, so that when the segment is full
+ *     the attempt fails whole, eviction runs between attempts, and the
+ *     attempt runs again. do_*() functions are called with the lock held.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -85,6 +91,12 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 		ie_->ctime_ns = now;
 	});
 	inode_changed(ns, dir);
+	/* Its last entry went: no stale name of the tree stays (rule 1). */
+	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {
+		dcache_now_empty(ns->shm, dir);
+		if (dcache_complete(ns->shm, dir))
+			dcache_dirx(ns->shm, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
+	}
 }
 
 /* Name d (in dir) now names inode off of type dtype. */
@@ -109,6 +121,7 @@ void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 	     "journaling a dentry delete");
 	if (dcache_complete(s, dir)) {
 		dcache_del(s, d);
+		dcache_dirx(s, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
 	} else {
 		dcache_set(s, d, 0, 0);
 		dentry_dirty(ns, d);
@@ -146,6 +159,8 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	ns->store = st;
 	ns->next_ino = meta.next_ino;
 	ns->neg_max = o && o->neg_max ? o->neg_max : shm->size / 112 / 8;
+	ns->neg_dir_max = o && o->neg_dir_max ? o->neg_dir_max : NS_NEG_DIR_MAX;
+	shrink_init(ns, o);
 	ns->running = calloc(1, sizeof(*ns->running));
 	ns->spare = calloc(1, sizeof(*ns->spare));
 	if (!ns->running || !ns->spare) {
@@ -187,6 +202,8 @@ void ns_free(struct ns *ns)
 		map_free(&ns->recs[p]);
 	}
 	map_free(&ns->holds);
+	shrink_fini(ns);
+	ns_listing_free(ns);
 	ns_journal_fini(ns);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns);
@@ -198,13 +215,18 @@ int ns_stat(struct ns *ns, const struct cred *c, const char *path, size_t len, b
             ns_attr *out)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t res;
+	int rc;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = walk_path(&nd, path, len, follow, &res);
-	if (rc == 0)
-		inode_rec(ns->shm, res, out);
-	nd_free(&nd);
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		rc = walk_path(&nd, path, len, follow, &res);
+		if (rc == 0)
+			inode_rec(ns->shm, res, out);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
@@ -213,21 +235,24 @@ int ns_readlink(struct ns *ns, const struct cred *c, const char *path, size_t le
                 size_t *out_len)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t res;
+	int rc;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = walk_path(&nd, path, len, false, &res);
-	if (rc == 0) {
-		if (!S_ISLNK(inode_at(ns->shm, res)->mode)) {
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		rc = walk_path(&nd, path, len, false, &res);
+		if (rc == 0 && !S_ISLNK(inode_at(ns->shm, res)->mode)) {
 			rc = -EINVAL;
-		} else {
+		} else if (rc == 0) {
 			size_t tlen;
 			const char *t = inode_target(ns->shm, res, &tlen);
 			memcpy(buf, t, tlen);
 			*out_len = tlen;
 		}
-	}
-	nd_free(&nd);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
@@ -240,52 +265,6 @@ int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out)
 		inode_rec(ns->shm, off, out);
 	pthread_mutex_unlock(&ns->lock);
 	return off ? 0 : -ENOENT;
-}
-
-int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
-               ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof)
-{
-	(void)c;
-	struct shm *s = ns->shm;
-	int rc = 0;
-	pthread_mutex_lock(&ns->lock);
-	mc_off_t dir = inode_find(s, ino);
-	if (!dir) {
-		rc = -EBADF;
-		goto out;
-	}
-	if (!S_ISDIR(inode_at(s, dir)->mode)) {
-		rc = -ENOTDIR;
-		goto out;
-	}
-	uint64_t last = cookie;
-	bool end = true;
-	if (inode_at(s, dir)->nlink > 0) {
-		rc = ns_load_dir(ns, dir);
-		if (rc < 0)
-			goto out;
-		struct mc_dirx *dx = dcache_dirx(s, dir, false);
-		unsigned n = 0;
-		for (mc_off_t d = dx ? dx->head : 0; d; d = dentry_at(s, d)->sib_next) {
-			struct mc_dentry *e = dentry_at(s, d);
-			if (e->cookie <= cookie || !(e->flags & MC_D_POSITIVE))
-				continue;
-			if (n == max) {
-				end = false;
-				break;
-			}
-			rc = fn(arg, dcache_name(s, d), e->namelen, inode_at(s, e->inode)->ino, e->dtype);
-			if (rc < 0)
-				goto out;
-			last = e->cookie;
-			n++;
-		}
-	}
-	*next = last;
-	*eof = end;
-out:
-	pthread_mutex_unlock(&ns->lock);
-	return rc;
 }
 
 /* ---- creating ------------------------------------------------------------ */
@@ -365,20 +344,25 @@ static int create_path(struct ns *ns, const struct cred *c, const char *path, si
                        uint32_t mode, const char *target, size_t target_len, ns_attr *out)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t d, off;
+	int rc;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	int rc = ns_journal_room(ns);
-	if (rc == 0)
-		rc = walk_parent(&nd, path, len);
-	if (rc == 0)
-		rc = create_checks(&nd, S_ISDIR(mode), &d);
-	if (rc == 0)
-		rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, mode, target, target_len,
-		               &off);
-	if (rc == 0 && out)
-		inode_rec(ns->shm, off, out);
-	nd_free(&nd);
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		rc = ns_journal_room(ns);
+		if (rc == 0)
+			rc = walk_parent(&nd, path, len);
+		if (rc == 0)
+			rc = create_checks(&nd, S_ISDIR(mode), &d);
+		if (rc == 0)
+			rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, mode, target,
+			               target_len, &off);
+		if (rc == 0 && out)
+			inode_rec(ns->shm, off, out);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
@@ -399,17 +383,6 @@ int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t t
 	if (memchr(target, 0, target_len))
 		return -EINVAL;
 	return create_path(ns, c, path, len, S_IFLNK | 0777, target, target_len, NULL);
-}
-
-void set_size(struct ns *ns, mc_off_t off, uint64_t size)
-{
-	int64_t now = now_ns();
-	INODE_EDIT(ns, off, {
-		ie_->u.size = size;
-		ie_->mtime_ns = now;
-		ie_->ctime_ns = now;
-	});
-	inode_changed(ns, off);
 }
 
 /* open(2) of the last component, in the kernel's order (open_last_lookups
@@ -505,23 +478,28 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
             uint32_t mode, bool hold, ns_attr *out)
 {
 	struct nd nd;
+	struct reclaim r;
 	mc_off_t off;
+	int rc;
 	if ((flags & O_CREAT) && (flags & O_DIRECTORY))
 		return -EINVAL;
 	pthread_mutex_lock(&ns->lock);
-	nd_init(&nd, ns, c);
-	/* Room for the hold first: failing after O_CREAT made the file would
-	 * break "unchanged on failure". */
-	int rc = flags & (O_CREAT | O_TRUNC) ? ns_journal_room(ns) : 0;
-	if (rc == 0 && hold)
-		rc = map_reserve(&ns->holds);
-	if (rc == 0)
-		rc = do_open(&nd, path, len, flags, mode, &off);
-	if (rc == 0 && hold)
-		hold_add(ns, inode_at(ns->shm, off)->ino);
-	if (rc == 0 && out)
-		inode_rec(ns->shm, off, out);
-	nd_free(&nd);
+	reclaim_begin(ns, &r);
+	do {
+		nd_init(&nd, ns, c);
+		/* Room for the hold first: failing after O_CREAT made the file
+		 * would break "unchanged on failure". */
+		rc = flags & (O_CREAT | O_TRUNC) ? ns_journal_room(ns) : 0;
+		if (rc == 0 && hold)
+			rc = map_reserve(&ns->holds);
+		if (rc == 0)
+			rc = do_open(&nd, path, len, flags, mode, &off);
+		if (rc == 0 && hold)
+			hold_add(ns, inode_at(ns->shm, off)->ino);
+		if (rc == 0 && out)
+			inode_rec(ns->shm, off, out);
+		nd_free(&nd);
+	} while (do_reclaim_retry(ns, rc, &r));
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
@@ -537,13 +515,12 @@ void ns_release(struct ns *ns, uint64_t ino)
 	pthread_mutex_unlock(&ns->lock);
 }
 
-int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
-            const char *to, size_t tlen)
+static int do_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+                   const char *to, size_t tlen)
 {
 	struct nd nd, nd2;
 	mc_off_t src, d;
 	struct shm *s = ns->shm;
-	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
 	nd_init(&nd2, ns, c);
 	int rc = ns_journal_room(ns);
@@ -603,7 +580,14 @@ int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
 out:
 	nd_free(&nd);
 	nd_free(&nd2);
-	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_link(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+            const char *to, size_t tlen)
+{
+	int rc;
+	NS_LOCKED(ns, rc, do_link(ns, c, from, flen, to, tlen));
 	return rc;
 }
 
@@ -628,14 +612,11 @@ int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t vi
 	return 0;
 }
 
-/* Remove name d (naming victim) from dir; the checks are done. */
-void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
+/* victim lost one of its names (a directory its only one): journal it and,
+ * when that was its last link, its deletion, pruning a directory's cached
+ * children at once (note 5). */
+static void victim_drop_link(struct ns *ns, mc_off_t victim, bool isdir, int64_t now)
 {
-	int64_t now = now_ns();
-	bool isdir = S_ISDIR(inode_at(ns->shm, victim)->mode);
-	/* The name goes first: a reader must never find it naming an inode
-	 * whose link is already gone. */
-	name_drop(ns, dir, d);
 	INODE_EDIT(ns, victim, {
 		ie_->nlink = isdir ? 0 : ie_->nlink - 1;
 		ie_->ctime_ns = now;
@@ -647,14 +628,24 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	} else {
 		inode_changed(ns, victim);
 	}
+}
+
+/* Remove name d (naming victim) from dir; the checks are done. */
+void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
+{
+	int64_t now = now_ns();
+	bool isdir = S_ISDIR(inode_at(ns->shm, victim)->mode);
+	/* The name goes first: a reader must never find it naming an inode
+	 * whose link is already gone. */
+	name_drop(ns, dir, d);
+	victim_drop_link(ns, victim, isdir, now);
 	dir_entries(ns, dir, -1, isdir ? -1 : 0, now);
 	inode_maybe_free(ns, victim);
 }
 
-int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
+static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 {
 	struct nd nd;
-	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
 	int rc = ns_journal_room(ns);
 	if (rc == 0)
@@ -678,14 +669,19 @@ int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 		remove_entry(ns, nd_top(&nd), d, victim);
 out:
 	nd_free(&nd);
-	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
 
-int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
+int ns_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
+{
+	int rc;
+	NS_LOCKED(ns, rc, do_unlink(ns, c, path, len));
+	return rc;
+}
+
+static int do_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
 {
 	struct nd nd;
-	pthread_mutex_lock(&ns->lock);
 	nd_init(&nd, ns, c);
 	int rc = ns_journal_room(ns);
 	if (rc == 0)
@@ -716,7 +712,13 @@ int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	remove_entry(ns, nd_top(&nd), d, victim);
 out:
 	nd_free(&nd);
-	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len)
+{
+	int rc;
+	NS_LOCKED(ns, rc, do_rmdir(ns, c, path, len));
 	return rc;
 }
 
@@ -730,81 +732,67 @@ static bool on_stack(const struct nd *nd, mc_off_t dir)
 	return false;
 }
 
-int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen,
-              const char *to, size_t tlen)
+/* What rename_checks found: old and new parents, names and inodes. */
+struct rename_plan {
+	mc_off_t p1, d1, x;   /* the source: parent, dentry, inode */
+	mc_off_t p2, d2, y;   /* the target: parent, dentry (0: none cached), inode (0: none) */
+	bool isdir;
+};
+
+/* Every check of rename(2), in the kernel's order; 1 when there is nothing
+ * to do (source and target are the same inode). */
+static int rename_checks(struct nd *o, struct nd *n, struct rename_plan *r)
 {
-	struct nd o, n;
+	struct ns *ns = o->ns;
 	struct shm *s = ns->shm;
-	pthread_mutex_lock(&ns->lock);
-	nd_init(&o, ns, c);
-	nd_init(&n, ns, c);
-	int rc = ns_journal_room(ns);
-	if (rc == 0)
-		rc = walk_parent(&o, from, flen);
+	const struct cred *c = o->cred;
+	if (o->last_type != MC_LAST_NORM || n->last_type != MC_LAST_NORM)
+		return -EBUSY;
+	r->p1 = nd_top(o);
+	r->p2 = nd_top(n);
+	int rc = ns_lookup(ns, r->p1, o->last, o->lastlen, &r->d1, &r->x);
 	if (rc < 0)
-		goto out;
-	rc = walk_parent(&n, to, tlen);
+		return rc;
+	if (!r->x)
+		return -ENOENT;
+	rc = ns_lookup(ns, r->p2, n->last, n->lastlen, &r->d2, &r->y);
 	if (rc < 0)
-		goto out;
-	if (o.last_type != MC_LAST_NORM || n.last_type != MC_LAST_NORM) {
-		rc = -EBUSY;
-		goto out;
-	}
-	mc_off_t p1 = nd_top(&o), p2 = nd_top(&n);
-	mc_off_t d1, x, d2, y;
-	rc = ns_lookup(ns, p1, o.last, o.lastlen, &d1, &x);
-	if (rc < 0)
-		goto out;
-	if (!x) {
-		rc = -ENOENT;
-		goto out;
-	}
-	rc = ns_lookup(ns, p2, n.last, n.lastlen, &d2, &y);
-	if (rc < 0)
-		goto out;
-	bool isdir = S_ISDIR(inode_at(s, x)->mode);
-	if (!isdir && (o.slash || n.slash)) {
-		rc = -ENOTDIR;
-		goto out;
-	}
+		return rc;
+	mc_off_t x = r->x, y = r->y;
+	bool isdir = r->isdir = S_ISDIR(inode_at(s, x)->mode);
+	if (!isdir && (o->slash || n->slash))
+		return -ENOTDIR;
 	/* lock_rename()'s trap: the source may not be an ancestor of the
 	 * target's parent, nor the target an ancestor of the source's. */
-	if (p1 != p2 && isdir && on_stack(&n, x)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (p1 != p2 && y && on_stack(&o, y)) {
-		rc = -ENOTEMPTY;
-		goto out;
-	}
-	if (x == y) {
-		rc = 0; /* the same inode: nothing to do, as Linux */
-		goto out;
-	}
-	rc = delete_checks(c, s, p1, x, isdir);
+	if (r->p1 != r->p2 && isdir && on_stack(n, x))
+		return -EINVAL;
+	if (r->p1 != r->p2 && y && on_stack(o, y))
+		return -ENOTEMPTY;
+	if (x == y)
+		return 1; /* the same inode: nothing to do, as Linux */
+	rc = delete_checks(c, s, r->p1, x, isdir);
 	if (rc < 0)
-		goto out;
-	if (!y) {
-		rc = permission(c, inode_at(s, p2), MAY_WRITE | MAY_EXEC);
-	} else {
-		rc = delete_checks(c, s, p2, y, isdir);
-	}
+		return rc;
+	rc = y ? delete_checks(c, s, r->p2, y, isdir)
+	       : permission(c, inode_at(s, r->p2), MAY_WRITE | MAY_EXEC);
 	if (rc < 0)
-		goto out;
-	if (isdir && p1 != p2) {
+		return rc;
+	if (isdir && r->p1 != r->p2) {
 		rc = permission(c, inode_at(s, x), MAY_WRITE);
 		if (rc < 0)
-			goto out;
+			return rc;
 	}
-	if (y && isdir && inode_at(s, y)->u.dir.nentries > 0) {
-		rc = -ENOTEMPTY;
-		goto out;
-	}
-	mc_off_t slot;
-	rc = name_slot(ns, p2, d2, n.last, n.lastlen, &slot);
-	if (rc < 0)
-		goto out;
+	if (y && isdir && inode_at(s, y)->u.dir.nentries > 0)
+		return -ENOTEMPTY;
+	return 0;
+}
 
+/* Apply a checked rename; slot is the target name's dentry. Cannot fail. */
+static void rename_apply(struct ns *ns, const struct rename_plan *r, mc_off_t slot)
+{
+	struct shm *s = ns->shm;
+	mc_off_t p1 = r->p1, p2 = r->p2, x = r->x, y = r->y;
+	bool isdir = r->isdir;
 	int64_t now = now_ns();
 	atomic_fetch_add_explicit(&s->hdr->rename_seq, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -812,22 +800,11 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	 * its link gone); both names show x until the old one is dropped, inside
 	 * the odd rename seq that path walks check. */
 	name_set(ns, p2, slot, x);
-	if (y) {
-		INODE_EDIT(ns, y, {
-			ie_->nlink = isdir ? 0 : ie_->nlink - 1;
-			ie_->ctime_ns = now;
-		});
-		if (inode_at(s, y)->nlink == 0) {
-			inode_gone(ns, y);
-			if (isdir)
-				dcache_prune(s, y);
-		} else {
-			inode_changed(ns, y);
-		}
-	}
+	if (y)
+		victim_drop_link(ns, y, isdir, now);
 	INODE_EDIT(ns, x, { ie_->ctime_ns = now; });
 	inode_changed(ns, x);
-	name_drop(ns, p1, d1);
+	name_drop(ns, p1, r->d1);
 	if (p1 == p2) {
 		dir_entries(ns, p1, y ? -1 : 0, (y && isdir) ? -1 : 0, now);
 	} else {
@@ -837,10 +814,37 @@ int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen
 	if (y)
 		inode_maybe_free(ns, y);
 	atomic_fetch_add_explicit(&s->hdr->rename_seq, 1, memory_order_release);
-out:
+}
+
+static int do_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+                     const char *to, size_t tlen)
+{
+	struct nd o, n;
+	struct rename_plan r;
+	mc_off_t slot;
+	nd_init(&o, ns, c);
+	nd_init(&n, ns, c);
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = walk_parent(&o, from, flen);
+	if (rc == 0)
+		rc = walk_parent(&n, to, tlen);
+	if (rc == 0)
+		rc = rename_checks(&o, &n, &r);
+	if (rc == 0)
+		rc = name_slot(ns, r.p2, r.d2, n.last, n.lastlen, &slot);
+	if (rc == 0)
+		rename_apply(ns, &r, slot);
 	nd_free(&o);
 	nd_free(&n);
-	pthread_mutex_unlock(&ns->lock);
+	return rc < 0 ? rc : 0;
+}
+
+int ns_rename(struct ns *ns, const struct cred *c, const char *from, size_t flen,
+              const char *to, size_t tlen)
+{
+	int rc;
+	NS_LOCKED(ns, rc, do_rename(ns, c, from, flen, to, tlen));
 	return rc;
 }
 

@@ -6,10 +6,13 @@
  * relative path is refused with -EINVAL (there is no working directory).
  * Every function takes the namespace lock itself, returns 0 or a negative
  * errno, leaves the namespace unchanged on failure and sets out-parameters
- * only on success. -ENOSPC: the shared-memory segment is full, or the
- * journal is (a mutation found the journal bound of ns_opts reached and no
- * commit made room within journal_wait_ms); -EIO: the store failed or
- * disagrees with itself.
+ * only on success. -ENOSPC: the shared-memory segment stayed full after
+ * reclaim (evicting clean entries, then forcing a commit; shrink.h) --
+ * in practice a mutation whose entries are all pinned (uncommitted, held
+ * open, or with cached children) -- or the journal is full (a mutation
+ * found the journal bound of ns_opts reached and no commit made room
+ * within journal_wait_ms); -EIO: the store failed or disagrees with
+ * itself.
  *
  * Journal bound: every mutation (mkdir, symlink, open with O_CREAT or
  * O_TRUNC, link, unlink, rmdir, rename, chmod, chown, utimens, truncate,
@@ -30,6 +33,9 @@
 #include <time.h>
 
 #include "journal.h"
+#include "shrink.h"
+
+#define NS_NEG_DIR_MAX 256u
 
 struct ns;
 struct shm;
@@ -38,6 +44,9 @@ struct cred;
 
 struct ns_opts {
 	uint64_t neg_max;          /* cached negative dentries at most; 0: 1/8 of the dentry capacity */
+	uint32_t neg_dir_max;      /* ... and per directory; 0: NS_NEG_DIR_MAX */
+	unsigned cache_high_pct;   /* shrinker watermarks, percent of the segment; 0: defaults */
+	unsigned cache_low_pct;
 	/* The journal bound: uncommitted records (the running batch plus the
 	 * one being committed) and their encoded bytes; 0: no bound. */
 	uint64_t journal_max_records;
@@ -91,12 +100,17 @@ int ns_stat_ino(struct ns *ns, uint64_t ino, ns_attr *out);
 /* writable: the handle was opened for writing (else -EINVAL, as ftruncate). */
 int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size);
 
-/* List a held directory: entries with cookie > cookie, at most max of them,
- * in cookie order. fn returns 0 to go on (a negative value stops the listing
- * and is returned). *next is the cookie to pass next time, *eof whether the
- * listing reached the end. A removed directory lists as empty. Lists a
- * directory not yet complete by caching all its children first (-ENOSPC if
- * they do not fit). -EBADF (not held), -ENOTDIR. */
+/* List a held directory: at most max entries after cookie (0: from the
+ * start). fn returns 0 to go on (a negative value stops the listing and is
+ * returned). *next is the cookie to pass next time, *eof whether the listing
+ * reached the end. A removed directory lists as empty. A directory that fits
+ * in the cache is loaded complete and listed in cookie order (the cookies
+ * clients list shared memory with); one that does not is read from the
+ * store in name order, nothing cached, with cookies that stand for the last
+ * name returned (listing.c). -EBADF (not held), -ENOTDIR, -ESTALE (a store
+ * cookie too old: LIST_CURSORS newer ones were handed out since), -EIO.
+ * A cache cookie of a directory that lost entries to the shrinker and no
+ * longer fits starts the listing over from the store (listing.c note 1). */
 typedef int (*ns_dirent_fn)(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype);
 int ns_readdir(struct ns *ns, const struct cred *c, uint64_t ino, uint64_t cookie, unsigned max,
                ns_dirent_fn fn, void *arg, uint64_t *next, bool *eof);
@@ -140,6 +154,10 @@ struct ns_counts {
 	uint64_t journal_records, committed_seq;
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */
+	/* The cache's bound (shrink.h). */
+	struct shrink_stats shrink;
+	uint64_t high_bytes, low_bytes;            /* watermarks */
+	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 void ns_get_counts(struct ns *ns, struct ns_counts *out);
 

@@ -16,6 +16,7 @@
 #include "ns.h"
 #include "ops.h"
 #include "shm.h"
+#include "shrink.h"
 #include "store.h"
 
 #define NS_MAX_SYMLINKS 40
@@ -26,12 +27,26 @@ struct offvec {
 	size_t n, cap;
 };
 
+/* The shrinker's state (shrink.c), under the namespace lock. */
+struct shrinker {
+	uint64_t high, low;              /* watermarks in bytes of segment use */
+	uint32_t hand_page, hand_slot;   /* the CLOCK hand over dentry slots */
+	struct shrink_stats st;
+	pthread_t thread;
+	pthread_cond_t cv;               /* wakes the thread (with ns->lock) */
+	bool running, stop;
+};
+
 struct ns {
 	pthread_mutex_t lock;
 	struct shm *shm;
 	struct store *store;
 	uint64_t next_ino;
-	uint64_t neg_max;
+	uint64_t neg_max;                /* cached negative dentries in total */
+	uint32_t neg_dir_max;            /* ... and per directory */
+	struct shrinker shr;
+	struct list_cursor *cursors;     /* store cursors of listings (listing.c) */
+	uint32_t cursor_next;
 	struct journal_batch *running;   /* batch receiving records */
 	struct journal_batch *spare;     /* empty batch ready for the next swap */
 	struct journal_batch *swapped;   /* handed to the committer, not yet published */
@@ -93,6 +108,44 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out);
 /* Make dir complete: every child it has in the store is cached. */
 int ns_load_dir(struct ns *ns, mc_off_t dir);
+
+/* shrink.c: the bound on the cache. Operations that may allocate run as
+ *     struct reclaim r; reclaim_begin(ns, &r);
+ *     do { ...attempt, holding no slot offset across the loop... }
+ *     while (do_reclaim_retry(ns, rc, &r));
+ * so that eviction only ever happens between attempts, when the operation
+ * holds nothing a freed slot could invalidate. */
+struct reclaim {
+	uint64_t fails;                  /* shm->alloc_failures when the attempt began */
+	unsigned tries;
+};
+void reclaim_begin(struct ns *ns, struct reclaim *r);
+/* Take the lock, run attempt (an expression giving 0 or -errno) until
+ * do_reclaim_retry says stop, release the lock; rc gets the result. */
+#define NS_LOCKED(ns, rc, attempt)                                  \
+	do {                                                        \
+		struct reclaim r_;                                  \
+		pthread_mutex_lock(&(ns)->lock);                    \
+		reclaim_begin((ns), &r_);                           \
+		do                                                  \
+			(rc) = (attempt);                           \
+		while (do_reclaim_retry((ns), (rc), &r_));          \
+		pthread_mutex_unlock(&(ns)->lock);                  \
+	} while (0)
+/* After an attempt that returned rc, lock held: true when it failed for
+ * want of segment space and reclaim (evicting, or forcing a commit when
+ * only dirty entries were left) made some, so the attempt is worth
+ * repeating; false otherwise (then an -ENOSPC stands and is counted). Also
+ * wakes the shrinker when use is above the high mark. */
+bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r);
+void shrink_init(struct ns *ns, const struct ns_opts *o);
+void shrink_fini(struct ns *ns);
+/* Make room for a negative entry in dir under the caps (oldest out first):
+ * false when none can be cached. */
+bool do_neg_room(struct ns *ns, mc_off_t dir);
+
+/* listing.c */
+void ns_listing_free(struct ns *ns);
 
 /* dirty.c: journaling and dirty bits (ns.c notes 2 and 3). */
 /* The journal bound, at the start of a mutation, lock held: 0 when there is

@@ -243,6 +243,7 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 	struct shm_slab_state *st = &s->slab[slab];
 	if (!st->free_head && grow_slab(s, slab) < 0) {
 		s->alloc_failures++;
+		s->fail_slab = slab;
 		return 0;
 	}
 	mc_off_t off = st->free_head;
@@ -294,6 +295,12 @@ void shm_blob_free(struct shm *s, mc_off_t off, size_t len)
 {
 	if (off)
 		shm_free(s, blob_slab(len), off);
+}
+
+void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
+{
+	s->refbits = bits;
+	s->nbits = bits ? nbits : 0;
 }
 
 uint64_t shm_bytes_used(const struct shm *s)

@@ -45,9 +45,17 @@ struct shm {
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];
 	uint64_t alloc_failures;
+	enum shm_slab fail_slab;  /* the slab of the last failed allocation */
+	/* The referenced bitmap of the client area (shm_set_refbits); NULL:
+	 * none. Clients set bits at will: a bit is a hint, never trusted. */
+	_Atomic uint64_t *refbits;
+	uint64_t nbits;
 	/* Cache figures kept by dcache.c (under the namespace lock). */
 	uint64_t d_positive, d_negative, d_dirty, dirs_complete, i_dirty;
 	uint64_t prunes, pruned;
+	/* Cookies of a directory's new directory state start here: above any
+	 * cookie an earlier (evicted) state of any directory handed out. */
+	uint32_t cookie_floor;
 	/* The heartbeat thread (shm_beat_start). */
 	pthread_t beat;
 	bool beating;
@@ -82,6 +90,32 @@ void shm_blob_free(struct shm *s, mc_off_t off, size_t len);
 
 /* Bytes in live slots plus the metadata area. */
 uint64_t shm_bytes_used(const struct shm *s);
+/* Bytes in live slots of one slab. */
+static inline uint64_t shm_slab_bytes(const struct shm *s, enum shm_slab slab)
+{
+	return s->slab[slab].live * s->slab[slab].slot_size;
+}
+/* Can slab hand out a slot without growing past the segment? */
+static inline bool shm_slab_room(const struct shm *s, enum shm_slab slab)
+{
+	return s->slab[slab].free_head != 0 || s->next_page < s->hdr->npages;
+}
+
+/* Use the client area's referenced bitmap (nbits bits: one per offset unit
+ * of this segment). */
+void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits);
+/* Test and clear the referenced bit of the dentry at off (CLOCK's second
+ * chance): true when a client marked it since the last call. */
+static inline bool shm_ref_take(struct shm *s, mc_off_t off)
+{
+	if (!s->refbits || off >= s->nbits)
+		return false;
+	_Atomic uint64_t *w = &s->refbits[off >> 6];
+	uint64_t b = 1ull << (off & 63);
+	if (!(atomic_load_explicit(w, memory_order_relaxed) & b))
+		return false;
+	return atomic_fetch_and_explicit(w, ~b, memory_order_relaxed) & b;
+}
 
 static inline void *shm_at(const struct shm *s, mc_off_t off)
 {

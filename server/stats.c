@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -345,6 +346,64 @@ static void json_readpath(struct json *j, const struct stats_readpath *r)
 	json_u64(j, "rpcs", r->rpcs);
 }
 
+/* ---- the cache's bound: one table for JSON and Prometheus ---------------- */
+
+static const struct cache_metric {
+	const char *key;        /* JSON key under "cache" */
+	const char *prom;       /* Prometheus name */
+	const char *type;
+	const char *help;
+	size_t off;             /* in struct stats_cache */
+} cache_metrics[] = {
+#define CM(k, t, h) { #k, "mcache_cache_" #k, t, h, offsetof(struct stats_cache, k) }
+	CM(high_bytes, "gauge", "Shrinker high watermark: above it, clean entries are evicted."),
+	CM(low_bytes, "gauge", "Shrinker low watermark: eviction stops there."),
+	CM(runs, "counter", "Background shrinker runs."),
+	CM(scanned, "counter", "Dentry slots the CLOCK hand passed."),
+	CM(evicted, "counter", "Cached entries evicted."),
+	CM(rotated, "counter", "Second chances: referenced entries kept one more round."),
+	CM(direct, "counter", "Direct reclaims by operations that found the segment full."),
+	CM(forced_commits, "counter", "Commits forced because only dirty entries were left."),
+	CM(enospc, "counter", "Operations answered ENOSPC for want of cache space."),
+	CM(negative_evicted, "counter", "Negative entries evicted (shrinker and caps)."),
+	CM(reloads, "counter", "Entries loaded from the store on a miss."),
+	CM(bytes_dentries, "gauge", "Segment bytes in dentry slots."),
+	CM(bytes_inodes, "gauge", "Segment bytes in inode slots."),
+	CM(bytes_dirs, "gauge", "Segment bytes in directory state slots."),
+	CM(bytes_names, "gauge", "Segment bytes in long names and symlink targets."),
+	CM(bytes_meta, "gauge", "Segment bytes in the header, page table and hash buckets."),
+#undef CM
+};
+
+static uint64_t cache_value(const struct stats_cache *c, const struct cache_metric *m)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)c + m->off, sizeof(v));
+	return v;
+}
+
+static void json_cache(struct json *j, const struct stats_cache *c)
+{
+	json_open(j, "cache");
+	for (size_t i = 0; i < sizeof(cache_metrics) / sizeof(cache_metrics[0]); i++)
+		json_u64(j, cache_metrics[i].key, cache_value(c, &cache_metrics[i]));
+	json_close(j);
+}
+
+static void prom_u64(struct out *o, const char *name, const char *type, const char *help,
+                     uint64_t v);
+
+static void prom_cache(struct out *o, const struct stats_cache *c)
+{
+	for (size_t i = 0; i < sizeof(cache_metrics) / sizeof(cache_metrics[0]); i++) {
+		const struct cache_metric *m = &cache_metrics[i];
+		char name[96];
+		snprintf(name, sizeof(name), "%s%s", m->prom,
+		         strcmp(m->type, "counter") == 0 ? "_total" : "");
+		prom_u64(o, name, m->type, m->help, cache_value(c, m));
+	}
+}
+
 int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 {
 	struct json j = { .o = { .buf = out, .err = 0 } };
@@ -376,6 +435,7 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_u64(&j, "bytes_used", s->shm_bytes_used);
 	json_u64(&j, "alloc_failures", s->shm_alloc_failures);
 	json_close(&j);
+	json_cache(&j, &s->cache);
 
 	const struct commit_stats *c = &s->commits;
 	json_open(&j, "commits");
@@ -559,6 +619,7 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 	           (unsigned long long)s->shm_bytes_used);
 	prom_u64(op, "mcache_shm_alloc_failures_total", "counter",
 	         "Segment allocations that failed.", s->shm_alloc_failures);
+	prom_cache(op, &s->cache);
 
 	const struct commit_stats *c = &s->commits;
 	prom_u64(op, "mcache_commits_total", "counter", "Group commits completed.", ld(&c->count));

@@ -86,6 +86,15 @@ struct stats_readpath {
 };
 #define STATS_CLIENTS_MAX 64
 
+/* The cache's bound (server/shrink.h): the shrinker, negatives, and where
+ * the segment's bytes go. */
+struct stats_cache {
+	uint64_t high_bytes, low_bytes;   /* watermarks */
+	uint64_t runs, scanned, evicted, rotated, direct, forced_commits, enospc;
+	uint64_t negative_evicted, reloads;
+	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
+};
+
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
@@ -103,6 +112,7 @@ struct stats_snapshot {
 	uint64_t shm_bytes_total;
 	uint64_t shm_bytes_used;
 	uint64_t shm_alloc_failures;
+	struct stats_cache cache;
 	/* commit log */
 	struct commit_stats commits;      /* a private copy */
 	uint64_t journal_records;         /* records in the running batch */

@@ -505,12 +505,22 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 
 int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg)
 {
-	uint8_t prefix[8];
+	return store_scan_dir_after(s, parent, NULL, 0, fn, arg);
+}
+
+int store_scan_dir_after(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                         store_dirent_fn fn, void *arg)
+{
+	uint8_t prefix[8 + MC_NAME_MAX];
 	char name[MC_NAME_MAX + 1];
 	MDB_txn *txn;
 	MDB_cursor *cur = NULL;
-	MDB_val k = { 8, prefix }, v;
+	if (after_len > MC_NAME_MAX)
+		return -EINVAL;
 	put_be64(prefix, parent);
+	if (after_len)
+		memcpy(prefix + 8, after, after_len);
+	MDB_val k = { 8 + after_len, prefix }, v;
 
 	int err = store_rtxn_begin(s, &txn);
 	if (err)
@@ -525,6 +535,9 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
 		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
 			break;
 		size_t namelen = k.mv_size - 8;
+		if (after_len && namelen == after_len &&
+		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
+			continue; /* the cursor itself */
 		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
 			err = -EIO;
 			goto out;

@@ -80,6 +80,10 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 typedef int (*store_dirent_fn)(void *arg, const char *name, size_t namelen,
                                uint64_t ino, uint8_t dtype);
 int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg);
+/* The same from the first name after `after` (after_len bytes, 0: from the
+ * start) in that order. -EINVAL when after_len is above MC_NAME_MAX. */
+int store_scan_dir_after(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                         store_dirent_fn fn, void *arg);
 
 /* Write batch b in one write transaction: log[b->seq] = records, apply them,
  * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the

@@ -85,6 +85,11 @@ int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out)
 		off = inode_add(ns->shm, &rec, target, tlen);
 		if (!off)
 			return -ENOSPC;
+		ns->shr.st.reloads++;
+		/* An empty directory answers misses itself (a new namespace's
+		 * root, above all); without room for that, it just does not. */
+		if (S_ISDIR(rec.mode) && rec.size == 0)
+			dcache_set_complete(ns->shm, off);
 	}
 	*out = off;
 	return 0;
@@ -113,7 +118,7 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 	if (rc == -ENOENT) {
 		*ino = 0;
 		*d = 0;
-		if (s->d_negative < ns->neg_max)
+		if (do_neg_room(ns, dir))
 			*d = dcache_add(s, dir, name, len, 0, 0);
 		return 0;
 	}

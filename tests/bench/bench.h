@@ -108,8 +108,16 @@ struct tstate {
 	bool s3, ng;                 /* stat3 / negstat trees built */
 };
 
+/* Ops per 10-ms slot of one client during the unlink phase (bench_window.c). */
+struct win {
+	int64_t base;                /* first slot: CLOCK_MONOTONIC / 10 ms */
+	uint32_t n;                  /* slots used */
+	uint32_t *v;                 /* NULL: not counting */
+};
+
 struct client {
 	unsigned id;
+	struct win win;
 	mc_client *mc;
 	mc_batch *b;
 	char base[64];               /* "mcb.<pid>.<r>.c<k>" */
@@ -165,6 +173,29 @@ struct memsnap {
  * mc_server_stats into *m; m->ok false (with a message) when that fails or
  * c is NULL. */
 void mem_snapshot(mc_client *c, struct memsnap *m);
+
+/* The number at dotted path ("shm.bytes_used") in a stats document. 0, or
+ * -ENOENT / -EINVAL. */
+int stats_lookup(const char *doc, const char *path, double *out);
+
+/* ------------------------------------------------------------------ */
+/* rates over time (bench_window.c) */
+
+/* Client: start counting, count ops as they complete (no effect when not
+ * counting), then leave the counts of step for the parent and stop. */
+void win_begin(struct win *w);
+void win_tick(struct win *w, uint64_t ops);
+void win_end(struct win *w, unsigned step, unsigned client);
+/* Parent: sum the counts every client left for step and print the rate of
+ * every whole 100-ms and 1-s window (min, median, max) to f. */
+void win_report(FILE *f, unsigned step, unsigned nclients, const char *label);
+/* Parent: read segment use and negative entries every 100 ms through c
+ * until sampler_stop, which prints their range to f. NULL when c is NULL
+ * or the thread cannot start (sampler_stop(NULL) does nothing). */
+struct sampler *sampler_start(mc_client *c);
+/* The server's dentries.negative now (-1 when it cannot be read). */
+double cache_negatives(mc_client *c);
+void sampler_stop(struct sampler *s, FILE *f, const char *label);
 
 /* ------------------------------------------------------------------ */
 /* output (bench_report.c) */

@@ -133,6 +133,7 @@ static int q_flush(struct client *c)
 			bad = -1;
 		}
 	}
+	win_tick(&c->win, n);
 	return bad;
 }
 
@@ -148,6 +149,7 @@ static int q_op(struct client *c, enum tkind tk, enum fop op, const char *path)
 			cl_error(c, fop_names[op], path, -r);
 			return -1;
 		}
+		win_tick(&c->win, 1);
 		return 0;
 	}
 	slot = c->qpaths + c->qn * c->qstride;
@@ -632,9 +634,12 @@ void client_main(unsigned id, unsigned rep, int up, int go, const char *lmdb_dir
 		if (send_msg(up, &c, MSG_READY, (int)i, 0, 0, 0) < 0 || read_full(go, &g, 1) < 0)
 			_exit(3);
 		if (ok) {
+			if (steps[i].ph == PH_UNLINK)
+				win_begin(&c.win);
 			t0 = now_ns();
 			step_run(&c, &steps[i], &ops);
 			t1 = now_ns();
+			win_end(&c.win, i, c.id);
 		}
 		if (send_msg(up, &c, MSG_RESULT, (int)i, ops, t0, t1) < 0)
 			_exit(3);

@@ -110,7 +110,7 @@ static int js_number(const char *p, double *out)
 
 /* The number at dotted path in doc: nested objects first ("a.b" = {"a":{"b":}}),
  * then a flat key "a.b", then "a_b". 0, or -ENOENT / -EINVAL. */
-static int stats_lookup(const char *doc, const char *path, double *out)
+int stats_lookup(const char *doc, const char *path, double *out)
 {
 	const char *p = doc, *comp = path;
 	char flat[128];
@@ -187,8 +187,18 @@ int server_start(const char *path, const char **sock)
 		return -1;
 	}
 	if (srv_pid == 0) {
-		execl(path, path, "--socket", srv_sock, "--data", data,
-		      "--admin", "none", (char *)NULL);
+		/* $MCBENCH_MCACHED_ARGS: more options, split at spaces
+		 * ("--cache-size 64M"). */
+		char *argv[64] = { (char *)path, "--socket", srv_sock, "--data", data,
+		                   "--admin", "none" };
+		int argc = 7;
+		char *more = getenv("MCBENCH_MCACHED_ARGS");
+		more = more ? strdup(more) : NULL;
+		for (char *sv, *t = more ? strtok_r(more, " ", &sv) : NULL; t && argc < 63;
+		     t = strtok_r(NULL, " ", &sv))
+			argv[argc++] = t;
+		argv[argc] = NULL;
+		execv(path, argv);
 		fprintf(stderr, "mcbench: exec %s: %s\n", path, strerror(errno));
 		_exit(127);
 	}

@@ -138,6 +138,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 	mc_client *pc = NULL;
 	int mem_step = -1;
 	int rc = 0;
+	struct memsnap start = { 0 };
+	double neg_start = 0;
 
 	lmdb_dir[0] = '\0';
 	for (i = 0; i < nsteps; i++) {
@@ -151,6 +153,15 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		if (mem_step < 0 && steps[i].tk == T_MC &&
 		    (steps[i].ph == PH_CREATE || steps[i].ph == PH_DURABLE))
 			mem_step = (int)i;
+	}
+	if (need_server()) {
+		/* The baseline, before any client builds anything. */
+		mc_client *t = mc_connect(O.socket);
+		if (t) {
+			mem_snapshot(t, &start);
+			neg_start = cache_negatives(t);
+			mc_disconnect(t);
+		}
 	}
 	fflush(NULL);
 	for (k = 0; k < O.clients; k++) {
@@ -186,7 +197,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		gos[nkids] = go[1];
 		nkids++;
 	}
-	if (mem_step >= 0) {
+	if (need_server()) {
 		pc = mc_connect(O.socket);
 		if (!pc)
 			fprintf(stderr, "mcbench: stats connection: mc_connect: %s\n", strerror(errno));
@@ -204,6 +215,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
+		struct sampler *smp = steps[i].ph == PH_UNLINK && steps[i].tk == T_MC
+		                      ? sampler_start(pc) : NULL;
 		for (k = 0; k < nkids; k++) {
 			if (write_full(gos[k], "g", 1) < 0) {
 				fprintf(stderr, "mcbench: client %u died\n", k);
@@ -225,6 +238,13 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 					t1 = m.t1_ns;
 			}
 		}
+		if (steps[i].ph == PH_UNLINK) {
+			FILE *wf = O.json ? stderr : stdout;
+			fprintf(wf, "# unlink, %s, %u clients%s:\n", tkind_names[steps[i].tk], nkids,
+			        steps[i].tk == T_MC && O.batch ? ", batched" : "");
+			sampler_stop(smp, wf, "cache");
+			win_report(wf, i, nkids, "rate");
+		}
 		if (t1 > t0)
 			res[i].secs = (double)(t1 - t0) / 1e9;
 		if (res[i].errors)
@@ -241,6 +261,15 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 				mem->d_inodes = after.inodes - before.inodes;
 			}
 		}
+	}
+	if (pc && start.ok) {
+		struct memsnap end;
+		mem_snapshot(pc, &end);
+		if (end.ok)
+			fprintf(O.json ? stderr : stdout, "# cache bytes: %.0f before the run, %.0f after "
+			        "its trees are gone (%+.2f%%); negatives %.0f before, %.0f after\n",
+			        start.bytes, end.bytes, 100.0 * (end.bytes - start.bytes) / start.bytes,
+			        neg_start, cache_negatives(pc));
 	}
 	for (k = 0; k < nkids; k++) {
 		if (recv_msg(k, MSG_DONE, &m) < 0) {
@@ -399,7 +428,18 @@ static void usage(FILE *f)
 "    After the first mcache phase that creates files, the server's stats\n"
 "    (mc_server_stats: shm.bytes_used, dentries.positive, inodes.cached) are\n"
 "    read before and after (each after an mc_sync) and the shared memory\n"
-"    used per created entry is printed with the name length.\n"
+"    used per created entry is printed with the name length (with a cache\n"
+"    smaller than the tree, divide by the entries still cached).\n"
+"    For each unlink phase, lines starting with # give the rate in every\n"
+"    whole 100-ms and 1-s window (min, median, max, min/median) from every\n"
+"    client's completed calls per 10 ms, and on mcache the segment use and\n"
+"    negative entries read every 100 ms meanwhile; at the end, segment use\n"
+"    and negatives before the run and once its trees are gone.\n"
+"\n"
+"ENVIRONMENT\n"
+"    MCBENCH_MCACHED_ARGS\n"
+"        More options for the server --mcached starts, split at spaces, e.g.\n"
+"        \"--cache-size 36M\" to run with a cache half the size of the tree.\n"
 "\n"
 "EXIT STATUS\n"
 "    0 when every call succeeded, 1 when some call failed or a client died,\n"
@@ -409,7 +449,9 @@ static void usage(FILE *f)
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
-"    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n",
+"    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
+"    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
+"        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
 	f);
 }
 

@@ -10,7 +10,9 @@
  *   dN  is always a directory (nlink >= 2, size 40 + 20 * entries),
  * and a listing never shows a name twice or a name with the wrong d_type.
  * Then the same checks run with walk bounds so small that most lookups fall
- * back to RPC, and the answers must still be right.
+ * back to RPC, and the answers must still be right; and once more against a
+ * server whose shrinker evicts every clean entry all the time (watermarks at
+ * 1%), so that slots are freed and reused under the readers.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -416,6 +418,38 @@ static void test_dotdot_into_reused_slot(void **state)
 	mc_disconnect(w);
 }
 
+static void test_eviction_under_readers(void **state)
+{
+	(void)state;
+	/* A server whose watermarks lie below the segment's fixed metadata:
+	 * its shrinker runs without pause, evicting whatever is clean. */
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	server_cleanup(&srv);
+	memset(&srv, 0, sizeof(srv));
+	const char *args[] = { "--cache-size", "2M", "--cache-high", "1", "--cache-low", "1",
+	                       "--commit-interval-ms", "1", NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+	setup_tree();
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	uint64_t before = stat_of(js, "\"cache\"", "evicted");
+	free(js);
+	run_round("eviction");
+	js = mc_server_stats(c);
+	assert_non_null(js);
+	uint64_t evicted = stat_of(js, "\"cache\"", "evicted") - before;
+	uint64_t reloads = stat_of(js, "\"cache\"", "reloads");
+	uint64_t retries = stat_of(js, "\"readpath\"", "retries");
+	print_message("# eviction: %llu entries evicted during the round, %llu reloads, "
+	              "%llu read retries\n", (unsigned long long)evicted,
+	              (unsigned long long)reloads, (unsigned long long)retries);
+	assert_true(evicted > 1000);
+	free(js);
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -442,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_shared_path_under_change),
 		cmocka_unit_test(test_tiny_bounds_still_correct),
 		cmocka_unit_test(test_dotdot_into_reused_slot),
+		cmocka_unit_test(test_eviction_under_readers),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

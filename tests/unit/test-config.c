@@ -234,6 +234,8 @@ static void t_bounds_accepted(void **state)
 		{ "--max-prehello", "1" }, { "--max-prehello", "1048576" },
 		{ "--conn-output-max", "64K" }, { "--conn-output-max", "1G" },
 		{ "--output-max", "1M" }, { "--output-max", "64G" },
+		{ "--cache-high", "100" }, { "--cache-low", "1" }, { "--negative-max", "0" },
+		{ "--negative-dir-max", "1" },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct run r;
@@ -266,6 +268,8 @@ static void t_bad_values(void **state)
 		{ "--frame-timeout", "3601" }, { "--max-prehello", "0" },
 		{ "--conn-output-max", "32K" }, { "--conn-output-max", "2G" },
 		{ "--output-max", "512K" }, { "--output-max", "65G" },
+		{ "--cache-high", "0" }, { "--cache-high", "101" }, { "--cache-low", "0" },
+		{ "--negative-dir-max", "0" }, { "--negative-max", "many" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run r;
@@ -408,6 +412,30 @@ static void t_file_errors(void **state)
 	run_done(&r);
 }
 
+/* The watermarks: defaults, set, and a low mark above the high one refused
+ * in one line naming both. */
+static void t_cache_watermarks(void **state)
+{
+	(void)state;
+	struct run r;
+	RUN(&r, "--cache-size", "1M");
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.c.cache_high_pct, 90);
+	assert_int_equal(r.c.cache_low_pct, 80);
+	assert_int_equal(r.c.neg_dir_max, 256);
+	run_done(&r);
+	RUN(&r, "--cache-high", "70", "--cache-low", "70", "--negative-max", "5");
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.c.cache_high_pct, 70);
+	assert_int_equal(r.c.cache_low_pct, 70);
+	assert_int_equal(r.c.neg_max, 5);
+	run_done(&r);
+	RUN(&r, "--cache-high", "50", "--cache-low", "60");
+	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: --cache-low: 60 is above --cache-high (50)\n");
+	run_done(&r);
+}
+
 static void t_help(void **state)
 {
 	static const char *const names[] = {
@@ -418,6 +446,8 @@ static void t_help(void **state)
 		"--shutdown-timeout", "status 3", "Default: 1000000",
 		"--max-ops", "--max-reply", "--hello-timeout", "--frame-timeout", "--max-prehello",
 		"--conn-output-max", "--output-max", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
+		"--shutdown-timeout", "status 3", "--cache-high", "--cache-low", "--negative-max",
+		"--negative-dir-max", "Default: 1000000", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
 		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
 	};
@@ -461,6 +491,7 @@ int main(void)
 		cmocka_unit_test(t_bad_usage),
 		cmocka_unit_test(t_file_overrides),
 		cmocka_unit_test(t_file_errors),
+		cmocka_unit_test(t_cache_watermarks),
 		cmocka_unit_test(t_help),
 		cmocka_unit_test(t_version),
 	};

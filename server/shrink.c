@@ -1,0 +1,343 @@
+/* shrink.c - the bound on the cache: a CLOCK hand over the dentry slots
+ * evicts clean leaf entries (second chance for those clients marked
+ * referenced), a background thread keeps segment use under the high mark,
+ * and an operation that found the segment full reclaims directly between
+ * two attempts.
+ *
+ *     op attempt -ENOSPC (an allocation failed)
+ *        -> do_reclaim_retry: evict (do_scan) until the failed slab has a
+ *           free slot and RECLAIM_MIN entries went, wake the thread
+ *        -> nothing evictable and dirty entries left: force a commit
+ *           (force_commit, lock released while waiting), evict again
+ *        -> room made: attempt again; none: -ENOSPC stands (mutations only
+ *           in practice: a read needs a few slots, which eviction frees)
+ *
+ * Invariants:
+ *  1. Eviction happens only with the namespace lock held and between
+ *     attempts of an operation (or in the thread, between operations): no
+ *     operation holds a slot offset across it.
+ *  2. Evictable: a live, clean dentry whose parent can lose its complete
+ *     flag (no removal freed from it while complete is uncommitted, ns.c
+ *     note 3) and is not
+ *     held by an open handle (a listing through the server) and, when
+ *     positive, whose inode is clean, not held by an open handle and, for a
+ *     directory, has no cached children. So eviction goes leaf first, and
+ *     a directory becomes a candidate once its last cached child went.
+ *  3. Evicting a positive dentry clears its parent's complete flag and
+ *     frees its inode unless the inode has other links (their names may be
+ *     cached; the inode then stays until reloaded or removed).
+ *  4. The referenced bitmap is data clients write at will: a set bit buys
+ *     one more round of the hand, and after a full sweep without an
+ *     eviction the bits are ignored, so no client can stop the shrinker.
+ *  5. Readers stay safe while slots are freed under them: dcache_del and
+ *     inode_del bump the seqs of what they free (proto/mc_shm.h note 3).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "clock.h"
+#include "log.h"
+#include "ns_impl.h"
+
+#define SHRINK_BATCH 512u      /* slots scanned per lock hold in the thread */
+#define SHRINK_PERIOD_MS 100u
+#define RECLAIM_TRIES 4u
+#define RECLAIM_MIN 256u       /* evict at least this many per direct reclaim */
+#define FORCE_WAIT_MS 2000u
+
+#define DENTRIES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_dentry))
+
+void shrink_init(struct ns *ns, const struct ns_opts *o)
+{
+	struct shrinker *k = &ns->shr;
+	unsigned hi = o && o->cache_high_pct ? o->cache_high_pct : SHRINK_HIGH_PCT;
+	unsigned lo = o && o->cache_low_pct ? o->cache_low_pct : SHRINK_LOW_PCT;
+	if (hi > 100)
+		hi = 100;
+	if (lo > hi)
+		lo = hi;
+	k->high = ns->shm->size / 100 * hi;
+	k->low = ns->shm->size / 100 * lo;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void shrink_fini(struct ns *ns)
+{
+	shrink_stop(ns);
+	pthread_cond_destroy(&ns->shr.cv);
+}
+
+static bool dirty_d(const struct mc_dentry *e)
+{
+	return e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1);
+}
+
+static bool dirty_i(const struct mc_inode *i)
+{
+	return i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1);
+}
+
+/* Does complete dir have a removal that freed its dentry and is not
+ * committed yet (ns.c note 3)? Then it must stay complete. */
+static bool removal_pending(const struct shm *s, mc_off_t dir)
+{
+	const struct mc_dirx *dx = shm_at(s, inode_at(s, dir)->u.dir.dirx);
+	uint32_t done = (uint32_t)atomic_load_explicit(&s->hdr->committed_seq,
+	                                               memory_order_relaxed);
+	return dx->rm_seq != 0 && (int32_t)(dx->rm_seq - done) > 0;
+}
+
+/* The next dentry slot under the hand (live or not), 0 when there are no
+ * dentry pages. */
+static mc_off_t clock_next(struct shm *s, struct shrinker *k)
+{
+	if (s->slab[SLAB_DENTRY].pages == 0)
+		return 0;
+	if (++k->hand_slot >= DENTRIES_PER_PAGE) {
+		k->hand_slot = 0;
+		k->hand_page++;
+	}
+	for (uint32_t n = 0;; n++) {
+		if (k->hand_page >= s->next_page)
+			k->hand_page = 0;
+		if (s->page_types[k->hand_page] == MC_PT_DENTRY)
+			break;
+		if (n > s->next_page)
+			return 0;
+		k->hand_page++;
+		k->hand_slot = 0;
+	}
+	uint64_t b = ((uint64_t)k->hand_page << MC_PAGE_SHIFT) +
+	             (uint64_t)k->hand_slot * sizeof(struct mc_dentry);
+	return (mc_off_t)(b >> MC_OFF_SHIFT);
+}
+
+/* Evict d if it is evictable (note 2) and, unless ignore_ref, was not
+ * referenced since the hand last passed. */
+static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
+{
+	struct shm *s = ns->shm;
+	struct mc_dentry *e = dentry_at(s, d);
+	if (!(e->flags & MC_D_LIVE) || dirty_d(e))
+		return false;
+	mc_off_t dir = e->parent, ioff = e->inode;
+	bool pos = e->flags & MC_D_POSITIVE;
+	if (pos) {
+		struct mc_inode *i = inode_at(s, ioff);
+		if (dirty_i(i) || map_find(&ns->holds, i->ino))
+			return false;
+		if (S_ISDIR(i->mode) && i->u.dir.dirx &&
+		    ((struct mc_dirx *)shm_at(s, i->u.dir.dirx))->ncached > 0)
+			return false;
+		if (dcache_complete(s, dir) && removal_pending(s, dir))
+			return false;
+	}
+	/* A held directory may be being listed through the server: its
+	 * children keep their cookies until the handle is closed. */
+	if (map_find(&ns->holds, inode_at(s, dir)->ino))
+		return false;
+	if (shm_ref_take(s, d) && !ignore_ref) {
+		ns->shr.st.rotated++;
+		return false;
+	}
+	if (pos)
+		dcache_clear_complete(s, dir);
+	dcache_del(s, d);
+	if (pos) {
+		struct mc_inode *i = inode_at(s, ioff);
+		if (S_ISDIR(i->mode) || i->nlink <= 1)
+			inode_del(s, ioff);
+	} else {
+		ns->shr.st.neg_evicted++;
+	}
+	ns->shr.st.evicted++;
+	return true;
+}
+
+/* Is the scan done: use at most target, the slab `want` (or none, when
+ * negative) able to allocate, at least min evicted? */
+static bool scan_done(const struct shm *s, uint64_t target, int want, uint64_t evicted,
+                      uint64_t min)
+{
+	return shm_bytes_used(s) <= target && (want < 0 || shm_slab_room(s, (enum shm_slab)want)) &&
+	       evicted >= min;
+}
+
+/* Move the hand at most max_scan slots, evicting until scan_done. A full
+ * sweep without an eviction makes the referenced bits count for nothing
+ * (note 4). Returns the number evicted. */
+static uint64_t do_scan(struct ns *ns, uint64_t target, int want, uint64_t min,
+                        uint64_t max_scan)
+{
+	struct shm *s = ns->shm;
+	uint64_t nslots = s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE;
+	uint64_t evicted = 0, since = 0;
+	for (uint64_t k = 0; k < max_scan && !scan_done(s, target, want, evicted, min); k++) {
+		mc_off_t d = clock_next(s, &ns->shr);
+		if (!d)
+			break;
+		ns->shr.st.scanned++;
+		if (evict_one(ns, d, since >= nslots)) {
+			evicted++;
+			since = 0;
+		} else if (++since >= 2 * nslots) {
+			break; /* nothing evictable is left */
+		}
+	}
+	return evicted;
+}
+
+/* Ask the committer for a commit of everything journaled so far and wait
+ * (lock released) until it is published: dirty entries become clean. false
+ * when there was nothing to commit, no committer, or no publish in time. */
+static bool force_commit(struct ns *ns)
+{
+	uint64_t want = ns->running->nrecs ? ns->running->seq
+	              : ns->swapped ? ns->swapped->seq : 0;
+	if (!want || !ns->kick)
+		return false;
+	ns->shr.st.forced_commits++;
+	uint64_t dl_ns = mono_ns() + (uint64_t)FORCE_WAIT_MS * 1000000u;
+	struct timespec dl = { (time_t)(dl_ns / 1000000000u), (long)(dl_ns % 1000000000u) };
+	while (atomic_load_explicit(&ns->shm->hdr->committed_seq, memory_order_acquire) < want) {
+		ns->kick(ns->kick_arg);
+		if (pthread_cond_timedwait(&ns->room, &ns->lock, &dl) == ETIMEDOUT)
+			return atomic_load_explicit(&ns->shm->hdr->committed_seq,
+			                            memory_order_acquire) >= want;
+	}
+	return true;
+}
+
+void reclaim_begin(struct ns *ns, struct reclaim *r)
+{
+	r->fails = ns->shm->alloc_failures;
+	r->tries = 0;
+}
+
+bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+{
+	struct shm *s = ns->shm;
+	struct shrinker *k = &ns->shr;
+	if (rc != -ENOSPC || s->alloc_failures == r->fails) {
+		if (k->running && shm_bytes_used(s) > k->high)
+			pthread_cond_signal(&k->cv);
+		return false;
+	}
+	if (r->tries++ >= RECLAIM_TRIES) {
+		k->st.enospc++;
+		return false;
+	}
+	k->st.direct++;
+	/* Only what this operation needs, and a little ahead: the thread
+	 * takes use down to the low mark without holding up an operation. */
+	int want = (int)s->fail_slab;
+	uint64_t max = 2 * s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE + 1;
+	uint64_t n = do_scan(ns, UINT64_MAX, want, RECLAIM_MIN, max);
+	if (!shm_slab_room(s, (enum shm_slab)want) && force_commit(ns))
+		n += do_scan(ns, UINT64_MAX, want, RECLAIM_MIN, max);
+	if (k->running)
+		pthread_cond_signal(&k->cv);
+	if (n == 0 && !shm_slab_room(s, (enum shm_slab)want)) {
+		k->st.enospc++;
+		return false;
+	}
+	r->fails = s->alloc_failures;
+	return true;
+}
+
+bool do_neg_room(struct ns *ns, mc_off_t dir)
+{
+	struct shm *s = ns->shm;
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (dx && dx->nneg >= ns->neg_dir_max) {
+		mc_off_t old = dcache_neg_oldest(s, dir, 2 * ns->neg_dir_max);
+		if (!old)
+			return false;
+		dcache_del(s, old);
+		ns->shr.st.neg_evicted++;
+	}
+	return s->d_negative < ns->neg_max;
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+static void *shrink_main(void *arg)
+{
+	struct ns *ns = arg;
+	struct shrinker *k = &ns->shr;
+	struct shm *s = ns->shm;
+	pthread_mutex_lock(&ns->lock);
+	while (!k->stop) {
+		if (shm_bytes_used(s) > k->high) {
+			k->st.runs++;
+			uint64_t idle = 0, nslots = s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE;
+			while (!k->stop && shm_bytes_used(s) > k->low && idle < 2 * nslots) {
+				if (do_scan(ns, k->low, -1, 0, SHRINK_BATCH) == 0)
+					idle += SHRINK_BATCH;
+				else
+					idle = 0;
+				pthread_mutex_unlock(&ns->lock);
+				sched_yield();
+				pthread_mutex_lock(&ns->lock);
+			}
+			/* Still above the mark: what is left is dirty or pinned; a
+			 * commit makes the dirty part evictable next time. */
+			if (shm_bytes_used(s) > k->high && ns->kick)
+				ns->kick(ns->kick_arg);
+		}
+		uint64_t dl_ns = mono_ns() + (uint64_t)SHRINK_PERIOD_MS * 1000000u;
+		struct timespec dl = { (time_t)(dl_ns / 1000000000u), (long)(dl_ns % 1000000000u) };
+		if (!k->stop)
+			pthread_cond_timedwait(&k->cv, &ns->lock, &dl);
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return NULL;
+}
+
+int shrink_start(struct ns *ns)
+{
+	struct shrinker *k = &ns->shr;
+	pthread_mutex_lock(&ns->lock);
+	if (k->running) {
+		pthread_mutex_unlock(&ns->lock);
+		return -EALREADY;
+	}
+	k->stop = false;
+	int rc = pthread_create(&k->thread, NULL, shrink_main, ns);
+	if (rc == 0)
+		k->running = true;
+	pthread_mutex_unlock(&ns->lock);
+	return -rc;
+}
+
+void shrink_stop(struct ns *ns)
+{
+	struct shrinker *k = &ns->shr;
+	pthread_mutex_lock(&ns->lock);
+	if (!k->running) {
+		pthread_mutex_unlock(&ns->lock);
+		return;
+	}
+	k->stop = true;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&ns->lock);
+	pthread_join(k->thread, NULL);
+	pthread_mutex_lock(&ns->lock);
+	k->running = false;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+uint64_t shrink_now(struct ns *ns, uint64_t target, uint64_t max_scan)
+{
+	pthread_mutex_lock(&ns->lock);
+	uint64_t n = do_scan(ns, target, -1, 0, max_scan);
+	pthread_mutex_unlock(&ns->lock);
+	return n;
+}

@@ -1,0 +1,240 @@
+/* bench_window.c - rates over time during the unlink phase: each client
+ * counts its completed ops per 10-ms slot of CLOCK_MONOTONIC (the same
+ * clock in every process) and leaves the counts in a file; the parent sums
+ * every client's counts and prints the rate of every whole 100-ms and 1-s
+ * window (min, median, max, and min/median: how steady the rate is while
+ * the shrinker runs). A sampler thread in the parent reads the server's
+ * segment use and negative entries every 100 ms meanwhile. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define WIN_SLOT_NS 10000000ll   /* 10 ms */
+#define WIN_SLOTS 60000u         /* 10 minutes */
+#define SAMPLE_MAX 6000u         /* 10 minutes of 100-ms samples */
+
+static void win_path(char *out, size_t size, unsigned step, unsigned client)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(out, size, "%s/mcbench.%d.win.%u.%u", tmp && *tmp ? tmp : "/tmp", (int)run_id,
+	         step, client);
+}
+
+void win_begin(struct win *w)
+{
+	w->v = calloc(WIN_SLOTS, sizeof(*w->v));
+	w->base = now_ns() / WIN_SLOT_NS;
+	w->n = 0;
+}
+
+void win_tick(struct win *w, uint64_t ops)
+{
+	if (!w->v)
+		return;
+	int64_t slot = now_ns() / WIN_SLOT_NS - w->base;
+	if (slot < 0 || slot >= (int64_t)WIN_SLOTS)
+		return;
+	w->v[slot] += (uint32_t)ops;
+	if ((uint32_t)slot >= w->n)
+		w->n = (uint32_t)slot + 1;
+}
+
+void win_end(struct win *w, unsigned step, unsigned client)
+{
+	char path[PATH_MAX];
+	if (!w->v)
+		return;
+	win_path(path, sizeof(path), step, client);
+	FILE *f = fopen(path, "wb");
+	if (f) {
+		if (fwrite(&w->base, sizeof(w->base), 1, f) != 1 ||
+		    fwrite(&w->n, sizeof(w->n), 1, f) != 1 ||
+		    fwrite(w->v, sizeof(*w->v), w->n, f) != w->n)
+			fprintf(stderr, "mcbench: client %u: writing %s failed\n", client, path);
+		fclose(f);
+	}
+	free(w->v);
+	w->v = NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Rates of the whole windows of `slots` slots in sum[first..last]. */
+static void print_windows(FILE *f, const char *label, const uint64_t *sum, int64_t first,
+                          int64_t last, unsigned slots)
+{
+	int64_t nw = (last - first + 1) / slots;
+	if (nw < 1) {
+		fprintf(f, "#   %s: %-6s windows: none whole\n", label, slots == 10 ? "100-ms" : "1-s");
+		return;
+	}
+	double *r = malloc((size_t)nw * sizeof(*r));
+	if (!r)
+		return;
+	for (int64_t k = 0; k < nw; k++) {
+		uint64_t ops = 0;
+		for (unsigned j = 0; j < slots; j++)
+			ops += sum[first + k * slots + j];
+		r[k] = (double)ops * 1e9 / ((double)slots * (double)WIN_SLOT_NS);
+	}
+	qsort(r, (size_t)nw, sizeof(*r), cmp_double);
+	double med = r[nw / 2];
+	fprintf(f, "#   %s: %-6s windows: %" PRId64 ", min %.0f, median %.0f, max %.0f /s, "
+	        "min/median %.2f\n", label, slots == 10 ? "100-ms" : "1-s", nw, r[0], med,
+	        r[nw - 1], med > 0 ? r[0] / med : 0);
+	free(r);
+}
+
+void win_report(FILE *f, unsigned step, unsigned nclients, const char *label)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	struct { int64_t base; uint32_t n; uint32_t *v; } *c = calloc(nclients, sizeof(*c));
+	if (!c)
+		return;
+	for (unsigned k = 0; k < nclients; k++) {
+		char path[PATH_MAX];
+		win_path(path, sizeof(path), step, k);
+		FILE *in = fopen(path, "rb");
+		if (!in)
+			continue;
+		if (fread(&c[k].base, sizeof(c[k].base), 1, in) == 1 &&
+		    fread(&c[k].n, sizeof(c[k].n), 1, in) == 1 && c[k].n <= WIN_SLOTS &&
+		    (c[k].v = malloc((c[k].n + 1) * sizeof(*c[k].v))) != NULL &&
+		    fread(c[k].v, sizeof(*c[k].v), c[k].n, in) == c[k].n) {
+			if (c[k].base < lo)
+				lo = c[k].base;
+			if (c[k].base + c[k].n > hi)
+				hi = c[k].base + c[k].n;
+		} else {
+			c[k].n = 0;
+		}
+		fclose(in);
+		unlink(path);
+	}
+	uint64_t *sum = hi > lo ? calloc((size_t)(hi - lo), sizeof(*sum)) : NULL;
+	if (sum) {
+		for (unsigned k = 0; k < nclients; k++)
+			for (uint32_t j = 0; j < c[k].n; j++)
+				sum[c[k].base - lo + j] += c[k].v[j];
+		int64_t first = 0, last = hi - lo - 1;
+		while (first < last && sum[first] == 0)
+			first++;
+		while (last > first && sum[last] == 0)
+			last--;
+		print_windows(f, label, sum, first, last, 10);
+		print_windows(f, label, sum, first, last, 100);
+		free(sum);
+	}
+	for (unsigned k = 0; k < nclients; k++)
+		free(c[k].v);
+	free(c);
+}
+
+/* ---- the sampler --------------------------------------------------------- */
+
+struct sampler {
+	mc_client *c;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	unsigned n;
+	double bytes[SAMPLE_MAX], neg[SAMPLE_MAX];
+};
+
+static void *sampler_main(void *arg)
+{
+	struct sampler *s = arg;
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop && s->n < SAMPLE_MAX) {
+		pthread_mutex_unlock(&s->mu);
+		char *doc = mc_server_stats(s->c);
+		if (doc) {
+			double b, ng;
+			if (stats_lookup(doc, "shm.bytes_used", &b) == 0 &&
+			    stats_lookup(doc, "dentries.negative", &ng) == 0) {
+				s->bytes[s->n] = b;
+				s->neg[s->n] = ng;
+				s->n++;
+			}
+			free(doc);
+		}
+		pthread_mutex_lock(&s->mu);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!s->stop)
+			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+struct sampler *sampler_start(mc_client *c)
+{
+	if (!c)
+		return NULL;
+	struct sampler *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->c = c;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pthread_create(&s->th, NULL, sampler_main, s) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void sampler_stop(struct sampler *s, FILE *f, const char *label)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->th, NULL);
+	if (s->n > 0) {
+		double bmin = s->bytes[0], bmax = s->bytes[0], nmax = s->neg[0];
+		for (unsigned i = 1; i < s->n; i++) {
+			if (s->bytes[i] < bmin)
+				bmin = s->bytes[i];
+			if (s->bytes[i] > bmax)
+				bmax = s->bytes[i];
+			if (s->neg[i] > nmax)
+				nmax = s->neg[i];
+		}
+		fprintf(f, "#   %s: %u samples: cache bytes min %.0f max %.0f last %.0f; "
+		        "negatives max %.0f last %.0f\n", label, s->n, bmin, bmax,
+		        s->bytes[s->n - 1], nmax, s->neg[s->n - 1]);
+	}
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+double cache_negatives(mc_client *c)
+{
+	double v = -1;
+	char *doc = c ? mc_server_stats(c) : NULL;
+	if (doc && stats_lookup(doc, "dentries.negative", &v) < 0)
+		v = -1;
+	free(doc);
+	return v;
+}
