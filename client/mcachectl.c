@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mc_config.h"
+#include "mc_socket.h"
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -25,16 +26,28 @@ static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
 
 /* Connect on first use, after the command checked its arguments, so usage
- * errors never depend on the server. Exits 1 when it cannot connect. */
+ * errors never depend on the server. Exits 1 when it cannot connect, saying
+ * what to do: a path that is not a socket is named as such, and when nothing
+ * listens there the hint says how to start mcached or name its socket. */
 static mc_client *conn(void)
 {
 	if (client)
 		return client;
 	client = mc_connect(socket_arg);
 	if (!client) {
-		const char *env = getenv("MCACHE_SOCKET");
-		fprintf(stderr, "%s: %s: %s\n", prog,
-		        socket_arg ? socket_arg : env && *env ? env : MC_DEFAULT_SOCKET, strerror(errno));
+		int err = errno;
+		const char *path = mc_socket_path(socket_arg);
+		struct stat st;
+		if ((err == ECONNREFUSED || err == ENOTSOCK) && stat(path, &st) == 0 &&
+		    !S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "%s: %s: not a socket\n", prog, path);
+		} else {
+			fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(err));
+			if (err == ENOENT || err == ECONNREFUSED)
+				fprintf(stderr, "%s: is mcached running? Start it with "
+				        "'mcached --socket %s', or set MCACHE_SOCKET (or -s) "
+				        "to its socket.\n", prog, path);
+		}
 		exit(EXIT_FAIL);
 	}
 	return client;

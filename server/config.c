@@ -12,13 +12,14 @@
 
 #include "log.h"
 #include "mc_config.h"
+#include "mc_socket.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 #define TiB (UINT64_C(1) << 40)
 
-#define DEF_SOCKET "./var/mcached.sock"
+#define DEF_SOCKET MC_DEFAULT_SOCKET
 #define DEF_DATA "./var/data"
 #define DEF_CACHE_SIZE (256 * MiB)
 #define DEF_WORKERS 2u
@@ -173,8 +174,9 @@ static const char usage_text[] =
 	"\n"
 	"OPTIONS\n"
 	"    -s, --socket=PATH\n"
-	"        Unix socket clients connect to (mode 0660).\n"
-	"        Default: " DEF_SOCKET "\n"
+	"        Unix socket clients connect to (mode 0660). Default: $MCACHE_SOCKET\n"
+	"        when set, else " DEF_SOCKET ", the same socket\n"
+	"        libmcache and mcachectl connect to when none is named.\n"
 	"    -d, --data=DIR\n"
 	"        Directory of the LMDB commit log and tables. Default: " DEF_DATA "\n"
 	"    --admin=ADDR\n"
@@ -300,11 +302,15 @@ static const char usage_more[] =
 	"\n"
 	"FILES\n"
 	"    " DEF_SOCKET "\n"
-	"        Default client socket.\n"
+	"        Default client socket (built in; see --socket).\n"
 	"    " DEF_DATA "/\n"
 	"        Default data directory (LMDB environment).\n"
 	"    <socket directory>/admin.sock\n"
 	"        Default admin endpoint.\n"
+	"\n"
+	"ENVIRONMENT\n"
+	"    MCACHE_SOCKET\n"
+	"        Client socket when neither --socket nor the config file names one.\n"
 	"\n"
 	"EXIT STATUS\n"
 	"    0   Stopped by SIGTERM or SIGINT after committing, or --help/--version.\n"
@@ -316,7 +322,7 @@ static const char usage_more[] =
 void config_defaults(struct mcd_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->socket_path = strdup(DEF_SOCKET);
+	c->socket_path = strdup(mc_socket_path(NULL));
 	c->data_dir = strdup(DEF_DATA);
 	c->admin_addr = NULL; /* derived from socket_path by config_parse */
 	c->admin_remote = false;

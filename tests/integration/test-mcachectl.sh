@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=45
+PLAN=49
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -75,7 +75,22 @@ check "unknown option: exit 2" test "$RC" -eq 2
 
 run -s "$T/no-such.sock" ls /
 check "no server: exit 1, mcachectl: SOCKET: message" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: $T/no-such.sock: No such file or directory" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$(head -n1 "$T/err")" = "mcachectl: $T/no-such.sock: No such file or directory" ]'
+check "no server: the message says to start mcached or set MCACHE_SOCKET" \
+	eval '[[ "$ERR" == *"is mcached running?"*"mcached --socket $T/no-such.sock"*"MCACHE_SOCKET"* ]]'
+
+MCACHE_SOCKET="$T/env.sock" run ls /
+check "no -s: \$MCACHE_SOCKET is the socket named" \
+	eval '[ "$RC" -eq 1 ] && [ "$(head -n1 "$T/err")" = "mcachectl: $T/env.sock: No such file or directory" ]'
+
+: >"$T/regular"
+run -s "$T/regular" ls /
+check "a regular file as socket: exit 1, not a socket" \
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: $T/regular: not a socket" ]'
+
+"$MCACHED" --help >"$T/mcached-help"
+check "mcached and mcachectl name the same built-in socket" \
+	eval 'def=$("$MCACHECTL" --help | sed -n "s/.*else \(.*\)\.$/\1/p" | head -n1); [ -n "$def" ] && grep -qF -- "else $def" "$T/mcached-help"'
 
 run -s "$T/no-such.sock" mkdir
 check "usage errors win over connection errors (exit 2)" test "$RC" -eq 2

@@ -74,12 +74,18 @@ static char *write_file(const char *text)
 static void t_defaults(void **state)
 {
 	struct run r;
+	unsetenv("MCACHE_SOCKET");
 	run_v(&r, (const char *const[]){ NULL });
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
-	assert_string_equal(r.c.socket_path, "./var/mcached.sock");
+	assert_string_equal(r.c.socket_path, MC_DEFAULT_SOCKET);
 	assert_string_equal(r.c.data_dir, "./var/data");
-	assert_string_equal(r.c.admin_addr, "unix:./var/admin.sock");
+	char *admin;
+	assert_true(asprintf(&admin, "unix:%.*s/admin.sock",
+	                     (int)(strrchr(MC_DEFAULT_SOCKET, '/') - MC_DEFAULT_SOCKET),
+	                     MC_DEFAULT_SOCKET) > 0);
+	assert_string_equal(r.c.admin_addr, admin);
+	free(admin);
 	assert_false(r.c.admin_remote);
 	assert_int_equal(r.c.cache_size, 256u << 20);
 	assert_int_equal(r.c.workers, 2);
@@ -153,6 +159,29 @@ static void t_every_option(void **state)
 	assert_string_equal(r.c.socket_path, "x.sock");
 	assert_string_equal(r.c.data_dir, "d");
 	run_done(&r);
+}
+
+/* The server's default socket is the clients': $MCACHE_SOCKET when set and
+ * not empty, else the built-in default; the config file and --socket win. */
+static void t_socket_env(void **state)
+{
+	struct run r;
+	setenv("MCACHE_SOCKET", "/tmp/env-dir/env.sock", 1);
+	run_v(&r, (const char *const[]){ NULL });
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "/tmp/env-dir/env.sock");
+	assert_string_equal(r.c.admin_addr, "unix:/tmp/env-dir/admin.sock");
+	run_done(&r);
+	RUN(&r, "--socket", "/a/b.sock");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "/a/b.sock");
+	run_done(&r);
+	setenv("MCACHE_SOCKET", "", 1);
+	run_v(&r, (const char *const[]){ NULL });
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, MC_DEFAULT_SOCKET);
+	run_done(&r);
+	unsetenv("MCACHE_SOCKET");
 }
 
 static void t_admin_default(void **state)
@@ -449,7 +478,7 @@ static void t_help(void **state)
 		"--shutdown-timeout", "status 3", "--cache-high", "--cache-low", "--negative-max",
 		"--negative-dir-max", "Default: 1000000", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
-		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
+		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "ENVIRONMENT", "MCACHE_SOCKET", "Default: 256M", "Default: 1024",
 	};
 	struct run r;
 	RUN(&r, "--help");
@@ -484,6 +513,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_defaults),
 		cmocka_unit_test(t_every_option),
+		cmocka_unit_test(t_socket_env),
 		cmocka_unit_test(t_admin_default),
 		cmocka_unit_test(t_sizes),
 		cmocka_unit_test(t_bounds_accepted),
