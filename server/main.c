@@ -45,6 +45,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)cfg.log_level);
 	m.start_ns = mono_ns();
+	m.start_time_s = (uint64_t)time(NULL);
 
 	/* Signals: SIGPIPE ignored; SIGTERM/SIGINT/SIGHUP blocked in every
 	 * thread and taken with sigwait below. */
