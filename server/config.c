@@ -83,11 +83,12 @@ static const struct option long_opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "data", required_argument, NULL, OPT_DATA },
 	{ "admin", required_argument, NULL, OPT_ADMIN },
-	{ "admin-allow-remote", no_argument, NULL, OPT_ADMIN_REMOTE },
+	/* Switches take an optional =BOOL, as they do in the file. */
+	{ "admin-allow-remote", optional_argument, NULL, OPT_ADMIN_REMOTE },
 	{ "cache-size", required_argument, NULL, OPT_CACHE_SIZE },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "commit-interval-ms", required_argument, NULL, OPT_COMMIT_MS },
-	{ "sync", no_argument, NULL, OPT_SYNC },
+	{ "sync", optional_argument, NULL, OPT_SYNC },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONNS },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "max-frame", required_argument, NULL, OPT_MAX_FRAME },
@@ -183,7 +184,7 @@ static const char usage_text[] =
 	"        Admin HTTP endpoint: unix:PATH, HOST:PORT or [IPV6]:PORT (port 0\n"
 	"        picks a free port), or none to disable it.\n"
 	"        Default: unix:<directory of --socket>/admin.sock\n"
-	"    --admin-allow-remote\n"
+	"    --admin-allow-remote[=BOOL]\n"
 	"        Allow --admin to listen on a host that is not a loopback address.\n"
 	"        Default: off\n"
 	"    --cache-size=SIZE\n"
@@ -193,7 +194,7 @@ static const char usage_text[] =
 	"    --commit-interval-ms=MS\n"
 	"        Longest time a mutation waits for its group commit, 0 to 60000;\n"
 	"        0 commits right after each batch of mutations. Default: 5\n"
-	"    --sync\n"
+	"    --sync[=BOOL]\n"
 	"        Synchronous durability: reply to a mutation only once it is\n"
 	"        committed. Default: off\n"
 	"    --max-connections=N\n"
@@ -276,7 +277,8 @@ static const char usage_text2[] =
 static const char usage_more[] =
 	"\n"
 	"    SIZE is a number of bytes with an optional suffix K, M, G or T\n"
-	"    (powers of 1024), for example 512M.\n"
+	"    (powers of 1024), for example 512M. BOOL is true or false (yes/no,\n"
+	"    on/off, 1/0); a switch given alone means true (--sync).\n"
 	"\n"
 	"CONFIGURATION FILE\n"
 	"    One setting per line, `name = value`, using the long option names\n"
@@ -757,7 +759,7 @@ static int config_line(struct mcd_config *c, char *line, char *msg, size_t n)
 		msgf(msg, n, "unknown setting '%s'", key);
 		return -EINVAL;
 	}
-	if (val == NULL && o->has_arg != no_argument) {
+	if (val == NULL && o->has_arg == required_argument) {
 		msgf(msg, n, "expected '%s = value'", key);
 		return -EINVAL;
 	}

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 struct mcd_config {
-	char *socket_path;          /* --socket; default "./var/mcached.sock" */
+	char *socket_path;          /* --socket; default $MCACHE_SOCKET, else MC_DEFAULT_SOCKET */
 	char *data_dir;             /* --data; default "./var/data" */
 	char *admin_addr;           /* --admin; default "unix:<socket dir>/admin.sock"; "none" disables */
 	bool admin_remote;          /* --admin-allow-remote */

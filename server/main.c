@@ -150,9 +150,14 @@ int main(int argc, char **argv)
 		rc = admin_start(cfg.admin_addr, cfg.admin_remote, mcd_fill_stats, &m, &ad);
 		if (rc == 0)
 			atomic_store_explicit(&m.admin, ad, memory_order_release);
-		if (rc < 0) {
+		if (rc == -EPERM)
+			log_error("--admin %s: not a loopback address; add --admin-allow-remote "
+			          "(admin-allow-remote = true in the config file) to listen on it",
+			          cfg.admin_addr);
+		else if (rc < 0)
 			log_error("cannot serve the admin endpoint on %s: %s", cfg.admin_addr,
 			          strerror(-rc));
+		if (rc < 0) {
 			goto out;
 		}
 	}

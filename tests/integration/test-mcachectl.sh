@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=49
+PLAN=50
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -94,6 +94,15 @@ check "mcached and mcachectl name the same built-in socket" \
 
 run -s "$T/no-such.sock" mkdir
 check "usage errors win over connection errors (exit 2)" test "$RC" -eq 2
+
+# ---- mcached's own errors --------------------------------------------------
+
+"$MCACHED" --socket "$T/remote.sock" --data "$T/remote-data" --admin 192.0.2.1:0 \
+	>"$T/out" 2>"$T/err"
+RC=$?
+ERR=$(cat "$T/err")
+check "a non-loopback --admin names --admin-allow-remote" \
+	eval '[ "$RC" -ne 0 ] && [[ "$ERR" == *"--admin 192.0.2.1:0: not a loopback address; add --admin-allow-remote"* ]]'
 
 # ---- start the server ------------------------------------------------------
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -353,7 +354,42 @@ static void t_bad_usage(void **state)
 	run_done(&r);
 	RUN(&r, "--sync=maybe");
 	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: --sync: 'maybe' is not a boolean (use true or false)\n");
 	run_done(&r);
+}
+
+/* Switches take a boolean on the command line as they do in the file. */
+static void t_bool_flags(void **state)
+{
+	static const struct { const char *arg; bool sync; } cases[] = {
+		{ "--sync", true }, { "--sync=true", true }, { "--sync=false", false },
+		{ "--sync=no", false }, { "--sync=on", true }, { "--sync=0", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r;
+		RUN(&r, cases[i].arg);
+		if (r.rc != 0)
+			fail_msg("%s: %s", cases[i].arg, r.err);
+		assert_int_equal(r.c.sync, cases[i].sync);
+		run_done(&r);
+	}
+	struct run r;
+	RUN(&r, "--admin-allow-remote=false");
+	assert_int_equal(r.rc, 0);
+	assert_false(r.c.admin_remote);
+	run_done(&r);
+	RUN(&r, "--admin-allow-remote=yes");
+	assert_int_equal(r.rc, 0);
+	assert_true(r.c.admin_remote);
+	run_done(&r);
+	/* A later flag wins over an earlier one and over the file. */
+	char *path = write_file("sync = true\n");
+	RUN(&r, "-c", path, "--sync=false");
+	assert_int_equal(r.rc, 0);
+	assert_false(r.c.sync);
+	run_done(&r);
+	unlink(path);
+	free(path);
 }
 
 static void t_file_overrides(void **state)
@@ -508,6 +544,165 @@ static void t_version(void **state)
 	run_done(&r);
 }
 
+/* ---- the option list against deploy/mcached.conf.example and the README -- */
+
+/* The long option names --help lists, but config, help and version. */
+static size_t help_options(char names[][32], size_t max)
+{
+	struct run r;
+	RUN(&r, "--help");
+	assert_int_equal(r.rc, 1);
+	size_t n = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "    -", 5) != 0)
+			continue;
+		for (char *p = strstr(line, "--"); p; p = strstr(p + 2, "--")) {
+			char name[32];
+			if (sscanf(p + 2, "%31[a-z-]", name) != 1 || !strcmp(name, "config") ||
+			    !strcmp(name, "help") || !strcmp(name, "version"))
+				continue;
+			assert_true(n < max);
+			snprintf(names[n++], sizeof(names[0]), "%s", name);
+		}
+	}
+	run_done(&r);
+	return n;
+}
+
+static char *slurp(const char *rel)
+{
+	const char *root = getenv("MC_SOURCE_ROOT");
+	assert_non_null(root);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	char *buf = calloc(1, 1 << 17);
+	assert_non_null(buf);
+	size_t n = fread(buf, 1, (1 << 17) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The settings of a run equal the defaults (paths that depend on the build
+ * or the socket, socket and admin, aside). */
+static void assert_defaults(struct run *r, const char *what)
+{
+	struct run d;
+	run_v(&d, (const char *const[]){ NULL });
+	assert_int_equal(d.rc, 0);
+	if (r->rc != 0)
+		fail_msg("%s: %s", what, r->err);
+	if (strcmp(r->c.data_dir, d.c.data_dir) != 0)
+		fail_msg("%s: data is %s, the default %s", what, r->c.data_dir, d.c.data_dir);
+	struct mcd_config a = r->c, b = d.c;
+	a.socket_path = b.socket_path = NULL;
+	a.data_dir = b.data_dir = NULL;
+	a.admin_addr = b.admin_addr = NULL;
+	if (memcmp(&a, &b, sizeof(a)) != 0)
+		fail_msg("%s: not the defaults", what);
+	run_done(&d);
+}
+
+/* Every option is in the example file, whose values are the defaults. */
+static void t_example_file(void **state)
+{
+	char names[64][32];
+	size_t n = help_options(names, 64);
+	assert_true(n >= 30);
+	char *ex = slurp("deploy/mcached.conf.example");
+	for (size_t i = 0; i < n; i++) {
+		char want[48];
+		snprintf(want, sizeof(want), "\n# %s = ", names[i]);
+		if (strstr(ex, want) == NULL)
+			fail_msg("deploy/mcached.conf.example does not list %s", names[i]);
+	}
+	/* Uncommented, the example's settings are the defaults. */
+	char *file = calloc(1, strlen(ex) + 1);
+	assert_non_null(file);
+	size_t k = 0, settings = 0;
+	for (const char *line = ex; *line; ) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char name[32];
+		int eq = 0;
+		if (sscanf(line, "# %31[a-z-] =%n", name, &eq) == 1 && eq > 0 && (size_t)eq <= len) {
+			memcpy(file + k, line + 2, len - 2);
+			k += len - 2;
+			file[k++] = '\n';
+			settings++;
+		}
+		line += len + (end ? 1 : 0);
+	}
+	assert_int_equal(settings, n);
+	char *path = write_file(file);
+	struct run r;
+	RUN(&r, "-c", path);
+	assert_defaults(&r, "deploy/mcached.conf.example");
+	run_done(&r);
+	unlink(path);
+	free(path);
+	free(file);
+	free(ex);
+}
+
+/* The README's option table names real options, with their defaults. */
+static void t_readme_table(void **state)
+{
+	char names[64][32];
+	size_t n = help_options(names, 64), rows = 0;
+	char *md = slurp("README.md");
+	char *save = NULL;
+	for (char *line = strtok_r(md, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "| `--", 5) != 0)
+			continue;
+		rows++;
+		char *cell2 = strchr(line + 1, '|');
+		assert_non_null(cell2);
+		*cell2++ = '\0';
+		char *cell3 = strchr(cell2, '|');
+		assert_non_null(cell3);
+		*cell3 = '\0';
+		char opts[2][32], vals[4][64];
+		size_t no = 0, nv = 0;
+		for (char *p = strstr(line, "`--"); p && no < 2; p = strstr(p + 3, "`--")) {
+			assert_int_equal(sscanf(p + 3, "%31[a-z-]", opts[no]), 1);
+			bool known = false;
+			for (size_t i = 0; i < n; i++)
+				known = known || strcmp(names[i], opts[no]) == 0;
+			if (!known)
+				fail_msg("README names an option mcached does not have: --%s", opts[no]);
+			no++;
+		}
+		for (char *p = strchr(cell2, '`'); p && nv < 4; p = strchr(p + 1, '`')) {
+			char *q = strchr(p + 1, '`');
+			assert_non_null(q);
+			snprintf(vals[nv++], sizeof(vals[0]), "%.*s", (int)(q - p - 1), p + 1);
+			p = q;
+		}
+		/* Only plain values, one per option ($MCACHE_SOCKET, <socket dir>
+		 * and words like "off" say more than a value). */
+		bool plain = nv == no;
+		for (size_t i = 0; i < nv && plain; i++)
+			plain = strpbrk(vals[i], "$<") == NULL;
+		if (!plain)
+			continue;
+		for (size_t i = 0; i < no; i++) {
+			char arg[128];
+			snprintf(arg, sizeof(arg), "--%s=%s", opts[i], vals[i]);
+			struct run r;
+			RUN(&r, arg);
+			assert_defaults(&r, arg);
+			run_done(&r);
+		}
+	}
+	assert_true(rows >= 10);
+	free(md);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -519,10 +714,13 @@ int main(void)
 		cmocka_unit_test(t_bounds_accepted),
 		cmocka_unit_test(t_bad_values),
 		cmocka_unit_test(t_bad_usage),
+		cmocka_unit_test(t_bool_flags),
 		cmocka_unit_test(t_file_overrides),
 		cmocka_unit_test(t_file_errors),
 		cmocka_unit_test(t_cache_watermarks),
 		cmocka_unit_test(t_help),
+		cmocka_unit_test(t_example_file),
+		cmocka_unit_test(t_readme_table),
 		cmocka_unit_test(t_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
