@@ -1,5 +1,6 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
- * namespace through libmcache (ls, stat, mkdir, rm, mv, rmtree, sync, stats). */
+ * namespace through libmcache (ls, stat, mkdir, rm, mv, chown, truncate,
+ * rmtree, sync, stats), with the options and exit statuses of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -16,6 +17,7 @@
 
 #include "mc_config.h"
 #include "mc_socket.h"
+#include "mcachectl_fmt.h"
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -88,10 +90,11 @@ static void print_help(void)
 "  -V, --version        print the version and exit\n"
 "\n"
 "Commands:\n"
-"  ls [-l] [PATH]         list the directory PATH (default /), sorted by name;\n"
+"  ls [-l] [-a] [-d] [PATH]\n"
+"                         list the directory PATH (default /), sorted by name;\n"
 "                         a non-directory is listed by itself. -l: long\n"
-"                         format: mode, links, uid, gid, size, mtime, name,\n"
-"                         and \"-> TARGET\" for symbolic links\n"
+"                         format (owner and group by name); -a: dot files\n"
+"                         too; -d: PATH itself\n"
 "  stat PATH...           print every attribute of PATH (symlinks are not\n"
 "                         followed), as stat(1) does\n"
 "  mkdir [-p] [-m MODE] PATH...\n"
@@ -101,7 +104,10 @@ static void print_help(void)
 "  touch PATH...          create an empty regular file (0666 minus the umask)\n"
 "                         if missing, else set its access and modification\n"
 "                         times to now\n"
-"  rm PATH...             remove files, symbolic links (not directories)\n"
+"  rm [-r] [-f] [-d] PATH...\n"
+"                         remove files, symbolic links; -r: directories and\n"
+"                         all below; -d: empty directories; -f: no error for\n"
+"                         missing paths\n"
 "  rmdir PATH...          remove empty directories\n"
 "  mv FROM TO             rename FROM to TO, atomically, replacing a file or an\n"
 "                         empty directory at TO\n"
@@ -109,6 +115,10 @@ static void print_help(void)
 "                         whose content is TARGET\n"
 "  readlink PATH          print the target of the symbolic link PATH\n"
 "  chmod MODE PATH...     set the permission bits (octal MODE, e.g. 0755)\n"
+"  chown OWNER[:GROUP] PATH...\n"
+"                         set owner and group (names or numbers)\n"
+"  truncate -s SIZE PATH...\n"
+"                         set the size of files, creating missing ones\n"
 "  rmtree PATH...         remove PATH and everything below it, on the server\n"
 "                         (rm -rf in one call)\n"
 "  sync                   wait until every change acknowledged so far is\n"
@@ -116,6 +126,7 @@ static void print_help(void)
 "  stats                  print the server's statistics (JSON, as GET /stats)\n"
 "\n"
 "Commands that take several PATHs go on after a failure and report each.\n"
+"'mcachectl COMMAND --help' describes one command.\n"
 "\n"
 "Exit status:\n"
 "  0  success\n"
@@ -127,104 +138,16 @@ static void print_help(void)
 "  MCACHE_SOCKET  the server's socket when -s is not given\n");
 }
 
-/* ---- helpers ----------------------------------------------------------- */
-
-static int parse_mode(const char *s, mode_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 8);
-	if (!*s || *end || errno || v > 07777)
-		return -1;
-	*out = (mode_t)v;
-	return 0;
-}
-
-static mode_t current_umask(void)
-{
-	mode_t m = umask(0);
-	umask(m);
-	return m;
-}
-
-static void mode_string(mode_t m, char out[11])
-{
-	char t = '?';
-	switch (m & S_IFMT) {
-	case S_IFREG: t = '-'; break;
-	case S_IFDIR: t = 'd'; break;
-	case S_IFLNK: t = 'l'; break;
-	case S_IFCHR: t = 'c'; break;
-	case S_IFBLK: t = 'b'; break;
-	case S_IFIFO: t = 'p'; break;
-	case S_IFSOCK: t = 's'; break;
-	}
-	out[0] = t;
-	out[1] = m & S_IRUSR ? 'r' : '-';
-	out[2] = m & S_IWUSR ? 'w' : '-';
-	out[3] = m & S_ISUID ? (m & S_IXUSR ? 's' : 'S') : (m & S_IXUSR ? 'x' : '-');
-	out[4] = m & S_IRGRP ? 'r' : '-';
-	out[5] = m & S_IWGRP ? 'w' : '-';
-	out[6] = m & S_ISGID ? (m & S_IXGRP ? 's' : 'S') : (m & S_IXGRP ? 'x' : '-');
-	out[7] = m & S_IROTH ? 'r' : '-';
-	out[8] = m & S_IWOTH ? 'w' : '-';
-	out[9] = m & S_ISVTX ? (m & S_IXOTH ? 't' : 'T') : (m & S_IXOTH ? 'x' : '-');
-	out[10] = 0;
-}
-
-static const char *type_name(const struct stat *st)
-{
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: return st->st_size ? "regular file" : "regular empty file";
-	case S_IFDIR: return "directory";
-	case S_IFLNK: return "symbolic link";
-	case S_IFCHR: return "character special file";
-	case S_IFBLK: return "block special file";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
-	}
-	return "weird file";
-}
-
-static void format_time(const struct timespec *ts, char *buf, size_t size, bool full)
-{
-	struct tm tm;
-	time_t t = ts->tv_sec;
-	if (!localtime_r(&t, &tm)) {
-		snprintf(buf, size, "%lld", (long long)t);
-		return;
-	}
-	if (!full) {
-		strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
-		return;
-	}
-	char a[64], z[16];
-	strftime(a, sizeof(a), "%Y-%m-%d %H:%M:%S", &tm);
-	strftime(z, sizeof(z), "%z", &tm);
-	snprintf(buf, size, "%s.%09ld %s", a, ts->tv_nsec, z);
-}
-
-/* dir + "/" + name into a malloc'd string (NULL on ENOMEM). */
-static char *path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir);
-	bool slash = dl > 0 && dir[dl - 1] == '/';
-	size_t n = dl + !slash + strlen(name) + 1;
-	char *p = malloc(n);
-	if (p)
-		snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", name);
-	return p;
-}
-
 /* ---- commands ---------------------------------------------------------- */
 
 static void ls_long(mc_client *c, const char *path, const char *name, const struct stat *st)
 {
-	char mode[11], when[64];
+	char mode[11], when[64], ub[24], gb[24];
 	mode_string(st->st_mode, mode);
 	format_time(&st->st_mtim, when, sizeof(when), false);
-	printf("%s %3ju %5ju %5ju %10jd %s %s", mode, (uintmax_t)st->st_nlink,
-	       (uintmax_t)st->st_uid, (uintmax_t)st->st_gid, (intmax_t)st->st_size, when, name);
+	printf("%s %3ju %-8s %-8s %10jd %s %s", mode, (uintmax_t)st->st_nlink,
+	       id_name(st->st_uid, true, ub), id_name(st->st_gid, false, gb),
+	       (intmax_t)st->st_size, when, name);
 	if (S_ISLNK(st->st_mode)) {
 		char target[4096];
 		ssize_t n = mc_readlink(c, path, target, sizeof(target));
@@ -241,15 +164,18 @@ static int cmp_str(const void *a, const void *b)
 
 static int cmd_ls(int argc, char **argv)
 {
-	bool lng = false;
+	bool lng = false, all = false, self = false;
 	int opt;
 	optind = 1;
-	while ((opt = getopt(argc, argv, "+l")) != -1) {
-		if (opt != 'l') {
-			usage_error("ls: unknown option '-%c'", optopt);
+	while ((opt = getopt(argc, argv, "+lad")) != -1) {
+		switch (opt) {
+		case 'l': lng = true; break;
+		case 'a': all = true; break;
+		case 'd': self = true; break;
+		default:
+			usage_error("ls: invalid option -- '%c'", optopt);
 			return EXIT_USAGE;
 		}
-		lng = true;
 	}
 	if (argc - optind > 1) {
 		usage_error("ls: too many arguments");
@@ -259,9 +185,9 @@ static int cmd_ls(int argc, char **argv)
 	mc_client *c = conn();
 
 	struct stat st;
-	MC_DIR *d = mc_opendir(c, path);
+	MC_DIR *d = self ? NULL : mc_opendir(c, path);
 	if (!d) {
-		if (errno != ENOTDIR)
+		if (!self && errno != ENOTDIR)
 			return fail(path);
 		/* Not a directory: list the thing itself, as ls does. */
 		if (mc_lstat(c, path, &st) < 0)
@@ -277,7 +203,21 @@ static int cmd_ls(int argc, char **argv)
 	int rc = 0;
 	struct dirent *e;
 	errno = 0;
+	/* -a: the dot entries too, which the namespace does not store. */
+	for (int dots = all ? 2 : 0; dots > 0; dots--) {
+		if (n == cap) {
+			cap = 64;
+			names = malloc(cap * sizeof(*names));
+			if (!names)
+				break;
+		}
+		names[n] = strdup(dots == 2 ? "." : "..");
+		if (names[n])
+			n++;
+	}
 	while ((e = mc_readdir(d))) {
+		if (!all && e->d_name[0] == '.')
+			continue;   /* hidden, as ls hides them */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			char **p = realloc(names, cap * sizeof(*p));
@@ -298,6 +238,8 @@ static int cmd_ls(int argc, char **argv)
 	mc_closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
+	if (lng && rc == 0)
+		printf("total 0\n");   /* no data blocks: mcache holds metadata */
 	for (size_t i = 0; i < n; i++) {
 		if (!lng) {
 			printf("%s\n", names[i]);
@@ -475,9 +417,117 @@ static int each_path(int argc, char **argv, path_fn fn, int first)
 	return rc;
 }
 
+static bool rm_recursive, rm_force, rm_dirs;
+
+/* rm's rules: -r removes a directory and everything below it (on the
+ * server, in one call), -d an empty directory, -f ignores missing paths. */
 static int rm_one(mc_client *c, const char *path)
 {
-	return mc_unlink(c, path) < 0 ? fail(path) : 0;
+	struct stat st;
+	int r;
+	if ((rm_recursive || rm_dirs) && mc_lstat(c, path, &st) == 0 && S_ISDIR(st.st_mode))
+		r = rm_recursive ? mc_rmtree(c, path) : mc_rmdir(c, path);
+	else
+		r = mc_unlink(c, path);
+	if (r < 0 && rm_force && errno == ENOENT)
+		return 0;
+	return r < 0 ? fail(path) : 0;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+rRfd")) != -1) {
+		switch (opt) {
+		case 'r': case 'R': rm_recursive = true; break;
+		case 'f': rm_force = true; break;
+		case 'd': rm_dirs = true; break;
+		default:
+			usage_error("rm: invalid option -- '%c'", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc && rm_force)
+		return 0;   /* rm -f with nothing to remove succeeds */
+	return each_path(argc, argv, rm_one, optind);
+}
+
+static uid_t chown_uid;
+static gid_t chown_gid;
+
+static int chown_one(mc_client *c, const char *path)
+{
+	return mc_chown(c, path, chown_uid, chown_gid) < 0 ? fail(path) : 0;
+}
+
+/* chown OWNER[:GROUP] PATH... (an empty or missing part is left as is). */
+static int cmd_chown(int argc, char **argv)
+{
+	if (argc < 3) {
+		usage_error("chown: expected OWNER[:GROUP] PATH...");
+		return EXIT_USAGE;
+	}
+	char spec[256];
+	snprintf(spec, sizeof(spec), "%s", argv[1]);
+	char *colon = strchr(spec, ':');
+	if (colon)
+		*colon++ = '\0';
+	unsigned long u = (unsigned long)-1, g = (unsigned long)-1;
+	if (spec[0] && parse_id(spec, true, &u) < 0) {
+		fprintf(stderr, "%s: chown: invalid user: '%s'\n", prog, argv[1]);
+		return EXIT_FAIL;
+	}
+	if (colon && colon[0] && parse_id(colon, false, &g) < 0) {
+		fprintf(stderr, "%s: chown: invalid group: '%s'\n", prog, argv[1]);
+		return EXIT_FAIL;
+	}
+	chown_uid = (uid_t)u;
+	chown_gid = (gid_t)g;
+	return each_path(argc, argv, chown_one, 2);
+}
+
+static off_t truncate_size;
+
+static int truncate_one(mc_client *c, const char *path)
+{
+	int fd = mc_open(c, path, O_CREAT | O_WRONLY, 0666 & ~current_umask());
+	if (fd < 0)
+		return fail(path);
+	mc_close(c, fd);
+	return mc_truncate(c, path, truncate_size) < 0 ? fail(path) : 0;
+}
+
+/* truncate -s SIZE PATH...: as truncate(1), a missing file is created. */
+static int cmd_truncate(int argc, char **argv)
+{
+	int opt;
+	bool have = false;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+s:")) != -1) {
+		char *end;
+		long long v;
+		switch (opt) {
+		case 's':
+			errno = 0;
+			v = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 0) {
+				fprintf(stderr, "%s: truncate: invalid number: '%s'\n", prog, optarg);
+				return EXIT_FAIL;
+			}
+			truncate_size = (off_t)v;
+			have = true;
+			break;
+		default:
+			usage_error("truncate: invalid option -- '%c' or missing SIZE", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	if (!have) {
+		usage_error("truncate: you must specify '-s SIZE'");
+		return EXIT_USAGE;
+	}
+	return each_path(argc, argv, truncate_one, optind);
 }
 
 static int rmdir_one(mc_client *c, const char *path)
@@ -596,20 +646,65 @@ static int cmd_stats(int argc, char **argv)
 
 static int cmd_stat(int argc, char **argv) { return each_path(argc, argv, stat_one, 1); }
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
-static int cmd_rm(int argc, char **argv) { return each_path(argc, argv, rm_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
 
+/* The commands: name, handler, usage and what `mcachectl CMD --help` says. */
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const char *usage;
+	const char *help;
 } commands[] = {
-	{ "ls", cmd_ls },       { "stat", cmd_stat },         { "mkdir", cmd_mkdir },
-	{ "touch", cmd_touch }, { "rm", cmd_rm },             { "rmdir", cmd_rmdir },
-	{ "mv", cmd_mv },       { "ln", cmd_ln },             { "readlink", cmd_readlink },
-	{ "chmod", cmd_chmod }, { "rmtree", cmd_rmtree },     { "sync", cmd_sync },
-	{ "stats", cmd_stats },
+	{ "ls", cmd_ls, "[-l] [-a] [-d] [PATH]",
+	  "List the directory PATH (default /), sorted by name; a non-directory is\n"
+	  "listed by itself.\n"
+	  "  -l  long format: mode, links, owner, group, size, mtime, name, and\n"
+	  "      \"-> TARGET\" for symbolic links, after a \"total\" line\n"
+	  "  -a  include names starting with '.', and . and ..\n"
+	  "  -d  list PATH itself, not its entries\n" },
+	{ "stat", cmd_stat, "PATH...",
+	  "Print every attribute of PATH (symbolic links are not followed).\n" },
+	{ "mkdir", cmd_mkdir, "[-p] [-m MODE] PATH...",
+	  "Create directories.\n"
+	  "  -p       create missing parents; an existing directory is no error\n"
+	  "  -m MODE  permission bits in octal (default 0777 minus the umask)\n" },
+	{ "touch", cmd_touch, "PATH...",
+	  "Create an empty regular file if missing, else set its times to now.\n" },
+	{ "rm", cmd_rm, "[-r] [-f] [-d] PATH...",
+	  "Remove files and symbolic links.\n"
+	  "  -r, -R  remove directories and everything below them (on the server)\n"
+	  "  -d      remove empty directories\n"
+	  "  -f      ignore missing paths; no PATH is no error\n" },
+	{ "rmdir", cmd_rmdir, "PATH...", "Remove empty directories.\n" },
+	{ "mv", cmd_mv, "FROM TO",
+	  "Rename FROM to TO atomically, replacing a file or an empty directory.\n" },
+	{ "ln", cmd_ln, "[-s] TARGET LINK",
+	  "Make LINK a hard link to TARGET; -s: a symbolic link to TARGET.\n" },
+	{ "readlink", cmd_readlink, "PATH", "Print the target of the symbolic link PATH.\n" },
+	{ "chmod", cmd_chmod, "MODE PATH...", "Set the permission bits (octal MODE, e.g. 0755).\n" },
+	{ "chown", cmd_chown, "OWNER[:GROUP] PATH...",
+	  "Set the owner and group (names or numbers; an empty part is kept).\n" },
+	{ "truncate", cmd_truncate, "-s SIZE PATH...",
+	  "Set the size of files to SIZE bytes, creating missing ones.\n" },
+	{ "rmtree", cmd_rmtree, "PATH...",
+	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
+	{ "sync", cmd_sync, "",
+	  "Wait until every change acknowledged so far is durable on the server.\n" },
+	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
 };
+
+/* `mcachectl CMD --help` anywhere before "--": the command's usage. */
+static bool command_help(const struct command *cmd, int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			printf("Usage: %s %s %s\n%s", prog, cmd->name, cmd->usage, cmd->help);
+			return true;
+		}
+	}
+	return false;
+}
 
 int main(int argc, char **argv)
 {
@@ -653,6 +748,8 @@ int main(int argc, char **argv)
 		usage_error("unknown command '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (command_help(cmd, argc - optind, argv + optind))
+		return 0;
 	int rc = cmd->fn(argc - optind, argv + optind);
 	mc_disconnect(client);
 	if (fflush(stdout) != 0 && rc == 0)

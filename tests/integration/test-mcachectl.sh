@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=50
+PLAN=71
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -180,11 +180,14 @@ check "hard link: Links: 2" eval '[[ "$OUT" == *"Links: 2"* ]]'
 run ls -l /a
 check "ls -l: mode strings, links, symlink target" \
 	eval '[ "$RC" -eq 0 ] &&
-	      grep -Eq "^-rw-r--r-- +2 +[0-9]+ +[0-9]+ +0 .* f$" "$T/out" &&
+	      grep -Eq "^-rw-r--r-- +2 +[^ ]+ +[^ ]+ +0 .* f$" "$T/out" &&
 	      grep -Eq "^drwx------ +2 .* private$" "$T/out" &&
 	      grep -Eq "^l.* l -> /a/f$" "$T/out" &&
 	      grep -Eq "^d.* b$" "$T/out"'
-check "ls -l lists 5 entries" test "$(wc -l <"$T/out")" -eq 5
+check "ls -l: a total line, then 5 entries" \
+	eval '[ "$(wc -l <"$T/out")" -eq 6 ] && [ "$(head -n1 "$T/out")" = "total 0" ]'
+check "ls -l names the owner and group, as ls does" \
+	eval 'grep -Eq "^-rw-r--r-- +2 $(id -un) +$(id -gn) +0 .* f$" "$T/out"' 
 
 run ls -l /a/l
 check "ls -l of a symlink lists it alone" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == l*"/a/l -> /a/f" ]]'
@@ -232,6 +235,71 @@ check "sync" test "$RC" -eq 0
 run stats
 check "stats prints JSON with dentries" \
 	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == "{"* ]] && [[ "$OUT" == *"dentries"* ]]'
+
+# ---- against coreutils on a local directory ---------------------------------
+# Each case runs the same command on mcache and, with the coreutils tool, on
+# $L; exit statuses must agree, and the message's errno text.
+
+L="$T/local"
+mkdir -p "$L"
+both() { # both DESCRIPTION MCACHECTL-ARGS... -- COREUTILS-COMMAND...
+	local name=$1 m=() c=()
+	shift
+	while [ "$1" != "--" ]; do m+=("$1"); shift; done
+	shift
+	c=("$@")
+	run "${m[@]}"
+	local mrc=$RC merr=$ERR
+	(cd "$L" && "${c[@]}") >/dev/null 2>"$T/cerr"
+	local crc=$?
+	local cerr
+	cerr=$(cat "$T/cerr")
+	local ok=0
+	[ "$mrc" -eq "$crc" ] || ok=1
+	# the errno text of coreutils' message, when there is one
+	if [ -n "$cerr" ] && [ "$ok" -eq 0 ]; then
+		local why=${cerr##*: }
+		[[ "$merr" == *"$why"* ]] || ok=1
+	fi
+	[ "$ok" -eq 0 ] || echo "#   coreutils: rc=$crc $cerr"
+	ok $ok "$name (mcache rc=$mrc, coreutils rc=$crc)"
+}
+
+"$MCACHECTL" mkdir -p /x/y && "$MCACHECTL" touch /x/y/f /x/g && mkdir -p "$L/x/y" && touch "$L/x/y/f" "$L/x/g"
+both "rm DIR without -r: Is a directory" rm /x -- rm x
+both "rm -r DIR removes the tree (-r is an option, not a path)" rm -r /x -- rm -r x
+run ls /x
+check "rm -r: the directory is gone" test "$RC" -eq 1
+both "rm of a missing path: No such file or directory" rm /x -- rm x
+both "rm -f of a missing path: no error" rm -f /x -- rm -f x
+both "rm -f with no path: no error" rm -f -- rm -f
+"$MCACHECTL" mkdir /e && mkdir "$L/e"
+both "rm -d of an empty directory" rm -d /e -- rm -d e
+"$MCACHECTL" mkdir /e && mkdir "$L/e"
+both "rm -rf of a directory" rm -rf /e -- rm -rf e
+"$MCACHECTL" touch /t && touch "$L/t"
+both "truncate -s 100 FILE" truncate -s 100 /t -- truncate -s 100 t
+run stat /t
+check "truncate: Size: 100" eval '[[ "$OUT" == *"Size: 100 "* ]]'
+both "truncate -s 7 of a missing file creates it" truncate -s 7 /t2 -- truncate -s 7 t2
+both "chown OWNER:GROUP FILE" chown "$(id -un):$(id -gn)" /t -- chown "$(id -un):$(id -gn)" t
+both "ls -la DIR" ls -la / -- ls -la .
+run ls -a /
+check "ls -a lists . and .." eval '[ "$(head -n2 "$T/out" | tr "\n" " ")" = ". .. " ]'
+"$MCACHECTL" touch /.hidden
+run ls /
+check "ls hides dot files without -a" eval '[ "$RC" -eq 0 ] && ! grep -q "^\.hidden$" "$T/out"'
+run ls -a /
+check "ls -a shows them" grep -q "^\.hidden$" "$T/out"
+run ls -d /t
+check "ls -d names the path itself" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "/t" ]'
+run ls --help
+check "ls --help: usage, exit 0" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == "Usage: mcachectl ls "* ]]'
+run rm --help
+check "rm --help names -r and -f" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"-r"* ]] && [[ "$OUT" == *"-f"* ]]'
+run rm -x /t
+check "rm -x: invalid option, exit 2, /t kept" \
+	eval '[ "$RC" -eq 2 ] && [[ "$ERR" == *"invalid option"* ]] && "$MCACHECTL" stat /t >/dev/null'
 
 if [ "$N" -ne "$PLAN" ]; then
 	echo "# planned $PLAN tests but ran $N"

@@ -1,0 +1,140 @@
+/* mcachectl_fmt.c - how mcachectl reads and writes modes, times, user and
+ * group ids, and paths (see mcachectl_fmt.h). */
+#include "mcachectl_fmt.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_mode(const char *s, mode_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 8);
+	if (!*s || *end || errno || v > 07777)
+		return -1;
+	*out = (mode_t)v;
+	return 0;
+}
+
+mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+	umask(m);
+	return m;
+}
+
+void mode_string(mode_t m, char out[11])
+{
+	char t = '?';
+	switch (m & S_IFMT) {
+	case S_IFREG: t = '-'; break;
+	case S_IFDIR: t = 'd'; break;
+	case S_IFLNK: t = 'l'; break;
+	case S_IFCHR: t = 'c'; break;
+	case S_IFBLK: t = 'b'; break;
+	case S_IFIFO: t = 'p'; break;
+	case S_IFSOCK: t = 's'; break;
+	}
+	out[0] = t;
+	out[1] = m & S_IRUSR ? 'r' : '-';
+	out[2] = m & S_IWUSR ? 'w' : '-';
+	out[3] = m & S_ISUID ? (m & S_IXUSR ? 's' : 'S') : (m & S_IXUSR ? 'x' : '-');
+	out[4] = m & S_IRGRP ? 'r' : '-';
+	out[5] = m & S_IWGRP ? 'w' : '-';
+	out[6] = m & S_ISGID ? (m & S_IXGRP ? 's' : 'S') : (m & S_IXGRP ? 'x' : '-');
+	out[7] = m & S_IROTH ? 'r' : '-';
+	out[8] = m & S_IWOTH ? 'w' : '-';
+	out[9] = m & S_ISVTX ? (m & S_IXOTH ? 't' : 'T') : (m & S_IXOTH ? 'x' : '-');
+	out[10] = 0;
+}
+
+const char *type_name(const struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: return st->st_size ? "regular file" : "regular empty file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symbolic link";
+	case S_IFCHR: return "character special file";
+	case S_IFBLK: return "block special file";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	}
+	return "weird file";
+}
+
+void format_time(const struct timespec *ts, char *buf, size_t size, bool full)
+{
+	struct tm tm;
+	time_t t = ts->tv_sec;
+	if (!localtime_r(&t, &tm)) {
+		snprintf(buf, size, "%lld", (long long)t);
+		return;
+	}
+	if (!full) {
+		strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
+		return;
+	}
+	char a[64], z[16];
+	strftime(a, sizeof(a), "%Y-%m-%d %H:%M:%S", &tm);
+	strftime(z, sizeof(z), "%z", &tm);
+	snprintf(buf, size, "%s.%09ld %s", a, ts->tv_nsec, z);
+}
+
+/* dir + "/" + name into a malloc'd string (NULL on ENOMEM). */
+char *path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir);
+	bool slash = dl > 0 && dir[dl - 1] == '/';
+	size_t n = dl + !slash + strlen(name) + 1;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", name);
+	return p;
+}
+
+/* A user or group name, or the number when it has none. */
+const char *id_name(unsigned long id, bool user, char buf[24])
+{
+	if (user) {
+		struct passwd *pw = getpwuid((uid_t)id);
+		if (pw)
+			return pw->pw_name;
+	} else {
+		struct group *gr = getgrgid((gid_t)id);
+		if (gr)
+			return gr->gr_name;
+	}
+	snprintf(buf, 24, "%lu", id);
+	return buf;
+}
+
+/* A user or group by name or number. */
+int parse_id(const char *s, bool user, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*s && !*end && !errno && v < 0xffffffffUL) {
+		*out = v;
+		return 0;
+	}
+	if (user) {
+		struct passwd *pw = getpwnam(s);
+		if (pw) {
+			*out = pw->pw_uid;
+			return 0;
+		}
+	} else {
+		struct group *gr = getgrnam(s);
+		if (gr) {
+			*out = gr->gr_gid;
+			return 0;
+		}
+	}
+	return -1;
+}
+
