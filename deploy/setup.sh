@@ -22,7 +22,7 @@
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
-          protobuf-c-compiler liblmdb-dev libjansson-dev libcmocka-dev)
+          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${MCACHE_BUILD_DIR:-build}

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mc_config.h"
 #include "mcd.h"
+#include "notify.h"
 #include "ns.h"
 #include "rpc.h"
 #include "shm.h"
@@ -165,6 +166,9 @@ int main(int argc, char **argv)
 	         MC_VERSION, cfg.socket_path, cfg.data_dir,
 	         m.admin ? admin_address(m.admin) : "none", (unsigned long long)m.shm->size,
 	         cfg.workers, cfg.sync ? ", synchronous durability" : "");
+	char ready[256];
+	snprintf(ready, sizeof(ready), "serving on %s", cfg.socket_path);
+	notify_ready(ready);
 
 	for (;;) {
 		int sig;
@@ -175,6 +179,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		notify_stopping();
 		break;
 	}
 	status = 0;
