@@ -27,7 +27,7 @@ check() { local name=$1; shift; "$@"; ok $? "$name"; }
 # has NAME PATTERN: a file under $D whose path matches PATTERN
 has() { [ -n "$(find "$D" -path "$D$2" -print -quit)" ]; }
 
-echo "1..10"
+echo "1..11"
 meson install -C "$MC_BUILD_ROOT" --destdir "$D" --no-rebuild >"$T/log" 2>&1
 ok $? "meson install --destdir"
 [ -s "$T/log" ] && sed 's/^/# /' "$T/log" | tail -n 5
@@ -37,6 +37,8 @@ check "mcache.h installed" has header '*/include/mcache.h'
 check "mcached and mcachectl installed" eval 'has a "*/sbin/mcached" && has b "*/bin/mcachectl"'
 check "the systemd unit installed" has unit '*/lib/systemd/system/mcached.service'
 check "the example configuration installed" has conf '*/doc/mcache/mcached.conf.example'
+check "man pages mcached(8), mcachectl(1), libmcache(3) installed" \
+	eval 'has a "*/man8/mcached.8" && has b "*/man1/mcachectl.1" && has c "*/man3/libmcache.3"'
 PC=$(find "$D" -name mcache.pc -print -quit)
 check "mcache.pc: Requires.private: libprotobuf-c" grep -q '^Requires.private: libprotobuf-c' "$PC"
 
