@@ -95,7 +95,8 @@ static void print_help(void)
 "                         a non-directory is listed by itself. -l: long\n"
 "                         format (owner and group by name); -a: dot files\n"
 "                         too; -d: PATH itself\n"
-"  stat PATH...           print every attribute of PATH (symlinks are not\n"
+"  stat [-c FORMAT] PATH...\n"
+"                         print every attribute of PATH (symlinks are not\n"
 "                         followed), as stat(1) does\n"
 "  mkdir [-p] [-m MODE] PATH...\n"
 "                         create directories; -p: create missing parents and\n"
@@ -276,12 +277,18 @@ static void print_id(const char *label, unsigned long id, bool user)
 	printf("%s: (%5lu/%8s)", label, id, name ? name : "UNKNOWN");
 }
 
+static const char *stat_format;   /* stat -c FORMAT, or NULL */
+
 static int stat_one(mc_client *c, const char *path)
 {
 	struct stat st;
 	char mode[11], t[96];
 	if (mc_lstat(c, path, &st) < 0)
 		return fail(path);
+	if (stat_format) {
+		stat_print_format(stat_format, path, &st);
+		return 0;
+	}
 	printf("  File: %s", path);
 	if (S_ISLNK(st.st_mode)) {
 		char target[4096];
@@ -644,7 +651,19 @@ static int cmd_stats(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_stat(int argc, char **argv) { return each_path(argc, argv, stat_one, 1); }
+static int cmd_stat(int argc, char **argv)
+{
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+c:")) != -1) {
+		if (opt != 'c') {
+			usage_error("stat: invalid option -- '%c' or missing FORMAT", optopt);
+			return EXIT_USAGE;
+		}
+		stat_format = optarg;
+	}
+	return each_path(argc, argv, stat_one, optind);
+}
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -663,8 +682,10 @@ static const struct command {
 	  "      \"-> TARGET\" for symbolic links, after a \"total\" line\n"
 	  "  -a  include names starting with '.', and . and ..\n"
 	  "  -d  list PATH itself, not its entries\n" },
-	{ "stat", cmd_stat, "PATH...",
-	  "Print every attribute of PATH (symbolic links are not followed).\n" },
+	{ "stat", cmd_stat, "[-c FORMAT] PATH...",
+	  "Print every attribute of PATH (symbolic links are not followed).\n"
+	  "  -c FORMAT  print FORMAT instead, with %n %s %a %A %F %h %i %u %U %g %G\n"
+	  "             %X %Y %Z %x %y %z %b %B %f %% as stat(1) expands them\n" },
 	{ "mkdir", cmd_mkdir, "[-p] [-m MODE] PATH...",
 	  "Create directories.\n"
 	  "  -p       create missing parents; an existing directory is no error\n"

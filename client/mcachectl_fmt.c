@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,3 +139,48 @@ int parse_id(const char *s, bool user, unsigned long *out)
 	return -1;
 }
 
+
+/* One %-directive of stat -c. */
+static void stat_directive(char d, const char *path, const struct stat *st)
+{
+	char buf[96], ub[24];
+	switch (d) {
+	case 'n': fputs(path, stdout); break;
+	case 's': printf("%jd", (intmax_t)st->st_size); break;
+	case 'b': printf("%jd", (intmax_t)st->st_blocks); break;
+	case 'B': fputs("512", stdout); break;
+	case 'f': printf("%x", (unsigned)st->st_mode); break;
+	case 'a': printf("%o", (unsigned)(st->st_mode & 07777)); break;
+	case 'A': mode_string(st->st_mode, buf); fputs(buf, stdout); break;
+	case 'F': fputs(type_name(st), stdout); break;
+	case 'h': printf("%ju", (uintmax_t)st->st_nlink); break;
+	case 'i': printf("%ju", (uintmax_t)st->st_ino); break;
+	case 'u': printf("%ju", (uintmax_t)st->st_uid); break;
+	case 'U': fputs(id_name(st->st_uid, true, ub), stdout); break;
+	case 'g': printf("%ju", (uintmax_t)st->st_gid); break;
+	case 'G': fputs(id_name(st->st_gid, false, ub), stdout); break;
+	case 'X': printf("%jd", (intmax_t)st->st_atim.tv_sec); break;
+	case 'Y': printf("%jd", (intmax_t)st->st_mtim.tv_sec); break;
+	case 'Z': printf("%jd", (intmax_t)st->st_ctim.tv_sec); break;
+	case 'x': format_time(&st->st_atim, buf, sizeof(buf), true); fputs(buf, stdout); break;
+	case 'y': format_time(&st->st_mtim, buf, sizeof(buf), true); fputs(buf, stdout); break;
+	case 'z': format_time(&st->st_ctim, buf, sizeof(buf), true); fputs(buf, stdout); break;
+	case '%': putchar('%'); break;
+	default: putchar('?'); break;
+	}
+}
+
+void stat_print_format(const char *fmt, const char *path, const struct stat *st)
+{
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%') {
+			putchar(*p);
+		} else if (p[1] == '\0') {
+			putchar('%');
+		} else {
+			stat_directive(p[1], path, st);
+			p++;
+		}
+	}
+	putchar('\n');
+}

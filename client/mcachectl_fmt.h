@@ -25,5 +25,9 @@ char *path_join(const char *dir, const char *name);
 const char *id_name(unsigned long id, bool user, char buf[24]);
 /* A user or group by name or number. 0 and *out, or -1 if unknown. */
 int parse_id(const char *s, bool user, unsigned long *out);
+/* stat -c FORMAT for path: %n %s %b %B %f %a %A %F %h %i %u %U %g %G
+ * %X %Y %Z %x %y %z %% as stat(1) expands them ('?' for others), then a
+ * newline, on stdout. */
+void stat_print_format(const char *fmt, const char *path, const struct stat *st);
 
 #endif

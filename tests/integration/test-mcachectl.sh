@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=71
+PLAN=74
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -300,6 +300,19 @@ check "rm --help names -r and -f" eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"-r"* ]
 run rm -x /t
 check "rm -x: invalid option, exit 2, /t kept" \
 	eval '[ "$RC" -eq 2 ] && [[ "$ERR" == *"invalid option"* ]] && "$MCACHECTL" stat /t >/dev/null'
+
+"$MCACHECTL" chmod 640 /t && chmod 640 "$L/t"
+F='%s %a %A %F %h %U %G %%'
+run stat -c "$F" /t
+cout=$(cd "$L" && stat -c "$F" t)
+check "stat -c '$F' FILE: as coreutils ($cout)" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "$cout" ]'
+"$MCACHECTL" mkdir /sd && mkdir "$L/sd"
+run stat -c '%a %A %F %h' /sd
+cout=$(cd "$L" && stat -c '%a %A %F %h' sd)
+check "stat -c '%a %A %F %h' DIR: as coreutils ($cout)" eval '[ "$OUT" = "$cout" ]'
+run stat -c '%n:%s' /t /sd
+check "stat -c: one line per PATH, %n the path" \
+	eval '[ "$(sed -n 1p "$T/out")" = "/t:100" ] && [[ "$(sed -n 2p "$T/out")" == "/sd:"[0-9]* ]]'
 
 if [ "$N" -ne "$PLAN" ]; then
 	echo "# planned $PLAN tests but ran $N"
