@@ -90,11 +90,11 @@ static void print_help(void)
 "  -V, --version        print the version and exit\n"
 "\n"
 "Commands:\n"
-"  ls [-l] [-a] [-d] [PATH]\n"
+"  ls [-l] [-a] [-d] [-R] [PATH]\n"
 "                         list the directory PATH (default /), sorted by name;\n"
 "                         a non-directory is listed by itself. -l: long\n"
 "                         format (owner and group by name); -a: dot files\n"
-"                         too; -d: PATH itself\n"
+"                         too; -d: PATH itself; -R: subdirectories too\n"
 "  stat [-c FORMAT] PATH...\n"
 "                         print every attribute of PATH (symlinks are not\n"
 "                         followed), as stat(1) does\n"
@@ -163,49 +163,22 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int cmd_ls(int argc, char **argv)
-{
-	bool lng = false, all = false, self = false;
-	int opt;
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+lad")) != -1) {
-		switch (opt) {
-		case 'l': lng = true; break;
-		case 'a': all = true; break;
-		case 'd': self = true; break;
-		default:
-			usage_error("ls: invalid option -- '%c'", optopt);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind > 1) {
-		usage_error("ls: too many arguments");
-		return EXIT_USAGE;
-	}
-	const char *path = optind < argc ? argv[optind] : "/";
-	mc_client *c = conn();
+static bool ls_long_fmt, ls_all, ls_self, ls_recursive;
 
-	struct stat st;
-	MC_DIR *d = self ? NULL : mc_opendir(c, path);
-	if (!d) {
-		if (!self && errno != ENOTDIR)
-			return fail(path);
-		/* Not a directory: list the thing itself, as ls does. */
-		if (mc_lstat(c, path, &st) < 0)
-			return fail(path);
-		if (lng)
-			ls_long(c, path, path, &st);
-		else
-			printf("%s\n", path);
-		return 0;
-	}
+/* List the open directory d (closed here) at path; with -R, then each
+ * subdirectory, under a "PATH:" heading as ls -R writes them. */
+static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
+{
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 	struct dirent *e;
+	struct stat st;
+	if (heading)
+		printf("%s:\n", path);
 	errno = 0;
 	/* -a: the dot entries too, which the namespace does not store. */
-	for (int dots = all ? 2 : 0; dots > 0; dots--) {
+	for (int dots = ls_all ? 2 : 0; dots > 0; dots--) {
 		if (n == cap) {
 			cap = 64;
 			names = malloc(cap * sizeof(*names));
@@ -217,7 +190,7 @@ static int cmd_ls(int argc, char **argv)
 			n++;
 	}
 	while ((e = mc_readdir(d))) {
-		if (!all && e->d_name[0] == '.')
+		if (!ls_all && e->d_name[0] == '.')
 			continue;   /* hidden, as ls hides them */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -239,10 +212,10 @@ static int cmd_ls(int argc, char **argv)
 	mc_closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
-	if (lng && rc == 0)
+	if (ls_long_fmt && rc == 0)
 		printf("total 0\n");   /* no data blocks: mcache holds metadata */
 	for (size_t i = 0; i < n; i++) {
-		if (!lng) {
+		if (!ls_long_fmt) {
 			printf("%s\n", names[i]);
 			continue;
 		}
@@ -258,23 +231,68 @@ static int cmd_ls(int argc, char **argv)
 			ls_long(c, p, names[i], &st);
 		free(p);
 	}
+	for (size_t i = 0; i < n && ls_recursive; i++) {
+		if (!strcmp(names[i], ".") || !strcmp(names[i], ".."))
+			continue;
+		char *p = path_join(path, names[i]);
+		if (!p) {
+			errno = ENOMEM;
+			rc = fail(path);
+			break;
+		}
+		if (mc_lstat(c, p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			MC_DIR *sub = mc_opendir(c, p);
+			putchar('\n');
+			if (!sub)
+				rc = fail(p);
+			else if (ls_dir(c, p, sub, true) != 0)
+				rc = EXIT_FAIL;
+		}
+		free(p);
+	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	return rc;
 }
 
-static void print_id(const char *label, unsigned long id, bool user)
+static int cmd_ls(int argc, char **argv)
 {
-	const char *name = NULL;
-	if (user) {
-		struct passwd *pw = getpwuid((uid_t)id);
-		name = pw ? pw->pw_name : NULL;
-	} else {
-		struct group *gr = getgrgid((gid_t)id);
-		name = gr ? gr->gr_name : NULL;
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+ladR")) != -1) {
+		switch (opt) {
+		case 'l': ls_long_fmt = true; break;
+		case 'a': ls_all = true; break;
+		case 'd': ls_self = true; break;
+		case 'R': ls_recursive = true; break;
+		default:
+			usage_error("ls: invalid option -- '%c'", optopt);
+			return EXIT_USAGE;
+		}
 	}
-	printf("%s: (%5lu/%8s)", label, id, name ? name : "UNKNOWN");
+	if (argc - optind > 1) {
+		usage_error("ls: too many arguments");
+		return EXIT_USAGE;
+	}
+	const char *path = optind < argc ? argv[optind] : "/";
+	mc_client *c = conn();
+
+	struct stat st;
+	MC_DIR *d = ls_self ? NULL : mc_opendir(c, path);
+	if (!d) {
+		if (!ls_self && errno != ENOTDIR)
+			return fail(path);
+		/* Not a directory: list the thing itself, as ls does. */
+		if (mc_lstat(c, path, &st) < 0)
+			return fail(path);
+		if (ls_long_fmt)
+			ls_long(c, path, path, &st);
+		else
+			printf("%s\n", path);
+		return 0;
+	}
+	return ls_dir(c, path, d, ls_recursive);
 }
 
 static const char *stat_format;   /* stat -c FORMAT, or NULL */
@@ -675,13 +693,14 @@ static const struct command {
 	const char *usage;
 	const char *help;
 } commands[] = {
-	{ "ls", cmd_ls, "[-l] [-a] [-d] [PATH]",
+	{ "ls", cmd_ls, "[-l] [-a] [-d] [-R] [PATH]",
 	  "List the directory PATH (default /), sorted by name; a non-directory is\n"
 	  "listed by itself.\n"
 	  "  -l  long format: mode, links, owner, group, size, mtime, name, and\n"
 	  "      \"-> TARGET\" for symbolic links, after a \"total\" line\n"
 	  "  -a  include names starting with '.', and . and ..\n"
-	  "  -d  list PATH itself, not its entries\n" },
+	  "  -d  list PATH itself, not its entries\n"
+	  "  -R  list subdirectories too, each under a \"PATH:\" heading\n" },
 	{ "stat", cmd_stat, "[-c FORMAT] PATH...",
 	  "Print every attribute of PATH (symbolic links are not followed).\n"
 	  "  -c FORMAT  print FORMAT instead, with %n %s %a %A %F %h %i %u %U %g %G\n"

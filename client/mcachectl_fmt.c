@@ -184,3 +184,16 @@ void stat_print_format(const char *fmt, const char *path, const struct stat *st)
 	}
 	putchar('\n');
 }
+
+void print_id(const char *label, unsigned long id, bool user)
+{
+	const char *name = NULL;
+	if (user) {
+		struct passwd *pw = getpwuid((uid_t)id);
+		name = pw ? pw->pw_name : NULL;
+	} else {
+		struct group *gr = getgrgid((gid_t)id);
+		name = gr ? gr->gr_name : NULL;
+	}
+	printf("%s: (%5lu/%8s)", label, id, name ? name : "UNKNOWN");
+}

@@ -25,6 +25,8 @@ char *path_join(const char *dir, const char *name);
 const char *id_name(unsigned long id, bool user, char buf[24]);
 /* A user or group by name or number. 0 and *out, or -1 if unknown. */
 int parse_id(const char *s, bool user, unsigned long *out);
+/* "Uid: (  ID/  name)" as stat(1) prints it (label "Uid" or "Gid"). */
+void print_id(const char *label, unsigned long id, bool user);
 /* stat -c FORMAT for path: %n %s %b %B %f %a %A %F %h %i %u %U %g %G
  * %X %Y %Z %x %y %z %% as stat(1) expands them ('?' for others), then a
  * newline, on stdout. */

@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=74
+PLAN=75
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -313,6 +313,13 @@ check "stat -c '%a %A %F %h' DIR: as coreutils ($cout)" eval '[ "$OUT" = "$cout"
 run stat -c '%n:%s' /t /sd
 check "stat -c: one line per PATH, %n the path" \
 	eval '[ "$(sed -n 1p "$T/out")" = "/t:100" ] && [[ "$(sed -n 2p "$T/out")" == "/sd:"[0-9]* ]]'
+
+"$MCACHECTL" mkdir -p /r/a/b /r/c && "$MCACHECTL" touch /r/f /r/a/g /r/a/b/h
+mkdir -p "$L/r/a/b" "$L/r/c" && touch "$L/r/f" "$L/r/a/g" "$L/r/a/b/h"
+run ls -R /r
+cout=$(cd "$L" && LC_ALL=C ls -R r)
+check "ls -R DIR: as coreutils (headings, blank lines, order)" \
+	eval '[ "$RC" -eq 0 ] && [ "$(sed "s|^/r|r|" "$T/out")" = "$cout" ]'
 
 if [ "$N" -ne "$PLAN" ]; then
 	echo "# planned $PLAN tests but ran $N"
