@@ -161,6 +161,10 @@ static const char usage_more[] =
 	"        --shutdown-timeout seconds (plus --journal-wait-ms for a mutation\n"
 	"        already waiting for room), log how many journal records and\n"
 	"        batches stayed uncommitted, and exit with status 3.\n"
+	"    SIGHUP\n"
+	"        Re-read the command line and --config file: the log level\n"
+	"        changes at once; other changed settings are logged as taking\n"
+	"        effect at the next start. A file with an error changes nothing.\n"
 	"\n"
 	"FILES\n"
 	"    " MC_DEFAULT_SOCKET "\n"
@@ -734,4 +738,52 @@ done:
 	free(entry_admin_default);
 	optind = 0;
 	return rc;
+}
+
+/* Settings a running server takes on SIGHUP; the others need a restart. */
+static bool reloadable(int row)
+{
+	return row == OPT_LOG_LEVEL;
+}
+
+/* Does row's field differ between a and b? */
+static bool field_differs(const struct mcd_config *a, const struct mcd_config *b, int row)
+{
+	const struct config_option *o = &options[row];
+	const char *fa = (const char *)a + o->off, *fb = (const char *)b + o->off;
+	if (o->size == 0)
+		return false;
+	if (o->kind == CK_SOCKET || o->kind == CK_DATA || o->kind == CK_ADMIN) {
+		const char *sa, *sb;
+		memcpy(&sa, fa, sizeof(sa));
+		memcpy(&sb, fb, sizeof(sb));
+		return strcmp(sa ? sa : "", sb ? sb : "") != 0;
+	}
+	return memcmp(fa, fb, o->size) != 0;
+}
+
+int config_reload(struct mcd_config *c, int argc, char **argv, FILE *err)
+{
+	struct mcd_config fresh;
+	config_defaults(&fresh);
+	FILE *out = fopen("/dev/null", "w");
+	int rc = config_parse(&fresh, argc, argv, out ? out : err, err);
+	if (out)
+		fclose(out);
+	if (rc != 0) {
+		config_free(&fresh);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	for (int i = 0; i < OPT_COUNT; i++) {
+		if (!field_differs(c, &fresh, i))
+			continue;
+		if (!reloadable(i)) {
+			fprintf(err, "mcached: --%s changed; it takes effect at the next start\n",
+			        options[i].name);
+			continue;
+		}
+		memcpy((char *)c + options[i].off, (char *)&fresh + options[i].off, options[i].size);
+	}
+	config_free(&fresh);
+	return 0;
 }

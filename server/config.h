@@ -53,6 +53,12 @@ void config_defaults(struct mcd_config *c);
 int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *err);
 void config_free(struct mcd_config *c);
 
+/* SIGHUP: parse argv (and its --config file) anew and take the settings a
+ * running server can change (log-level) into *c; each other setting that
+ * changed is named on err as waiting for a restart. 0, or -EINVAL (after a
+ * message on err; *c unchanged) or -ENOMEM. Not thread-safe (getopt). */
+int config_reload(struct mcd_config *c, int argc, char **argv, FILE *err);
+
 /* "64K", "256M", "2G", "1T", or bytes. -EINVAL / -ERANGE. */
 int config_parse_size(const char *s, uint64_t *out);
 

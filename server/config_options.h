@@ -72,7 +72,7 @@
 	X(RETENTION, "log-retention", 0, CK_UINT, F(log_retention), "N", 1, 1000000000, "10000", \
 	  "Committed batches kept in the commit log.") \
 	X(LOG_LEVEL, "log-level", 0, CK_LEVEL, F(log_level), "LEVEL", 0, 0, "info", \
-	  "One of error, warn, info, debug.") \
+	  "One of error, warn, info, debug; SIGHUP re-reads it.") \
 	X(ROOT_MODE, "root-mode", 0, CK_MODE, F(root_mode), "MODE", 0, 07777, "0755", \
 	  "Octal permission bits of the root directory of a new namespace.") \
 	X(JOURNAL_RECORDS, "journal-max-records", 0, CK_UINT, F(journal_max_records), "N", 1, \

@@ -175,7 +175,15 @@ int main(int argc, char **argv)
 		if (sigwait(&sigs, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP ignored (settings are read at start)");
+			/* Re-read the command line and config file: the log level
+			 * changes now, other settings at the next start. */
+			if (config_reload(&cfg, argc, argv, stderr) == 0) {
+				log_set_level((enum log_level)cfg.log_level);
+				log_info("SIGHUP: settings re-read; log level %s",
+				         log_level_name((enum log_level)cfg.log_level));
+			} else {
+				log_error("SIGHUP: settings not re-read (see above); nothing changed");
+			}
 			continue;
 		}
 		log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -1,6 +1,7 @@
-/* test-notify.c - mcached tells a Type=notify service manager when it is
- * ready (READY=1, once clients can connect) and when it stops (STOPPING=1),
- * on the datagram socket $NOTIFY_SOCKET names, as systemd would see it. */
+/* test-notify.c - mcached and its service manager: it tells a Type=notify
+ * manager when it is ready (READY=1, once clients can connect) and when it
+ * stops (STOPPING=1), on the datagram socket $NOTIFY_SOCKET names, as systemd
+ * would see it; SIGHUP (systemctl reload) re-reads the log level. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -74,10 +75,60 @@ static void test_ready_and_stopping(void **state)
 	rmdir(dir);
 }
 
+/* Does the file at path contain s (within ms)? */
+static int file_has(const char *path, const char *s, int ms)
+{
+	for (int waited = 0; waited <= ms; waited += 20) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			char line[1024];
+			while (fgets(line, sizeof(line), f))
+				if (strstr(line, s)) {
+					fclose(f);
+					return 1;
+				}
+			fclose(f);
+		}
+		usleep(20000);
+	}
+	return 0;
+}
+
+static void test_sighup_log_level(void **state)
+{
+	(void)state;
+	char conf[] = "/tmp/mcache-hup-XXXXXX";
+	int fd = mkstemp(conf);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "log-level = warn\n", 17), 17);
+	close(fd);
+	struct mc_server srv = { .pid = 0 };
+	const char *args[] = { "-c", conf, NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+
+	FILE *f = fopen(conf, "w");
+	assert_non_null(f);
+	fputs("log-level = debug\nworkers = 3\n", f);
+	fclose(f);
+	assert_int_equal(kill(srv.pid, SIGHUP), 0);
+	if (!file_has(srv.log, "SIGHUP: settings re-read; log level debug", 5000))
+		fail_msg("no reload in the log (%s)", srv.log);
+	assert_true(file_has(srv.log, "--workers changed; it takes effect at the next start", 0));
+	/* The server still serves. */
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/after-hup", 0755), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	server_cleanup(&srv);
+	unlink(conf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ready_and_stopping),
+		cmocka_unit_test(test_sighup_log_level),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

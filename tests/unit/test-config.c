@@ -544,6 +544,47 @@ static void t_version(void **state)
 	run_done(&r);
 }
 
+/* SIGHUP: the log level is taken from the file anew; other changes wait for
+ * a restart and are named; a broken file changes nothing. */
+static void t_reload(void **state)
+{
+	char *path = write_file("log-level = info\nworkers = 2\n");
+	char *argv[] = { "mcached", "-c", path, "--idle-timeout", "5", NULL };
+	struct run r;
+	RUN(&r, "-c", path, "--idle-timeout", "5");
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
+
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n", f);
+	fclose(f);
+	char *err = NULL;
+	size_t en = 0;
+	FILE *e = open_memstream(&err, &en);
+	assert_int_equal(config_reload(&r.c, 5, argv, e), 0);
+	fclose(e);
+	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(r.c.workers, 2);          /* at the next start */
+	assert_int_equal(r.c.idle_timeout_s, 5);   /* the command line still wins */
+	assert_string_equal(err, "mcached: --workers changed; it takes effect at the next start\n");
+	free(err);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("log-level = loud\n", f);
+	fclose(f);
+	e = open_memstream(&err, &en);
+	assert_int_equal(config_reload(&r.c, 5, argv, e), -EINVAL);
+	fclose(e);
+	assert_non_null(strstr(err, "'loud' is not a log level"));
+	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	free(err);
+	run_done(&r);
+	unlink(path);
+	free(path);
+}
+
 /* ---- the option list against deploy/mcached.conf.example and the README -- */
 
 /* The long option names --help lists, but config, help and version. */
@@ -719,6 +760,7 @@ int main(void)
 		cmocka_unit_test(t_file_errors),
 		cmocka_unit_test(t_cache_watermarks),
 		cmocka_unit_test(t_help),
+		cmocka_unit_test(t_reload),
 		cmocka_unit_test(t_example_file),
 		cmocka_unit_test(t_readme_table),
 		cmocka_unit_test(t_version),
