@@ -18,6 +18,7 @@
 #include "mc_config.h"
 #include "mc_socket.h"
 #include "mcachectl_fmt.h"
+#include "mcachectl_help.h"
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -26,6 +27,26 @@
 static const char *prog = "mcachectl";
 static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
+static json_t *json_doc;         /* --json: the array the command fills */
+
+/* --json: append the attributes of path (listed as name) to json_doc. */
+static void json_entry(mc_client *c, const char *name, const char *path, const struct stat *st)
+{
+	char target[4096];
+	const char *t = NULL;
+	if (S_ISLNK(st->st_mode)) {
+		ssize_t n = mc_readlink(c, path, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[n] = '\0';
+			t = target;
+		}
+	}
+	json_t *o = stat_json(name, path, st, t);
+	if (o == NULL || json_array_append_new(json_doc, o) != 0) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		exit(EXIT_FAIL);
+	}
+}
 
 /* Connect on first use, after the command checked its arguments, so usage
  * errors never depend on the server. Exits 1 when it cannot connect, saying
@@ -72,73 +93,6 @@ static int fail(const char *what)
 	return EXIT_FAIL;
 }
 
-static void print_help(void)
-{
-	printf(
-"Usage: mcachectl [-s SOCKET] COMMAND [ARGS]\n"
-"       mcachectl --help | --version\n"
-"\n"
-"Inspect and change the namespace of a running mcached (the mcache metadata\n"
-"cache server). Paths are absolute paths inside the mcache namespace, not in\n"
-"the local file system.\n"
-"\n"
-"Options:\n"
-"  -s, --socket SOCKET  connect to the server listening on the unix socket\n"
-"                       SOCKET. Without it, $MCACHE_SOCKET is used when set,\n"
-"                       else " MC_DEFAULT_SOCKET ".\n"
-"  -h, --help           print this help and exit\n"
-"  -V, --version        print the version and exit\n"
-"\n"
-"Commands:\n"
-"  ls [-l] [-a] [-d] [-R] [PATH]\n"
-"                         list the directory PATH (default /), sorted by name;\n"
-"                         a non-directory is listed by itself. -l: long\n"
-"                         format (owner and group by name); -a: dot files\n"
-"                         too; -d: PATH itself; -R: subdirectories too\n"
-"  stat [-c FORMAT] PATH...\n"
-"                         print every attribute of PATH (symlinks are not\n"
-"                         followed), as stat(1) does\n"
-"  mkdir [-p] [-m MODE] PATH...\n"
-"                         create directories; -p: create missing parents and\n"
-"                         accept existing directories; -m: permission bits in\n"
-"                         octal (default 0777 minus the umask)\n"
-"  touch PATH...          create an empty regular file (0666 minus the umask)\n"
-"                         if missing, else set its access and modification\n"
-"                         times to now\n"
-"  rm [-r] [-f] [-d] PATH...\n"
-"                         remove files, symbolic links; -r: directories and\n"
-"                         all below; -d: empty directories; -f: no error for\n"
-"                         missing paths\n"
-"  rmdir PATH...          remove empty directories\n"
-"  mv FROM TO             rename FROM to TO, atomically, replacing a file or an\n"
-"                         empty directory at TO\n"
-"  ln [-s] TARGET LINK    make LINK a hard link to TARGET; -s: a symbolic link\n"
-"                         whose content is TARGET\n"
-"  readlink PATH          print the target of the symbolic link PATH\n"
-"  chmod MODE PATH...     set the permission bits (octal MODE, e.g. 0755)\n"
-"  chown OWNER[:GROUP] PATH...\n"
-"                         set owner and group (names or numbers)\n"
-"  truncate -s SIZE PATH...\n"
-"                         set the size of files, creating missing ones\n"
-"  rmtree PATH...         remove PATH and everything below it, on the server\n"
-"                         (rm -rf in one call)\n"
-"  sync                   wait until every change acknowledged so far is\n"
-"                         durable on the server's disk\n"
-"  stats                  print the server's statistics (JSON, as GET /stats)\n"
-"\n"
-"Commands that take several PATHs go on after a failure and report each.\n"
-"'mcachectl COMMAND --help' describes one command.\n"
-"\n"
-"Exit status:\n"
-"  0  success\n"
-"  1  an operation failed (the error is printed as \"mcachectl: PATH: message\"),\n"
-"     or the server could not be reached\n"
-"  2  usage error (unknown command or option, missing or extra arguments)\n"
-"\n"
-"Environment:\n"
-"  MCACHE_SOCKET  the server's socket when -s is not given\n");
-}
-
 /* ---- commands ---------------------------------------------------------- */
 
 static void ls_long(mc_client *c, const char *path, const char *name, const struct stat *st)
@@ -174,7 +128,7 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 	int rc = 0;
 	struct dirent *e;
 	struct stat st;
-	if (heading)
+	if (heading && !json_doc)
 		printf("%s:\n", path);
 	errno = 0;
 	/* -a: the dot entries too, which the namespace does not store. */
@@ -212,10 +166,10 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 	mc_closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
-	if (ls_long_fmt && rc == 0)
+	if (ls_long_fmt && rc == 0 && !json_doc)
 		printf("total 0\n");   /* no data blocks: mcache holds metadata */
 	for (size_t i = 0; i < n; i++) {
-		if (!ls_long_fmt) {
+		if (!ls_long_fmt && !json_doc) {
 			printf("%s\n", names[i]);
 			continue;
 		}
@@ -227,6 +181,8 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 		}
 		if (mc_lstat(c, p, &st) < 0)
 			rc = fail(p); /* removed meanwhile */
+		else if (json_doc)
+			json_entry(c, names[i], p, &st);
 		else
 			ls_long(c, p, names[i], &st);
 		free(p);
@@ -242,7 +198,8 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 		}
 		if (mc_lstat(c, p, &st) == 0 && S_ISDIR(st.st_mode)) {
 			MC_DIR *sub = mc_opendir(c, p);
-			putchar('\n');
+			if (!json_doc)
+				putchar('\n');
 			if (!sub)
 				rc = fail(p);
 			else if (ls_dir(c, p, sub, true) != 0)
@@ -286,7 +243,9 @@ static int cmd_ls(int argc, char **argv)
 		/* Not a directory: list the thing itself, as ls does. */
 		if (mc_lstat(c, path, &st) < 0)
 			return fail(path);
-		if (ls_long_fmt)
+		if (json_doc)
+			json_entry(c, path, path, &st);
+		else if (ls_long_fmt)
 			ls_long(c, path, path, &st);
 		else
 			printf("%s\n", path);
@@ -303,6 +262,10 @@ static int stat_one(mc_client *c, const char *path)
 	char mode[11], t[96];
 	if (mc_lstat(c, path, &st) < 0)
 		return fail(path);
+	if (json_doc) {
+		json_entry(c, path, path, &st);
+		return 0;
+	}
 	if (stat_format) {
 		stat_print_format(stat_format, path, &st);
 		return 0;
@@ -626,6 +589,12 @@ static int cmd_readlink(int argc, char **argv)
 	ssize_t n = mc_readlink(c, argv[1], buf, sizeof(buf));
 	if (n < 0)
 		return fail(argv[1]);
+	if (json_doc) {
+		json_t *o = json_pack("{s:s,s:s%}", "path", argv[1], "target", buf, (size_t)n);
+		if (o == NULL || json_array_append_new(json_doc, o) != 0)
+			return fail("--json");
+		return 0;
+	}
 	printf("%.*s\n", (int)n, buf);
 	return 0;
 }
@@ -752,6 +721,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -759,6 +729,11 @@ int main(int argc, char **argv)
 	opterr = 0; /* our messages, not getopt's */
 	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'j':
+			json_doc = json_array();
+			if (!json_doc)
+				return fail("--json");
+			break;
 		case 's':
 			socket_arg = optarg;
 			break;
@@ -792,6 +767,15 @@ int main(int argc, char **argv)
 		return 0;
 	int rc = cmd->fn(argc - optind, argv + optind);
 	mc_disconnect(client);
+	/* --json: what the command gathered, also after a failure (the
+	 * errors went to stderr); commands that print nothing print nothing. */
+	if (json_doc && json_array_size(json_doc) > 0) {
+		char *text = json_dumps(json_doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (!text || puts(text) == EOF)
+			rc = fail("--json");
+		free(text);
+	}
+	json_decref(json_doc);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = fail("stdout");
 	return rc;

@@ -197,3 +197,24 @@ void print_id(const char *label, unsigned long id, bool user)
 	}
 	printf("%s: (%5lu/%8s)", label, id, name ? name : "UNKNOWN");
 }
+
+json_t *stat_json(const char *name, const char *path, const struct stat *st, const char *target)
+{
+	char mode[11], ub[24], gb[24], at[96], mt[96], ct[96];
+	mode_string(st->st_mode, mode);
+	format_time(&st->st_atim, at, sizeof(at), true);
+	format_time(&st->st_mtim, mt, sizeof(mt), true);
+	format_time(&st->st_ctim, ct, sizeof(ct), true);
+	json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I,s:I,s:I,s:s,s:I,s:s,s:I,s:s,s:s,s:s}",
+	                      "name", name, "path", path, "type", type_name(st),
+	                      "mode", (int)(st->st_mode & 07777), "mode_string", mode,
+	                      "ino", (json_int_t)st->st_ino, "nlink", (json_int_t)st->st_nlink,
+	                      "uid", (json_int_t)st->st_uid, "user", id_name(st->st_uid, true, ub),
+	                      "gid", (json_int_t)st->st_gid, "group", id_name(st->st_gid, false, gb),
+	                      "size", (json_int_t)st->st_size, "atime", at, "mtime", mt, "ctime", ct);
+	if (o && target && json_object_set_new(o, "target", json_string(target)) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}

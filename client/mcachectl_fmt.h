@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <jansson.h>
+
 /* Octal permission bits (at most 07777). 0, or -1 if s is not one. */
 int parse_mode(const char *s, mode_t *out);
 /* The process's umask, left unchanged. */
@@ -31,5 +33,10 @@ void print_id(const char *label, unsigned long id, bool user);
  * %X %Y %Z %x %y %z %% as stat(1) expands them ('?' for others), then a
  * newline, on stdout. */
 void stat_print_format(const char *fmt, const char *path, const struct stat *st);
+/* --json: one entry's attributes as an object ("name", "path", "type",
+ * "mode", "mode_string", "ino", "nlink", "uid", "user", "gid", "group",
+ * "size", "atime", "mtime", "ctime", and "target" when not NULL); NULL when
+ * out of memory. */
+json_t *stat_json(const char *name, const char *path, const struct stat *st, const char *target);
 
 #endif

@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=75
+PLAN=78
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -320,6 +320,29 @@ run ls -R /r
 cout=$(cd "$L" && LC_ALL=C ls -R r)
 check "ls -R DIR: as coreutils (headings, blank lines, order)" \
 	eval '[ "$RC" -eq 0 ] && [ "$(sed "s|^/r|r|" "$T/out")" = "$cout" ]'
+
+# ---- --json ------------------------------------------------------------------
+# The documents are read back with python3's json module, where it exists.
+if command -v python3 >/dev/null 2>&1; then
+	# jsonget FILE EXPR: a Python expression over the parsed document d.
+	jsonget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+	run --json ls /r
+	check "--json ls: an array, one object per entry, with name, type, size" \
+		eval '[ "$RC" -eq 0 ] && [ "$(jsonget "$T/out" "\",\".join(e[\"name\"] + \":\" + e[\"type\"] for e in d)")" = "a:directory,c:directory,f:regular empty file" ]'
+	run --json stat /t
+	check "--json stat: size, mode, user as stat -c prints them" \
+		eval '[ "$(jsonget "$T/out" "\"%d %o %s\" % (d[0][\"size\"], d[0][\"mode\"], d[0][\"user\"])")" = "100 640 $(id -un)" ]'
+	"$MCACHECTL" ln -s /t /tl
+	run --json readlink /tl
+	check "--json readlink: path and target" \
+		eval '[ "$(jsonget "$T/out" "d[0][\"path\"] + \" \" + d[0][\"target\"]")" = "/tl /t" ]'
+else
+	"$MCACHECTL" ln -s /t /tl
+	for _ in 1 2 3; do
+		N=$((N + 1))
+		echo "ok $N - --json # SKIP python3 is not installed"
+	done
+fi
 
 if [ "$N" -ne "$PLAN" ]; then
 	echo "# planned $PLAN tests but ran $N"
