@@ -28,6 +28,7 @@
 #include "frame.h"
 #include "mc_config.h"
 #include "mc_shm.h"
+#include "mc_socket.h"
 
 /* ---- fork detection ---------------------------------------------------- */
 
@@ -257,16 +258,6 @@ static int client_view(mc_client *c)
 	return 0;
 }
 
-static const char *socket_default(const char *path)
-{
-	if (path)
-		return path;
-	const char *env = getenv("MCACHE_SOCKET");
-	if (env && *env)
-		return env;
-	return MC_DEFAULT_SOCKET;
-}
-
 /* $MCACHE_CONNECT_TIMEOUT_MS, or MC_CONNECT_TIMEOUT_MS. */
 static unsigned connect_timeout_ms(void)
 {
@@ -324,7 +315,7 @@ static int client_dial(mc_client *c, const struct sockaddr_un *sa, struct hello_
 mc_client *mc_connect(const char *socket_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = socket_default(socket_path);
+	const char *path = mc_socket_path(socket_path);
 	struct hello_out h = { .fds = { -1, -1 } };
 	int err;
 

@@ -1,5 +1,6 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
- * namespace through libmcache (ls, stat, mkdir, rm, mv, rmtree, sync, stats). */
+ * namespace through libmcache (ls, stat, mkdir, rm, mv, chown, truncate,
+ * rmtree, sync, stats), with the options and exit statuses of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -15,6 +16,9 @@
 #include <unistd.h>
 
 #include "mc_config.h"
+#include "mc_socket.h"
+#include "mcachectl_fmt.h"
+#include "mcachectl_help.h"
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -23,18 +27,50 @@
 static const char *prog = "mcachectl";
 static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
+static json_t *json_doc;         /* --json: the array the command fills */
+
+/* --json: append the attributes of path (listed as name) to json_doc. */
+static void json_entry(mc_client *c, const char *name, const char *path, const struct stat *st)
+{
+	char target[4096];
+	const char *t = NULL;
+	if (S_ISLNK(st->st_mode)) {
+		ssize_t n = mc_readlink(c, path, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[n] = '\0';
+			t = target;
+		}
+	}
+	json_t *o = stat_json(name, path, st, t);
+	if (o == NULL || json_array_append_new(json_doc, o) != 0) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
+		exit(EXIT_FAIL);
+	}
+}
 
 /* Connect on first use, after the command checked its arguments, so usage
- * errors never depend on the server. Exits 1 when it cannot connect. */
+ * errors never depend on the server. Exits 1 when it cannot connect, saying
+ * what to do: a path that is not a socket is named as such, and when nothing
+ * listens there the hint says how to start mcached or name its socket. */
 static mc_client *conn(void)
 {
 	if (client)
 		return client;
 	client = mc_connect(socket_arg);
 	if (!client) {
-		const char *env = getenv("MCACHE_SOCKET");
-		fprintf(stderr, "%s: %s: %s\n", prog,
-		        socket_arg ? socket_arg : env && *env ? env : MC_DEFAULT_SOCKET, strerror(errno));
+		int err = errno;
+		const char *path = mc_socket_path(socket_arg);
+		struct stat st;
+		if ((err == ECONNREFUSED || err == ENOTSOCK) && stat(path, &st) == 0 &&
+		    !S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "%s: %s: not a socket\n", prog, path);
+		} else {
+			fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(err));
+			if (err == ENOENT || err == ECONNREFUSED)
+				fprintf(stderr, "%s: is mcached running? Start it with "
+				        "'mcached --socket %s', or set MCACHE_SOCKET (or -s) "
+				        "to its socket.\n", prog, path);
+		}
 		exit(EXIT_FAIL);
 	}
 	return client;
@@ -57,161 +93,16 @@ static int fail(const char *what)
 	return EXIT_FAIL;
 }
 
-static void print_help(void)
-{
-	printf(
-"Usage: mcachectl [-s SOCKET] COMMAND [ARGS]\n"
-"       mcachectl --help | --version\n"
-"\n"
-"Inspect and change the namespace of a running mcached (the mcache metadata\n"
-"cache server). Paths are absolute paths inside the mcache namespace, not in\n"
-"the local file system.\n"
-"\n"
-"Options:\n"
-"  -s, --socket SOCKET  connect to the server listening on the unix socket\n"
-"                       SOCKET. Without it, $MCACHE_SOCKET is used when set,\n"
-"                       else " MC_DEFAULT_SOCKET ".\n"
-"  -h, --help           print this help and exit\n"
-"  -V, --version        print the version and exit\n"
-"\n"
-"Commands:\n"
-"  ls [-l] [PATH]         list the directory PATH (default /), sorted by name;\n"
-"                         a non-directory is listed by itself. -l: long\n"
-"                         format: mode, links, uid, gid, size, mtime, name,\n"
-"                         and \"-> TARGET\" for symbolic links\n"
-"  stat PATH...           print every attribute of PATH (symlinks are not\n"
-"                         followed), as stat(1) does\n"
-"  mkdir [-p] [-m MODE] PATH...\n"
-"                         create directories; -p: create missing parents and\n"
-"                         accept existing directories; -m: permission bits in\n"
-"                         octal (default 0777 minus the umask)\n"
-"  touch PATH...          create an empty regular file (0666 minus the umask)\n"
-"                         if missing, else set its access and modification\n"
-"                         times to now\n"
-"  rm PATH...             remove files, symbolic links (not directories)\n"
-"  rmdir PATH...          remove empty directories\n"
-"  mv FROM TO             rename FROM to TO, atomically, replacing a file or an\n"
-"                         empty directory at TO\n"
-"  ln [-s] TARGET LINK    make LINK a hard link to TARGET; -s: a symbolic link\n"
-"                         whose content is TARGET\n"
-"  readlink PATH          print the target of the symbolic link PATH\n"
-"  chmod MODE PATH...     set the permission bits (octal MODE, e.g. 0755)\n"
-"  rmtree PATH...         remove PATH and everything below it, on the server\n"
-"                         (rm -rf in one call)\n"
-"  sync                   wait until every change acknowledged so far is\n"
-"                         durable on the server's disk\n"
-"  stats                  print the server's statistics (JSON, as GET /stats)\n"
-"\n"
-"Commands that take several PATHs go on after a failure and report each.\n"
-"\n"
-"Exit status:\n"
-"  0  success\n"
-"  1  an operation failed (the error is printed as \"mcachectl: PATH: message\"),\n"
-"     or the server could not be reached\n"
-"  2  usage error (unknown command or option, missing or extra arguments)\n"
-"\n"
-"Environment:\n"
-"  MCACHE_SOCKET  the server's socket when -s is not given\n");
-}
-
-/* ---- helpers ----------------------------------------------------------- */
-
-static int parse_mode(const char *s, mode_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 8);
-	if (!*s || *end || errno || v > 07777)
-		return -1;
-	*out = (mode_t)v;
-	return 0;
-}
-
-static mode_t current_umask(void)
-{
-	mode_t m = umask(0);
-	umask(m);
-	return m;
-}
-
-static void mode_string(mode_t m, char out[11])
-{
-	char t = '?';
-	switch (m & S_IFMT) {
-	case S_IFREG: t = '-'; break;
-	case S_IFDIR: t = 'd'; break;
-	case S_IFLNK: t = 'l'; break;
-	case S_IFCHR: t = 'c'; break;
-	case S_IFBLK: t = 'b'; break;
-	case S_IFIFO: t = 'p'; break;
-	case S_IFSOCK: t = 's'; break;
-	}
-	out[0] = t;
-	out[1] = m & S_IRUSR ? 'r' : '-';
-	out[2] = m & S_IWUSR ? 'w' : '-';
-	out[3] = m & S_ISUID ? (m & S_IXUSR ? 's' : 'S') : (m & S_IXUSR ? 'x' : '-');
-	out[4] = m & S_IRGRP ? 'r' : '-';
-	out[5] = m & S_IWGRP ? 'w' : '-';
-	out[6] = m & S_ISGID ? (m & S_IXGRP ? 's' : 'S') : (m & S_IXGRP ? 'x' : '-');
-	out[7] = m & S_IROTH ? 'r' : '-';
-	out[8] = m & S_IWOTH ? 'w' : '-';
-	out[9] = m & S_ISVTX ? (m & S_IXOTH ? 't' : 'T') : (m & S_IXOTH ? 'x' : '-');
-	out[10] = 0;
-}
-
-static const char *type_name(const struct stat *st)
-{
-	switch (st->st_mode & S_IFMT) {
-	case S_IFREG: return st->st_size ? "regular file" : "regular empty file";
-	case S_IFDIR: return "directory";
-	case S_IFLNK: return "symbolic link";
-	case S_IFCHR: return "character special file";
-	case S_IFBLK: return "block special file";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
-	}
-	return "weird file";
-}
-
-static void format_time(const struct timespec *ts, char *buf, size_t size, bool full)
-{
-	struct tm tm;
-	time_t t = ts->tv_sec;
-	if (!localtime_r(&t, &tm)) {
-		snprintf(buf, size, "%lld", (long long)t);
-		return;
-	}
-	if (!full) {
-		strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
-		return;
-	}
-	char a[64], z[16];
-	strftime(a, sizeof(a), "%Y-%m-%d %H:%M:%S", &tm);
-	strftime(z, sizeof(z), "%z", &tm);
-	snprintf(buf, size, "%s.%09ld %s", a, ts->tv_nsec, z);
-}
-
-/* dir + "/" + name into a malloc'd string (NULL on ENOMEM). */
-static char *path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir);
-	bool slash = dl > 0 && dir[dl - 1] == '/';
-	size_t n = dl + !slash + strlen(name) + 1;
-	char *p = malloc(n);
-	if (p)
-		snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", name);
-	return p;
-}
-
 /* ---- commands ---------------------------------------------------------- */
 
 static void ls_long(mc_client *c, const char *path, const char *name, const struct stat *st)
 {
-	char mode[11], when[64];
+	char mode[11], when[64], ub[24], gb[24];
 	mode_string(st->st_mode, mode);
 	format_time(&st->st_mtim, when, sizeof(when), false);
-	printf("%s %3ju %5ju %5ju %10jd %s %s", mode, (uintmax_t)st->st_nlink,
-	       (uintmax_t)st->st_uid, (uintmax_t)st->st_gid, (intmax_t)st->st_size, when, name);
+	printf("%s %3ju %-8s %-8s %10jd %s %s", mode, (uintmax_t)st->st_nlink,
+	       id_name(st->st_uid, true, ub), id_name(st->st_gid, false, gb),
+	       (intmax_t)st->st_size, when, name);
 	if (S_ISLNK(st->st_mode)) {
 		char target[4096];
 		ssize_t n = mc_readlink(c, path, target, sizeof(target));
@@ -226,45 +117,35 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int cmd_ls(int argc, char **argv)
-{
-	bool lng = false;
-	int opt;
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+l")) != -1) {
-		if (opt != 'l') {
-			usage_error("ls: unknown option '-%c'", optopt);
-			return EXIT_USAGE;
-		}
-		lng = true;
-	}
-	if (argc - optind > 1) {
-		usage_error("ls: too many arguments");
-		return EXIT_USAGE;
-	}
-	const char *path = optind < argc ? argv[optind] : "/";
-	mc_client *c = conn();
+static bool ls_long_fmt, ls_all, ls_self, ls_recursive;
 
-	struct stat st;
-	MC_DIR *d = mc_opendir(c, path);
-	if (!d) {
-		if (errno != ENOTDIR)
-			return fail(path);
-		/* Not a directory: list the thing itself, as ls does. */
-		if (mc_lstat(c, path, &st) < 0)
-			return fail(path);
-		if (lng)
-			ls_long(c, path, path, &st);
-		else
-			printf("%s\n", path);
-		return 0;
-	}
+/* List the open directory d (closed here) at path; with -R, then each
+ * subdirectory, under a "PATH:" heading as ls -R writes them. */
+static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
+{
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 	struct dirent *e;
+	struct stat st;
+	if (heading && !json_doc)
+		printf("%s:\n", path);
 	errno = 0;
+	/* -a: the dot entries too, which the namespace does not store. */
+	for (int dots = ls_all ? 2 : 0; dots > 0; dots--) {
+		if (n == cap) {
+			cap = 64;
+			names = malloc(cap * sizeof(*names));
+			if (!names)
+				break;
+		}
+		names[n] = strdup(dots == 2 ? "." : "..");
+		if (names[n])
+			n++;
+	}
 	while ((e = mc_readdir(d))) {
+		if (!ls_all && e->d_name[0] == '.')
+			continue;   /* hidden, as ls hides them */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			char **p = realloc(names, cap * sizeof(*p));
@@ -285,8 +166,10 @@ static int cmd_ls(int argc, char **argv)
 	mc_closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
+	if (ls_long_fmt && rc == 0 && !json_doc)
+		printf("total 0\n");   /* no data blocks: mcache holds metadata */
 	for (size_t i = 0; i < n; i++) {
-		if (!lng) {
+		if (!ls_long_fmt && !json_doc) {
 			printf("%s\n", names[i]);
 			continue;
 		}
@@ -298,8 +181,30 @@ static int cmd_ls(int argc, char **argv)
 		}
 		if (mc_lstat(c, p, &st) < 0)
 			rc = fail(p); /* removed meanwhile */
+		else if (json_doc)
+			json_entry(c, names[i], p, &st);
 		else
 			ls_long(c, p, names[i], &st);
+		free(p);
+	}
+	for (size_t i = 0; i < n && ls_recursive; i++) {
+		if (!strcmp(names[i], ".") || !strcmp(names[i], ".."))
+			continue;
+		char *p = path_join(path, names[i]);
+		if (!p) {
+			errno = ENOMEM;
+			rc = fail(path);
+			break;
+		}
+		if (mc_lstat(c, p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			MC_DIR *sub = mc_opendir(c, p);
+			if (!json_doc)
+				putchar('\n');
+			if (!sub)
+				rc = fail(p);
+			else if (ls_dir(c, p, sub, true) != 0)
+				rc = EXIT_FAIL;
+		}
 		free(p);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -308,18 +213,48 @@ static int cmd_ls(int argc, char **argv)
 	return rc;
 }
 
-static void print_id(const char *label, unsigned long id, bool user)
+static int cmd_ls(int argc, char **argv)
 {
-	const char *name = NULL;
-	if (user) {
-		struct passwd *pw = getpwuid((uid_t)id);
-		name = pw ? pw->pw_name : NULL;
-	} else {
-		struct group *gr = getgrgid((gid_t)id);
-		name = gr ? gr->gr_name : NULL;
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+ladR")) != -1) {
+		switch (opt) {
+		case 'l': ls_long_fmt = true; break;
+		case 'a': ls_all = true; break;
+		case 'd': ls_self = true; break;
+		case 'R': ls_recursive = true; break;
+		default:
+			usage_error("ls: invalid option -- '%c'", optopt);
+			return EXIT_USAGE;
+		}
 	}
-	printf("%s: (%5lu/%8s)", label, id, name ? name : "UNKNOWN");
+	if (argc - optind > 1) {
+		usage_error("ls: too many arguments");
+		return EXIT_USAGE;
+	}
+	const char *path = optind < argc ? argv[optind] : "/";
+	mc_client *c = conn();
+
+	struct stat st;
+	MC_DIR *d = ls_self ? NULL : mc_opendir(c, path);
+	if (!d) {
+		if (!ls_self && errno != ENOTDIR)
+			return fail(path);
+		/* Not a directory: list the thing itself, as ls does. */
+		if (mc_lstat(c, path, &st) < 0)
+			return fail(path);
+		if (json_doc)
+			json_entry(c, path, path, &st);
+		else if (ls_long_fmt)
+			ls_long(c, path, path, &st);
+		else
+			printf("%s\n", path);
+		return 0;
+	}
+	return ls_dir(c, path, d, ls_recursive);
 }
+
+static const char *stat_format;   /* stat -c FORMAT, or NULL */
 
 static int stat_one(mc_client *c, const char *path)
 {
@@ -327,6 +262,14 @@ static int stat_one(mc_client *c, const char *path)
 	char mode[11], t[96];
 	if (mc_lstat(c, path, &st) < 0)
 		return fail(path);
+	if (json_doc) {
+		json_entry(c, path, path, &st);
+		return 0;
+	}
+	if (stat_format) {
+		stat_print_format(stat_format, path, &st);
+		return 0;
+	}
 	printf("  File: %s", path);
 	if (S_ISLNK(st.st_mode)) {
 		char target[4096];
@@ -462,9 +405,117 @@ static int each_path(int argc, char **argv, path_fn fn, int first)
 	return rc;
 }
 
+static bool rm_recursive, rm_force, rm_dirs;
+
+/* rm's rules: -r removes a directory and everything below it (on the
+ * server, in one call), -d an empty directory, -f ignores missing paths. */
 static int rm_one(mc_client *c, const char *path)
 {
-	return mc_unlink(c, path) < 0 ? fail(path) : 0;
+	struct stat st;
+	int r;
+	if ((rm_recursive || rm_dirs) && mc_lstat(c, path, &st) == 0 && S_ISDIR(st.st_mode))
+		r = rm_recursive ? mc_rmtree(c, path) : mc_rmdir(c, path);
+	else
+		r = mc_unlink(c, path);
+	if (r < 0 && rm_force && errno == ENOENT)
+		return 0;
+	return r < 0 ? fail(path) : 0;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+rRfd")) != -1) {
+		switch (opt) {
+		case 'r': case 'R': rm_recursive = true; break;
+		case 'f': rm_force = true; break;
+		case 'd': rm_dirs = true; break;
+		default:
+			usage_error("rm: invalid option -- '%c'", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc && rm_force)
+		return 0;   /* rm -f with nothing to remove succeeds */
+	return each_path(argc, argv, rm_one, optind);
+}
+
+static uid_t chown_uid;
+static gid_t chown_gid;
+
+static int chown_one(mc_client *c, const char *path)
+{
+	return mc_chown(c, path, chown_uid, chown_gid) < 0 ? fail(path) : 0;
+}
+
+/* chown OWNER[:GROUP] PATH... (an empty or missing part is left as is). */
+static int cmd_chown(int argc, char **argv)
+{
+	if (argc < 3) {
+		usage_error("chown: expected OWNER[:GROUP] PATH...");
+		return EXIT_USAGE;
+	}
+	char spec[256];
+	snprintf(spec, sizeof(spec), "%s", argv[1]);
+	char *colon = strchr(spec, ':');
+	if (colon)
+		*colon++ = '\0';
+	unsigned long u = (unsigned long)-1, g = (unsigned long)-1;
+	if (spec[0] && parse_id(spec, true, &u) < 0) {
+		fprintf(stderr, "%s: chown: invalid user: '%s'\n", prog, argv[1]);
+		return EXIT_FAIL;
+	}
+	if (colon && colon[0] && parse_id(colon, false, &g) < 0) {
+		fprintf(stderr, "%s: chown: invalid group: '%s'\n", prog, argv[1]);
+		return EXIT_FAIL;
+	}
+	chown_uid = (uid_t)u;
+	chown_gid = (gid_t)g;
+	return each_path(argc, argv, chown_one, 2);
+}
+
+static off_t truncate_size;
+
+static int truncate_one(mc_client *c, const char *path)
+{
+	int fd = mc_open(c, path, O_CREAT | O_WRONLY, 0666 & ~current_umask());
+	if (fd < 0)
+		return fail(path);
+	mc_close(c, fd);
+	return mc_truncate(c, path, truncate_size) < 0 ? fail(path) : 0;
+}
+
+/* truncate -s SIZE PATH...: as truncate(1), a missing file is created. */
+static int cmd_truncate(int argc, char **argv)
+{
+	int opt;
+	bool have = false;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+s:")) != -1) {
+		char *end;
+		long long v;
+		switch (opt) {
+		case 's':
+			errno = 0;
+			v = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 0) {
+				fprintf(stderr, "%s: truncate: invalid number: '%s'\n", prog, optarg);
+				return EXIT_FAIL;
+			}
+			truncate_size = (off_t)v;
+			have = true;
+			break;
+		default:
+			usage_error("truncate: invalid option -- '%c' or missing SIZE", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	if (!have) {
+		usage_error("truncate: you must specify '-s SIZE'");
+		return EXIT_USAGE;
+	}
+	return each_path(argc, argv, truncate_one, optind);
 }
 
 static int rmdir_one(mc_client *c, const char *path)
@@ -538,6 +589,12 @@ static int cmd_readlink(int argc, char **argv)
 	ssize_t n = mc_readlink(c, argv[1], buf, sizeof(buf));
 	if (n < 0)
 		return fail(argv[1]);
+	if (json_doc) {
+		json_t *o = json_pack("{s:s,s:s%}", "path", argv[1], "target", buf, (size_t)n);
+		if (o == NULL || json_array_append_new(json_doc, o) != 0)
+			return fail("--json");
+		return 0;
+	}
 	printf("%.*s\n", (int)n, buf);
 	return 0;
 }
@@ -581,22 +638,82 @@ static int cmd_stats(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_stat(int argc, char **argv) { return each_path(argc, argv, stat_one, 1); }
+static int cmd_stat(int argc, char **argv)
+{
+	int opt;
+	optind = 1;
+	while ((opt = getopt(argc, argv, "+c:")) != -1) {
+		if (opt != 'c') {
+			usage_error("stat: invalid option -- '%c' or missing FORMAT", optopt);
+			return EXIT_USAGE;
+		}
+		stat_format = optarg;
+	}
+	return each_path(argc, argv, stat_one, optind);
+}
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
-static int cmd_rm(int argc, char **argv) { return each_path(argc, argv, rm_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
 
+/* The commands: name, handler, usage and what `mcachectl CMD --help` says. */
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const char *usage;
+	const char *help;
 } commands[] = {
-	{ "ls", cmd_ls },       { "stat", cmd_stat },         { "mkdir", cmd_mkdir },
-	{ "touch", cmd_touch }, { "rm", cmd_rm },             { "rmdir", cmd_rmdir },
-	{ "mv", cmd_mv },       { "ln", cmd_ln },             { "readlink", cmd_readlink },
-	{ "chmod", cmd_chmod }, { "rmtree", cmd_rmtree },     { "sync", cmd_sync },
-	{ "stats", cmd_stats },
+	{ "ls", cmd_ls, "[-l] [-a] [-d] [-R] [PATH]",
+	  "List the directory PATH (default /), sorted by name; a non-directory is\n"
+	  "listed by itself.\n"
+	  "  -l  long format: mode, links, owner, group, size, mtime, name, and\n"
+	  "      \"-> TARGET\" for symbolic links, after a \"total\" line\n"
+	  "  -a  include names starting with '.', and . and ..\n"
+	  "  -d  list PATH itself, not its entries\n"
+	  "  -R  list subdirectories too, each under a \"PATH:\" heading\n" },
+	{ "stat", cmd_stat, "[-c FORMAT] PATH...",
+	  "Print every attribute of PATH (symbolic links are not followed).\n"
+	  "  -c FORMAT  print FORMAT instead, with %n %s %a %A %F %h %i %u %U %g %G\n"
+	  "             %X %Y %Z %x %y %z %b %B %f %% as stat(1) expands them\n" },
+	{ "mkdir", cmd_mkdir, "[-p] [-m MODE] PATH...",
+	  "Create directories.\n"
+	  "  -p       create missing parents; an existing directory is no error\n"
+	  "  -m MODE  permission bits in octal (default 0777 minus the umask)\n" },
+	{ "touch", cmd_touch, "PATH...",
+	  "Create an empty regular file if missing, else set its times to now.\n" },
+	{ "rm", cmd_rm, "[-r] [-f] [-d] PATH...",
+	  "Remove files and symbolic links.\n"
+	  "  -r, -R  remove directories and everything below them (on the server)\n"
+	  "  -d      remove empty directories\n"
+	  "  -f      ignore missing paths; no PATH is no error\n" },
+	{ "rmdir", cmd_rmdir, "PATH...", "Remove empty directories.\n" },
+	{ "mv", cmd_mv, "FROM TO",
+	  "Rename FROM to TO atomically, replacing a file or an empty directory.\n" },
+	{ "ln", cmd_ln, "[-s] TARGET LINK",
+	  "Make LINK a hard link to TARGET; -s: a symbolic link to TARGET.\n" },
+	{ "readlink", cmd_readlink, "PATH", "Print the target of the symbolic link PATH.\n" },
+	{ "chmod", cmd_chmod, "MODE PATH...", "Set the permission bits (octal MODE, e.g. 0755).\n" },
+	{ "chown", cmd_chown, "OWNER[:GROUP] PATH...",
+	  "Set the owner and group (names or numbers; an empty part is kept).\n" },
+	{ "truncate", cmd_truncate, "-s SIZE PATH...",
+	  "Set the size of files to SIZE bytes, creating missing ones.\n" },
+	{ "rmtree", cmd_rmtree, "PATH...",
+	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
+	{ "sync", cmd_sync, "",
+	  "Wait until every change acknowledged so far is durable on the server.\n" },
+	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
 };
+
+/* `mcachectl CMD --help` anywhere before "--": the command's usage. */
+static bool command_help(const struct command *cmd, int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			printf("Usage: %s %s %s\n%s", prog, cmd->name, cmd->usage, cmd->help);
+			return true;
+		}
+	}
+	return false;
+}
 
 int main(int argc, char **argv)
 {
@@ -604,6 +721,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -611,6 +729,11 @@ int main(int argc, char **argv)
 	opterr = 0; /* our messages, not getopt's */
 	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'j':
+			json_doc = json_array();
+			if (!json_doc)
+				return fail("--json");
+			break;
 		case 's':
 			socket_arg = optarg;
 			break;
@@ -640,8 +763,19 @@ int main(int argc, char **argv)
 		usage_error("unknown command '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (command_help(cmd, argc - optind, argv + optind))
+		return 0;
 	int rc = cmd->fn(argc - optind, argv + optind);
 	mc_disconnect(client);
+	/* --json: what the command gathered, also after a failure (the
+	 * errors went to stderr); commands that print nothing print nothing. */
+	if (json_doc && json_array_size(json_doc) > 0) {
+		char *text = json_dumps(json_doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (!text || puts(text) == EOF)
+			rc = fail("--json");
+		free(text);
+	}
+	json_decref(json_doc);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = fail("stdout");
 	return rc;

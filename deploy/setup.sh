@@ -14,13 +14,19 @@
 # go to ./build-asan and ./build-tsan); extra `meson setup` arguments for a
 # new build directory may be given in MCACHE_MESON_ARGS. MCACHE_TEST_VARIANTS
 # picks the variants to test (default "plain asan tsan").
+#
+# The builds made here are development builds: their built-in socket (the
+# default_socket option, which mcached, libmcache and mcachectl share) is
+# ./var/mcached.sock, so after `run` a plain `build/client/mcachectl ls /`
+# reaches the server. $MCACHE_SOCKET, when set, overrides it for all three.
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
-          protobuf-c-compiler liblmdb-dev libcmocka-dev)
+          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${MCACHE_BUILD_DIR:-build}
+DEV_SOCKET=$ROOT/var/mcached.sock
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -70,8 +76,11 @@ build() {
 		local wipe=()
 		# A directory left by an interrupted setup: start it afresh.
 		[[ -d $dir/meson-private ]] && wipe=(--wipe)
+		local sock=()
+		[[ "$* ${MCACHE_MESON_ARGS:-}" == *default_socket=* ]] ||
+			sock=("-Ddefault_socket=$DEV_SOCKET")
 		# shellcheck disable=SC2086 # MCACHE_MESON_ARGS is split on purpose
-		meson setup "${wipe[@]}" "$@" ${MCACHE_MESON_ARGS:-} "$dir" . ||
+		meson setup "${wipe[@]}" "${sock[@]}" "$@" ${MCACHE_MESON_ARGS:-} "$dir" . ||
 			die "meson setup failed"
 	fi
 	ninja -C "$dir" || die "build failed"
@@ -129,16 +138,23 @@ PY
 
 cmd_run() {
 	install_deps
+	cd "$ROOT"
+	# A build directory configured before the development socket existed
+	# is pointed at it, so that server and clients agree.
+	if [[ -f $BUILD/build.ninja && "${MCACHE_MESON_ARGS:-}" != *default_socket=* ]]; then
+		meson configure "$BUILD" "-Ddefault_socket=$DEV_SOCKET" >/dev/null ||
+			die "meson configure failed"
+	fi
 	build
 	cd "$ROOT"
 	mkdir -p var/data
-	say "socket: $ROOT/var/mcached.sock  (export MCACHE_SOCKET=$ROOT/var/mcached.sock)"
+	local sock=${MCACHE_SOCKET:-$DEV_SOCKET}
+	say "socket: $sock  (mcached, libmcache and mcachectl default to it)"
 	say "data:   $ROOT/var/data"
-	say "admin:  $ROOT/var/admin.sock  (curl --unix-socket var/admin.sock http://localhost/stats)"
-	say "client: $BUILD/client/mcachectl -s var/mcached.sock ls /"
+	say "admin:  $(dirname "$sock")/admin.sock  (curl --unix-socket $(dirname "$sock")/admin.sock http://localhost/stats)"
+	say "client: $BUILD/client/mcachectl ls /"
 	say "starting $BUILD/server/mcached in the foreground; stop it with Ctrl-C"
-	exec "$BUILD/server/mcached" --socket ./var/mcached.sock --data ./var/data \
-		--admin unix:./var/admin.sock "$@"
+	exec "$BUILD/server/mcached" --data ./var/data "$@"
 }
 
 cmd_test() {

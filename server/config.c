@@ -2,157 +2,117 @@
  * command line, each validated with a one-line error naming what was wrong. */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
 #include "log.h"
 #include "mc_config.h"
+#include "mc_socket.h"
+#include "config_options.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 #define TiB (UINT64_C(1) << 40)
 
-#define DEF_SOCKET "./var/mcached.sock"
-#define DEF_DATA "./var/data"
-#define DEF_CACHE_SIZE (256 * MiB)
-#define DEF_WORKERS 2u
-#define DEF_COMMIT_MS 5u
-#define DEF_MAX_CONNS 1024u
-#define DEF_IDLE_S 0u
-#define DEF_MAX_FRAME ((uint32_t)(16 * MiB))
-#define DEF_MAP_SIZE (256 * MiB)
-#define DEF_RETENTION 10000u
-#define DEF_ROOT_MODE 0755u
-#define DEF_JOURNAL_RECORDS 1000000u
-#define DEF_JOURNAL_BYTES (256 * MiB)
-#define DEF_JOURNAL_WAIT_MS 1000u
-#define DEF_SHUTDOWN_S 10u
-#define DEF_MAX_OPS 4096u
-#define DEF_MAX_REPLY ((uint32_t)(4 * MiB))
-#define DEF_HELLO_S 10u
-#define DEF_FRAME_S 30u
-#define DEF_CONN_OUT (4 * MiB)
-#define DEF_OUT_TOTAL (256 * MiB)
-#define DEF_MAX_PREHELLO 64u
-
-enum opt_id {
-	OPT_SOCKET = 's',
-	OPT_DATA = 'd',
-	OPT_CONFIG = 'c',
-	OPT_HELP = 'h',
-	OPT_VERSION = 'V',
-	OPT_ADMIN = 256,
-	OPT_ADMIN_REMOTE,
-	OPT_CACHE_SIZE,
-	OPT_WORKERS,
-	OPT_COMMIT_MS,
-	OPT_SYNC,
-	OPT_MAX_CONNS,
-	OPT_IDLE,
-	OPT_MAX_FRAME,
-	OPT_MAP_SIZE,
-	OPT_RETENTION,
-	OPT_LOG_LEVEL,
-	OPT_ROOT_MODE,
-	OPT_JOURNAL_RECORDS,
-	OPT_JOURNAL_BYTES,
-	OPT_JOURNAL_WAIT,
-	OPT_SHUTDOWN,
-	OPT_MAX_OPS,
-	OPT_MAX_REPLY,
-	OPT_HELLO_S,
-	OPT_FRAME_S,
-	OPT_CONN_OUT,
-	OPT_OUT_TOTAL,
-	OPT_MAX_PREHELLO,
-	/* The cache's bound (server/shrink.h). */
-	OPT_CACHE_HIGH,
-	OPT_CACHE_LOW,
-	OPT_NEG_MAX,
-	OPT_NEG_DIR_MAX,
+/* How an option's value is parsed and stored. */
+enum config_kind {
+	CK_SOCKET,   /* a unix socket path */
+	CK_DATA,     /* a directory, not empty */
+	CK_ADMIN,    /* unix:PATH, HOST:PORT, [IPV6]:PORT or none */
+	CK_BOOL,     /* true/false, yes/no, on/off, 1/0; alone: true */
+	CK_SIZE,     /* bytes with an optional K, M, G, T suffix, in [min, max] */
+	CK_UINT,     /* a decimal number in [min, max] */
+	CK_LEVEL,    /* a log level name */
+	CK_MODE,     /* octal permission bits, at most max */
+	CK_CONFIG,   /* -c: read a file (command line only) */
+	CK_HELP,
+	CK_VERSION,
 };
 
-static const struct option long_opts[] = {
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "data", required_argument, NULL, OPT_DATA },
-	{ "admin", required_argument, NULL, OPT_ADMIN },
-	{ "admin-allow-remote", no_argument, NULL, OPT_ADMIN_REMOTE },
-	{ "cache-size", required_argument, NULL, OPT_CACHE_SIZE },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "commit-interval-ms", required_argument, NULL, OPT_COMMIT_MS },
-	{ "sync", no_argument, NULL, OPT_SYNC },
-	{ "max-connections", required_argument, NULL, OPT_MAX_CONNS },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-	{ "max-frame", required_argument, NULL, OPT_MAX_FRAME },
-	{ "store-map-size", required_argument, NULL, OPT_MAP_SIZE },
-	{ "log-retention", required_argument, NULL, OPT_RETENTION },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "root-mode", required_argument, NULL, OPT_ROOT_MODE },
-	{ "journal-max-records", required_argument, NULL, OPT_JOURNAL_RECORDS },
-	{ "journal-max-bytes", required_argument, NULL, OPT_JOURNAL_BYTES },
-	{ "journal-wait-ms", required_argument, NULL, OPT_JOURNAL_WAIT },
-	{ "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN },
-	{ "max-ops", required_argument, NULL, OPT_MAX_OPS },
-	{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
-	{ "hello-timeout", required_argument, NULL, OPT_HELLO_S },
-	{ "frame-timeout", required_argument, NULL, OPT_FRAME_S },
-	{ "conn-output-max", required_argument, NULL, OPT_CONN_OUT },
-	{ "output-max", required_argument, NULL, OPT_OUT_TOTAL },
-	{ "max-prehello", required_argument, NULL, OPT_MAX_PREHELLO },
-	{ "cache-high", required_argument, NULL, OPT_CACHE_HIGH },
-	{ "cache-low", required_argument, NULL, OPT_CACHE_LOW },
-	{ "negative-max", required_argument, NULL, OPT_NEG_MAX },
-	{ "negative-dir-max", required_argument, NULL, OPT_NEG_DIR_MAX },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+/* One row of CONFIG_OPTIONS. */
+struct config_option {
+	const char *name;
+	char letter;
+	enum config_kind kind;
+	size_t off, size;            /* the field in struct mcd_config */
+	const char *arg;             /* the value's name in --help */
+	uint64_t min, max;
+	const char *def;
+	const char *help;
+};
+
+#define F(member) offsetof(struct mcd_config, member), sizeof(((struct mcd_config *)0)->member)
+#define NOFIELD 0, 0
+
+enum opt_id {
+#define X(id, ...) OPT_##id,
+	CONFIG_OPTIONS(X)
+#undef X
+	OPT_COUNT
+};
+
+static const struct config_option options[OPT_COUNT] = {
+#define X(id, name, letter, kind, field, arg, min, max, def, help) \
+	[OPT_##id] = { name, letter, kind, field, arg, min, max, def, help },
+	CONFIG_OPTIONS(X)
+#undef X
+};
+
+/* getopt_long's table: val is OPT_LONG + the row, so that a long option
+ * never looks like a letter. Switches take an optional =BOOL, as in the file. */
+#define OPT_LONG 256
+static const struct option long_opts[OPT_COUNT + 1] = {
+#define X(id, name, letter, kind, ...) \
+	[OPT_##id] = { name, kind == CK_BOOL ? optional_argument : \
+	               (kind == CK_HELP || kind == CK_VERSION) ? no_argument : required_argument, \
+	               NULL, OPT_LONG + OPT_##id },
+	CONFIG_OPTIONS(X)
+#undef X
 };
 
 /* '+': stop at the first operand (reported as an error); ':': report a
- * missing argument as ':' rather than '?'. */
-static const char short_opts[] = "+:s:d:c:hV";
+ * missing argument as ':' rather than '?'. Then each letter of the table. */
+static const char *short_opts(void)
+{
+	static char buf[2 + 2 * OPT_COUNT + 1];
+	if (buf[0] == '\0') {
+		size_t k = 0;
+		buf[k++] = '+';
+		buf[k++] = ':';
+		for (unsigned i = 0; i < OPT_COUNT; i++) {
+			if (options[i].letter == 0)
+				continue;
+			buf[k++] = options[i].letter;
+			if (long_opts[i].has_arg == required_argument)
+				buf[k++] = ':';
+		}
+		buf[k] = '\0';
+	}
+	return buf;
+}
 
-/* Ranges, enforced for the command line and the file alike. */
-#define MIN_CACHE_SIZE (1 * MiB)
-#define MAX_CACHE_SIZE (64 * GiB)
-#define MIN_WORKERS 1u
-#define MAX_WORKERS 64u
-#define MAX_COMMIT_MS 60000u
-#define MIN_MAX_CONNS 1u
-#define MAX_MAX_CONNS 1048576u
-#define MAX_IDLE_S 604800u
-#define MIN_MAX_FRAME (4 * KiB)
-#define MAX_MAX_FRAME (256 * MiB)
-#define MIN_MAP_SIZE (1 * MiB)
-#define MAX_MAP_SIZE (16 * TiB)
-#define MIN_RETENTION 1u
-#define MAX_RETENTION 1000000000u
-#define MIN_JOURNAL_RECORDS 1u
-#define MAX_JOURNAL_RECORDS 1000000000u
-#define MIN_JOURNAL_BYTES (64 * KiB)
-#define MAX_JOURNAL_BYTES (64 * GiB)
-#define MAX_JOURNAL_WAIT_MS 60000u
-#define MAX_SHUTDOWN_S 3600u
-#define MIN_MAX_OPS 1u
-#define MIN_MAX_REPLY (64 * KiB)
-#define MAX_MAX_REPLY (16 * MiB)
-#define MAX_MAX_OPS 1048576u
-#define MIN_TIMEOUT_S 1u
-#define MAX_TIMEOUT_S 3600u
-#define MIN_CONN_OUT (64 * KiB)
-#define MAX_CONN_OUT (1 * GiB)
-#define MIN_OUT_TOTAL (1 * MiB)
-#define MAX_OUT_TOTAL (64 * GiB)
+/* The row getopt_long's answer names (a letter or OPT_LONG + row), or -1. */
+static int opt_row(int opt)
+{
+	if (opt >= OPT_LONG && opt < OPT_LONG + OPT_COUNT)
+		return opt - OPT_LONG;
+	for (int i = 0; i < OPT_COUNT; i++)
+		if (opt > 0 && options[i].letter == opt)
+			return i;
+	return -1;
+}
 
-/* --help, in three parts: ISO C compilers need not take literals longer
- * than 4095 bytes. */
+
+/* --help: this head, the options from the table (usage_options), then
+ * usage_more. ISO C compilers need not take literals longer than 4095 bytes. */
 static const char usage_text[] =
 	"NAME\n"
 	"    mcached - metadata cache server\n"
@@ -172,109 +132,13 @@ static const char usage_text[] =
 	"    mcached runs in the foreground and logs to standard error.\n"
 	"\n"
 	"OPTIONS\n"
-	"    -s, --socket=PATH\n"
-	"        Unix socket clients connect to (mode 0660).\n"
-	"        Default: " DEF_SOCKET "\n"
-	"    -d, --data=DIR\n"
-	"        Directory of the LMDB commit log and tables. Default: " DEF_DATA "\n"
-	"    --admin=ADDR\n"
-	"        Admin HTTP endpoint: unix:PATH, HOST:PORT or [IPV6]:PORT (port 0\n"
-	"        picks a free port), or none to disable it.\n"
-	"        Default: unix:<directory of --socket>/admin.sock\n"
-	"    --admin-allow-remote\n"
-	"        Allow --admin to listen on a host that is not a loopback address.\n"
-	"        Default: off\n"
-	"    --cache-size=SIZE\n"
-	"        Size of the shared-memory segment, 1M to 64G. Default: 256M\n"
-	"    --workers=N\n"
-	"        RPC worker threads, 1 to 64. Default: 2\n"
-	"    --commit-interval-ms=MS\n"
-	"        Longest time a mutation waits for its group commit, 0 to 60000;\n"
-	"        0 commits right after each batch of mutations. Default: 5\n"
-	"    --sync\n"
-	"        Synchronous durability: reply to a mutation only once it is\n"
-	"        committed. Default: off\n"
-	"    --max-connections=N\n"
-	"        Client connections open at once, 1 to 1048576. Default: 1024\n"
-	"    --idle-timeout=SECONDS\n"
-	"        Close client connections idle this long, 0 (never) to 604800.\n"
-	"        Default: 0\n"
-	"    --max-frame=SIZE\n"
-	"        Largest request frame accepted, 4K to 256M. Default: 16M\n"
-	"    --max-reply=SIZE\n"
-	"        Largest reply, 64K to 16M: ops run in order while their results\n"
-	"        fit; the one that does not fit and every later one are answered\n"
-	"        EMSGSIZE, and the later ones do not run. Default: 4M\n"
-	"    --max-ops=N\n"
-	"        Operations in one request, 1 to 1048576; a request with more is\n"
-	"        refused whole (E2BIG, none run) and the connection closed.\n"
-	"        Default: 4096\n"
-	"    --hello-timeout=SECONDS\n"
-	"        Close a connection that has not completed its Hello this long\n"
-	"        after connecting, 1 to 3600. Default: 10\n"
-	"    --frame-timeout=SECONDS\n"
-	"        Close a connection whose request frame, once started, is not\n"
-	"        complete within this time, 1 to 3600. Default: 30\n"
-	"    --max-prehello=N\n"
-	"        Connections that have not said Hello yet, 1 to 1048576; a new\n"
-	"        connection beyond it (or beyond --max-connections) closes the\n"
-	"        oldest of them. Default: 64\n"
-	"    --conn-output-max=SIZE\n"
-	"        Unsent reply bytes per connection above which the server stops\n"
-	"        reading that client until half have drained, 64K to 1G.\n"
-	"        Default: 4M\n"
-	"    --output-max=SIZE\n"
-	"        Unsent reply bytes across all connections, 1M to 64G; above it,\n"
-	"        clients that are not reading their replies are disconnected.\n"
-	"        Default: 256M\n";
-
-static const char usage_text2[] =
-	"    --store-map-size=SIZE\n"
-	"        Initial LMDB map size (it grows when full), 1M to 16T.\n"
-	"        Default: 256M\n"
-	"    --log-retention=N\n"
-	"        Committed batches kept in the commit log, 1 to 1000000000.\n"
-	"        Default: 10000\n"
-	"    --log-level=LEVEL\n"
-	"        One of error, warn, info, debug. Default: info\n"
-	"    --root-mode=MODE\n"
-	"        Octal permission bits of the root directory of a new namespace,\n"
-	"        0 to 7777. Default: 0755\n"
-	"    --journal-max-records=N\n"
-	"        Bound on the journal: changes applied but not committed yet, in\n"
-	"        records (a create adds two or three), 1 to 1000000000. Half way\n"
-	"        to it a commit starts at once; past it a mutation waits\n"
-	"        --journal-wait-ms for a commit to make room, then fails with\n"
-	"        ENOSPC and changes nothing. Default: 1000000\n"
-	"    --journal-max-bytes=SIZE\n"
-	"        The same bound in journal bytes, 64K to 64G. Default: 256M\n"
-	"    --journal-wait-ms=MS\n"
-	"        How long a mutation waits for room in a full journal, 0 to\n"
-	"        60000; after a wait that timed out, mutations fail at once\n"
-	"        until a commit succeeds. Default: 1000\n"
-	"    --shutdown-timeout=SECONDS\n"
-	"        How long SIGTERM or SIGINT keeps trying to commit what is\n"
-	"        pending while the store fails, 0 to 3600; then replies still\n"
-	"        waiting for durability get EIO and the server exits with\n"
-	"        status 3. Default: 10\n"
-	"    --cache-high=PCT, --cache-low=PCT\n"
-	"        Shrinker watermarks, percent of --cache-size (1 to 100, low not\n"
-	"        above high): above the high mark clean entries are evicted down\n"
-	"        to the low mark. Defaults: 90 and 80\n"
-	"    --negative-max=N, --negative-dir-max=N\n"
-	"        Cached negative entries at most in total (0: an eighth of what\n"
-	"        the cache holds) and per directory. Defaults: 0 and 256\n"
-	"    -c, --config=FILE\n"
-	"        Read settings from FILE first; options on the command line win.\n"
-	"    -h, --help\n"
-	"        Print this text and exit.\n"
-	"    -V, --version\n"
-	"        Print the version and exit.\n";
+	;
 
 static const char usage_more[] =
 	"\n"
 	"    SIZE is a number of bytes with an optional suffix K, M, G or T\n"
-	"    (powers of 1024), for example 512M.\n"
+	"    (powers of 1024), for example 512M. BOOL is true or false (yes/no,\n"
+	"    on/off, 1/0); a switch given alone means true (--sync).\n"
 	"\n"
 	"CONFIGURATION FILE\n"
 	"    One setting per line, `name = value`, using the long option names\n"
@@ -297,14 +161,22 @@ static const char usage_more[] =
 	"        --shutdown-timeout seconds (plus --journal-wait-ms for a mutation\n"
 	"        already waiting for room), log how many journal records and\n"
 	"        batches stayed uncommitted, and exit with status 3.\n"
+	"    SIGHUP\n"
+	"        Re-read the command line and --config file: the log level\n"
+	"        changes at once; other changed settings are logged as taking\n"
+	"        effect at the next start. A file with an error changes nothing.\n"
 	"\n"
 	"FILES\n"
-	"    " DEF_SOCKET "\n"
-	"        Default client socket.\n"
-	"    " DEF_DATA "/\n"
-	"        Default data directory (LMDB environment).\n"
+	"    " MC_DEFAULT_SOCKET "\n"
+	"        Default client socket (built in; see --socket).\n"
+	"    <--data>/\n"
+	"        The LMDB environment (default ./var/data).\n"
 	"    <socket directory>/admin.sock\n"
 	"        Default admin endpoint.\n"
+	"\n"
+	"ENVIRONMENT\n"
+	"    MCACHE_SOCKET\n"
+	"        Client socket when neither --socket nor the config file names one.\n"
 	"\n"
 	"EXIT STATUS\n"
 	"    0   Stopped by SIGTERM or SIGINT after committing, or --help/--version.\n"
@@ -313,39 +185,63 @@ static const char usage_more[] =
 	"    3   Stopped by SIGTERM or SIGINT, but changes stayed uncommitted:\n"
 	"        the store kept failing for --shutdown-timeout (see the log).\n";
 
+static int config_set(struct mcd_config *c, int row, const char *v, char *msg, size_t n);
+static void size_str(uint64_t v, char *buf, size_t n);
+
+/* Each row's default goes through config_set, as a value from the command
+ * line would: the table's default is the only one. */
 void config_defaults(struct mcd_config *c)
 {
+	char msg[128];
 	memset(c, 0, sizeof(*c));
-	c->socket_path = strdup(DEF_SOCKET);
-	c->data_dir = strdup(DEF_DATA);
+	c->socket_path = strdup(mc_socket_path(NULL));
 	c->admin_addr = NULL; /* derived from socket_path by config_parse */
-	c->admin_remote = false;
-	c->cache_size = DEF_CACHE_SIZE;
-	c->workers = DEF_WORKERS;
-	c->commit_interval_ms = DEF_COMMIT_MS;
-	c->sync = false;
-	c->max_conns = DEF_MAX_CONNS;
-	c->idle_timeout_s = DEF_IDLE_S;
-	c->max_frame = DEF_MAX_FRAME;
-	c->map_size = DEF_MAP_SIZE;
-	c->log_retention = DEF_RETENTION;
-	c->log_level = LOG_LVL_INFO;
-	c->root_mode = DEF_ROOT_MODE;
-	c->journal_max_records = DEF_JOURNAL_RECORDS;
-	c->journal_max_bytes = DEF_JOURNAL_BYTES;
-	c->journal_wait_ms = DEF_JOURNAL_WAIT_MS;
-	c->shutdown_timeout_s = DEF_SHUTDOWN_S;
-	c->max_ops = DEF_MAX_OPS;
-	c->max_reply = DEF_MAX_REPLY;
-	c->hello_timeout_s = DEF_HELLO_S;
-	c->frame_timeout_s = DEF_FRAME_S;
-	c->conn_output_max = DEF_CONN_OUT;
-	c->output_max = DEF_OUT_TOTAL;
-	c->max_prehello = DEF_MAX_PREHELLO;
-	c->cache_high_pct = 90;
-	c->cache_low_pct = 80;
-	c->neg_max = 0;
-	c->neg_dir_max = 256;
+	for (int i = 0; i < OPT_COUNT; i++) {
+		int rc = options[i].def ? config_set(c, i, options[i].def, msg, sizeof(msg)) : 0;
+		assert(rc == 0 || rc == -ENOMEM); /* a default outside its own range */
+		(void)rc;
+	}
+}
+
+/* The options part of --help, from the table. */
+static void usage_options(FILE *out)
+{
+	for (int i = 0; i < OPT_COUNT; i++) {
+		const struct config_option *o = &options[i];
+		fputs("    ", out);
+		if (o->letter)
+			fprintf(out, "-%c, ", o->letter);
+		fprintf(out, "--%s", o->name);
+		if (o->kind == CK_BOOL)
+			fprintf(out, "[=%s]", o->arg);
+		else if (o->arg)
+			fprintf(out, "=%s", o->arg);
+		fputs("\n        ", out);
+		for (const char *p = o->help; *p; p++) {
+			fputc(*p, out);
+			if (*p == '\n')
+				fputs("        ", out);
+		}
+		fputc('\n', out);
+		if (o->kind == CK_SIZE || o->kind == CK_UINT || o->kind == CK_MODE) {
+			char a[32], b[32];
+			if (o->kind == CK_SIZE) {
+				size_str(o->min, a, sizeof(a));
+				size_str(o->max, b, sizeof(b));
+			} else {
+				snprintf(a, sizeof(a), o->kind == CK_MODE ? "%llo" : "%llu",
+				         (unsigned long long)o->min);
+				snprintf(b, sizeof(b), o->kind == CK_MODE ? "%llo" : "%llu",
+				         (unsigned long long)o->max);
+			}
+			fprintf(out, "        Range: %s to %s.", a, b);
+			if (o->def)
+				fprintf(out, " Default: %s", o->def);
+			fputc('\n', out);
+		} else if (o->def) {
+			fprintf(out, "        Default: %s\n", o->def);
+		}
+	}
 }
 
 void config_free(struct mcd_config *c)
@@ -508,199 +404,107 @@ static int set_str(char **dst, const char *v)
 	return 0;
 }
 
-/* Apply one setting. 0, or -EINVAL with msg set (the value's fault), or
- * -ENOMEM. v is NULL for a switch given without a value. */
-static int config_set(struct mcd_config *c, int id, const char *v, char *msg, size_t n)
+/* Store x in the row's field, whatever its width. */
+static void field_store(struct mcd_config *c, const struct config_option *o, uint64_t x)
 {
+	char *f = (char *)c + o->off;
+	if (o->size == sizeof(uint64_t)) {
+		uint64_t v = x;
+		memcpy(f, &v, sizeof(v));
+	} else if (o->size == sizeof(uint32_t)) {
+		uint32_t v = (uint32_t)x;    /* unsigned, int and uint32_t fields */
+		memcpy(f, &v, sizeof(v));
+	} else {
+		assert(o->size == sizeof(bool));
+		bool v = x != 0;
+		memcpy(f, &v, sizeof(v));
+	}
+}
+
+/* Apply one setting of row. 0, or -EINVAL with msg set (the value's fault),
+ * or -ENOMEM. v is NULL for a switch given without a value. */
+static int config_set(struct mcd_config *c, int row, const char *v, char *msg, size_t n)
+{
+	const struct config_option *o = &options[row];
 	uint64_t x;
 	bool b;
 	int rc;
 
-	if ((id == OPT_SYNC || id == OPT_ADMIN_REMOTE) && v != NULL) {
-		if (get_bool(v, &b, msg, n) < 0)
-			return -EINVAL;
-	} else {
-		b = true;
-	}
-	switch (id) {
-	case OPT_SOCKET:
+	switch (o->kind) {
+	case CK_SOCKET:
 		if (v[0] == '\0' || strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 			msgf(msg, n, "'%s' is not a usable socket path (1 to %zu bytes)", v,
 			     sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 			return -EINVAL;
 		}
-		return set_str(&c->socket_path, v);
-	case OPT_DATA:
+		return set_str((char **)(void *)((char *)c + o->off), v);
+	case CK_DATA:
 		if (v[0] == '\0') {
 			msgf(msg, n, "the data directory must not be empty");
 			return -EINVAL;
 		}
-		return set_str(&c->data_dir, v);
-	case OPT_ADMIN:
+		return set_str((char **)(void *)((char *)c + o->off), v);
+	case CK_ADMIN:
 		if (!admin_addr_ok(v)) {
 			msgf(msg, n, "'%s' is not an address (use unix:PATH, HOST:PORT, "
 			     "[IPV6]:PORT or none)", v);
 			return -EINVAL;
 		}
-		return set_str(&c->admin_addr, v);
-	case OPT_ADMIN_REMOTE:
-		c->admin_remote = b;
+		return set_str((char **)(void *)((char *)c + o->off), v);
+	case CK_BOOL:
+		b = true;
+		if (v != NULL && get_bool(v, &b, msg, n) < 0)
+			return -EINVAL;
+		field_store(c, o, b);
 		return 0;
-	case OPT_SYNC:
-		c->sync = b;
-		return 0;
-	case OPT_CACHE_SIZE:
-		if ((rc = get_size(v, MIN_CACHE_SIZE, MAX_CACHE_SIZE, &x, msg, n)) < 0)
+	case CK_SIZE:
+		if ((rc = get_size(v, o->min, o->max, &x, msg, n)) < 0)
 			return rc;
-		c->cache_size = x;
+		field_store(c, o, x);
 		return 0;
-	case OPT_MAX_FRAME:
-		if ((rc = get_size(v, MIN_MAX_FRAME, MAX_MAX_FRAME, &x, msg, n)) < 0)
+	case CK_UINT:
+		if ((rc = get_uint(v, o->min, o->max, &x, msg, n)) < 0)
 			return rc;
-		c->max_frame = (uint32_t)x;
+		field_store(c, o, x);
 		return 0;
-	case OPT_MAP_SIZE:
-		if ((rc = get_size(v, MIN_MAP_SIZE, MAX_MAP_SIZE, &x, msg, n)) < 0)
-			return rc;
-		c->map_size = x;
-		return 0;
-	case OPT_WORKERS:
-		if ((rc = get_uint(v, MIN_WORKERS, MAX_WORKERS, &x, msg, n)) < 0)
-			return rc;
-		c->workers = (unsigned)x;
-		return 0;
-	case OPT_COMMIT_MS:
-		if ((rc = get_uint(v, 0, MAX_COMMIT_MS, &x, msg, n)) < 0)
-			return rc;
-		c->commit_interval_ms = (unsigned)x;
-		return 0;
-	case OPT_MAX_CONNS:
-		if ((rc = get_uint(v, MIN_MAX_CONNS, MAX_MAX_CONNS, &x, msg, n)) < 0)
-			return rc;
-		c->max_conns = (unsigned)x;
-		return 0;
-	case OPT_IDLE:
-		if ((rc = get_uint(v, 0, MAX_IDLE_S, &x, msg, n)) < 0)
-			return rc;
-		c->idle_timeout_s = (unsigned)x;
-		return 0;
-	case OPT_MAX_REPLY:
-		if ((rc = get_size(v, MIN_MAX_REPLY, MAX_MAX_REPLY, &x, msg, n)) < 0)
-			return rc;
-		c->max_reply = (uint32_t)x;
-		return 0;
-	case OPT_MAX_OPS:
-		if ((rc = get_uint(v, MIN_MAX_OPS, MAX_MAX_OPS, &x, msg, n)) < 0)
-			return rc;
-		c->max_ops = (unsigned)x;
-		return 0;
-	case OPT_HELLO_S:
-		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
-			return rc;
-		c->hello_timeout_s = (unsigned)x;
-		return 0;
-	case OPT_FRAME_S:
-		if ((rc = get_uint(v, MIN_TIMEOUT_S, MAX_TIMEOUT_S, &x, msg, n)) < 0)
-			return rc;
-		c->frame_timeout_s = (unsigned)x;
-		return 0;
-	case OPT_MAX_PREHELLO:
-		if ((rc = get_uint(v, MIN_MAX_CONNS, MAX_MAX_CONNS, &x, msg, n)) < 0)
-			return rc;
-		c->max_prehello = (unsigned)x;
-		return 0;
-	case OPT_CONN_OUT:
-		if ((rc = get_size(v, MIN_CONN_OUT, MAX_CONN_OUT, &x, msg, n)) < 0)
-			return rc;
-		c->conn_output_max = x;
-		return 0;
-	case OPT_OUT_TOTAL:
-		if ((rc = get_size(v, MIN_OUT_TOTAL, MAX_OUT_TOTAL, &x, msg, n)) < 0)
-			return rc;
-		c->output_max = x;
-		return 0;
-	case OPT_RETENTION:
-		if ((rc = get_uint(v, MIN_RETENTION, MAX_RETENTION, &x, msg, n)) < 0)
-			return rc;
-		c->log_retention = x;
-		return 0;
-	case OPT_JOURNAL_RECORDS:
-		if ((rc = get_uint(v, MIN_JOURNAL_RECORDS, MAX_JOURNAL_RECORDS, &x, msg, n)) < 0)
-			return rc;
-		c->journal_max_records = x;
-		return 0;
-	case OPT_JOURNAL_BYTES:
-		if ((rc = get_size(v, MIN_JOURNAL_BYTES, MAX_JOURNAL_BYTES, &x, msg, n)) < 0)
-			return rc;
-		c->journal_max_bytes = x;
-		return 0;
-	case OPT_JOURNAL_WAIT:
-		if ((rc = get_uint(v, 0, MAX_JOURNAL_WAIT_MS, &x, msg, n)) < 0)
-			return rc;
-		c->journal_wait_ms = (unsigned)x;
-		return 0;
-	case OPT_SHUTDOWN:
-		if ((rc = get_uint(v, 0, MAX_SHUTDOWN_S, &x, msg, n)) < 0)
-			return rc;
-		c->shutdown_timeout_s = (unsigned)x;
-		return 0;
-	case OPT_CACHE_HIGH:
-	case OPT_CACHE_LOW:
-		if ((rc = get_uint(v, 1, 100, &x, msg, n)) < 0)
-			return rc;
-		*(id == OPT_CACHE_HIGH ? &c->cache_high_pct : &c->cache_low_pct) = (unsigned)x;
-		return 0;
-	case OPT_NEG_MAX:
-		if ((rc = get_uint(v, 0, UINT32_MAX, &x, msg, n)) < 0)
-			return rc;
-		c->neg_max = x;
-		return 0;
-	case OPT_NEG_DIR_MAX:
-		if ((rc = get_uint(v, 1, UINT32_MAX, &x, msg, n)) < 0)
-			return rc;
-		c->neg_dir_max = (uint32_t)x;
-		return 0;
-	case OPT_LOG_LEVEL: {
+	case CK_LEVEL: {
 		enum log_level lvl;
 		if (log_parse_level(v, &lvl) < 0) {
 			msgf(msg, n, "'%s' is not a log level (use error, warn, info or debug)", v);
 			return -EINVAL;
 		}
-		c->log_level = (int)lvl;
+		field_store(c, o, (uint64_t)lvl);
 		return 0;
 	}
-	case OPT_ROOT_MODE: {
+	case CK_MODE: {
 		const char *p = v;
 		x = 0;
-		for (; *p >= '0' && *p <= '7' && x <= 07777; p++)
+		for (; *p >= '0' && *p <= '7' && x <= o->max; p++)
 			x = x * 8 + (unsigned)(*p - '0');
-		if (*v == '\0' || *p != '\0' || x > 07777) {
-			msgf(msg, n, "'%s' is not an octal mode (0 to 7777)", v);
+		if (*v == '\0' || *p != '\0' || x > o->max) {
+			msgf(msg, n, "'%s' is not an octal mode (0 to %llo)", v,
+			     (unsigned long long)o->max);
 			return -EINVAL;
 		}
-		c->root_mode = (uint32_t)x;
+		field_store(c, o, x);
 		return 0;
 	}
-	default:
-		msgf(msg, n, "cannot be set here");
-		return -EINVAL;
+	case CK_CONFIG:
+	case CK_HELP:
+	case CK_VERSION:
+		break;
 	}
+	msgf(msg, n, "cannot be set here");
+	return -EINVAL;
 }
 
-static const struct option *option_by_name(const char *name)
+/* The row of a long option name, or -1. */
+static int option_by_name(const char *name)
 {
-	for (const struct option *o = long_opts; o->name; o++)
-		if (strcmp(o->name, name) == 0)
-			return o;
-	return NULL;
-}
-
-static const struct option *option_by_id(int id)
-{
-	for (const struct option *o = long_opts; o->name; o++)
-		if (o->val == id)
-			return o;
-	return NULL;
+	for (int i = 0; i < OPT_COUNT; i++)
+		if (strcmp(options[i].name, name) == 0)
+			return i;
+	return -1;
 }
 
 static char *trim(char *s)
@@ -746,17 +550,18 @@ static int config_line(struct mcd_config *c, char *line, char *msg, size_t n)
 	for (char *p = key; *p; p++)
 		if (*p == '_')
 			*p = '-';
-	const struct option *o = option_by_name(key);
-	if (o == NULL || o->val == OPT_CONFIG || o->val == OPT_HELP || o->val == OPT_VERSION) {
+	int row = option_by_name(key);
+	if (row < 0 || options[row].kind == CK_CONFIG || options[row].kind == CK_HELP ||
+	    options[row].kind == CK_VERSION) {
 		msgf(msg, n, "unknown setting '%s'", key);
 		return -EINVAL;
 	}
-	if (val == NULL && o->has_arg != no_argument) {
+	if (val == NULL && long_opts[row].has_arg == required_argument) {
 		msgf(msg, n, "expected '%s = value'", key);
 		return -EINVAL;
 	}
 	char vmsg[512];
-	int rc = config_set(c, o->val, val, vmsg, sizeof(vmsg));
+	int rc = config_set(c, row, val, vmsg, sizeof(vmsg));
 	if (rc == -EINVAL)
 		msgf(msg, n, "%s: %s", key, vmsg);
 	return rc;
@@ -833,17 +638,18 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 	/* Pass 1: find --config, --help and --version; errors wait for pass 2. */
 	opterr = 0;
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
-		if (opt == OPT_CONFIG)
+	while ((opt = getopt_long(argc, argv, short_opts(), long_opts, NULL)) != -1) {
+		int row = opt_row(opt);
+		if (row == OPT_CONFIG)
 			config_path = optarg;
-		else if (opt == OPT_HELP)
+		else if (row == OPT_HELP)
 			help = true;
-		else if (opt == OPT_VERSION)
+		else if (row == OPT_VERSION)
 			version = true;
 	}
 	if (help) {
 		fputs(usage_text, out);
-		fputs(usage_text2, out);
+		usage_options(out);
 		fputs(usage_more, out);
 		rc = 1;
 		goto done;
@@ -870,43 +676,37 @@ int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *e
 
 	/* Pass 2: apply the command line over the file. */
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, short_opts(), long_opts, NULL)) != -1) {
 		char msg[512];
-		const struct option *o;
-		switch (opt) {
-		case OPT_CONFIG:
-		case OPT_HELP:
-		case OPT_VERSION:
-			continue;
-		case '?':
-			o = option_by_id(optopt);
-			if (optopt != 0 && o != NULL && o->has_arg == no_argument)
-				fprintf(err, "mcached: --%s: takes no value\n", o->name);
-			else if (optopt > 0 && optopt < 256)
+		int row = opt_row(opt);
+		if (opt == '?') {
+			int r = opt_row(optopt);
+			if (r >= 0 && long_opts[r].has_arg == no_argument)
+				fprintf(err, "mcached: --%s: takes no value\n", options[r].name);
+			else if (optopt > 0 && optopt < OPT_LONG)
 				fprintf(err, "mcached: unknown option '-%c' (see --help)\n", optopt);
 			else
 				fprintf(err, "mcached: unknown option '%s' (see --help)\n",
 				        argv[optind - 1]);
 			rc = -EINVAL;
 			goto done;
-		case ':':
+		}
+		if (opt == ':') {
 			/* argv[optind - 1] is the option as written. */
 			fprintf(err, "mcached: %s: missing value\n", argv[optind - 1]);
 			rc = -EINVAL;
 			goto done;
-		default:
-			break;
 		}
-		o = option_by_id(opt);
-		rc = config_set(c, opt, o && o->has_arg == no_argument ? NULL : optarg, msg,
-		                sizeof(msg));
+		if (row < 0 || row == OPT_CONFIG || row == OPT_HELP || row == OPT_VERSION)
+			continue;
+		rc = config_set(c, row, optarg, msg, sizeof(msg));
 		if (rc == -EINVAL) {
-			fprintf(err, "mcached: --%s: %s\n", o ? o->name : "?", msg);
+			fprintf(err, "mcached: --%s: %s\n", options[row].name, msg);
 			goto done;
 		}
 		if (rc < 0)
 			goto nomem;
-		if (opt == OPT_ADMIN)
+		if (row == OPT_ADMIN)
 			admin_given = true;
 	}
 	if (optind < argc) {
@@ -938,4 +738,52 @@ done:
 	free(entry_admin_default);
 	optind = 0;
 	return rc;
+}
+
+/* Settings a running server takes on SIGHUP; the others need a restart. */
+static bool reloadable(int row)
+{
+	return row == OPT_LOG_LEVEL;
+}
+
+/* Does row's field differ between a and b? */
+static bool field_differs(const struct mcd_config *a, const struct mcd_config *b, int row)
+{
+	const struct config_option *o = &options[row];
+	const char *fa = (const char *)a + o->off, *fb = (const char *)b + o->off;
+	if (o->size == 0)
+		return false;
+	if (o->kind == CK_SOCKET || o->kind == CK_DATA || o->kind == CK_ADMIN) {
+		const char *sa, *sb;
+		memcpy(&sa, fa, sizeof(sa));
+		memcpy(&sb, fb, sizeof(sb));
+		return strcmp(sa ? sa : "", sb ? sb : "") != 0;
+	}
+	return memcmp(fa, fb, o->size) != 0;
+}
+
+int config_reload(struct mcd_config *c, int argc, char **argv, FILE *err)
+{
+	struct mcd_config fresh;
+	config_defaults(&fresh);
+	FILE *out = fopen("/dev/null", "w");
+	int rc = config_parse(&fresh, argc, argv, out ? out : err, err);
+	if (out)
+		fclose(out);
+	if (rc != 0) {
+		config_free(&fresh);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	for (int i = 0; i < OPT_COUNT; i++) {
+		if (!field_differs(c, &fresh, i))
+			continue;
+		if (!reloadable(i)) {
+			fprintf(err, "mcached: --%s changed; it takes effect at the next start\n",
+			        options[i].name);
+			continue;
+		}
+		memcpy((char *)c + options[i].off, (char *)&fresh + options[i].off, options[i].size);
+	}
+	config_free(&fresh);
+	return 0;
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 struct mcd_config {
-	char *socket_path;          /* --socket; default "./var/mcached.sock" */
+	char *socket_path;          /* --socket; default $MCACHE_SOCKET, else MC_DEFAULT_SOCKET */
 	char *data_dir;             /* --data; default "./var/data" */
 	char *admin_addr;           /* --admin; default "unix:<socket dir>/admin.sock"; "none" disables */
 	bool admin_remote;          /* --admin-allow-remote */
@@ -52,6 +52,12 @@ void config_defaults(struct mcd_config *c);
  * settings; config_free it as usual. Not thread-safe (getopt). */
 int config_parse(struct mcd_config *c, int argc, char **argv, FILE *out, FILE *err);
 void config_free(struct mcd_config *c);
+
+/* SIGHUP: parse argv (and its --config file) anew and take the settings a
+ * running server can change (log-level) into *c; each other setting that
+ * changed is named on err as waiting for a restart. 0, or -EINVAL (after a
+ * message on err; *c unchanged) or -ENOMEM. Not thread-safe (getopt). */
+int config_reload(struct mcd_config *c, int argc, char **argv, FILE *err);
 
 /* "64K", "256M", "2G", "1T", or bytes. -EINVAL / -ERANGE. */
 int config_parse_size(const char *s, uint64_t *out);

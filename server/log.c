@@ -14,6 +14,11 @@ static const char *const names[] = { "error", "warn", "info", "debug" };
 void log_set_level(enum log_level lvl) { atomic_store(&cur_level, (int)lvl); }
 enum log_level log_get_level(void) { return (enum log_level)atomic_load(&cur_level); }
 
+const char *log_level_name(enum log_level lvl)
+{
+	return (unsigned)lvl < sizeof(names) / sizeof(names[0]) ? names[lvl] : "unknown";
+}
+
 int log_parse_level(const char *s, enum log_level *out)
 {
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -8,6 +8,8 @@ void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
 /* Parse "error", "warn", "info", "debug"; -EINVAL otherwise. */
 int log_parse_level(const char *s, enum log_level *out);
+/* "error", "warn", "info", "debug" ("unknown" for other values). */
+const char *log_level_name(enum log_level lvl);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mc_config.h"
 #include "mcd.h"
+#include "notify.h"
 #include "ns.h"
 #include "rpc.h"
 #include "shm.h"
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)cfg.log_level);
 	m.start_ns = mono_ns();
+	m.start_time_s = (uint64_t)time(NULL);
 
 	/* Signals: SIGPIPE ignored; SIGTERM/SIGINT/SIGHUP blocked in every
 	 * thread and taken with sigwait below. */
@@ -149,9 +151,14 @@ int main(int argc, char **argv)
 		rc = admin_start(cfg.admin_addr, cfg.admin_remote, mcd_fill_stats, &m, &ad);
 		if (rc == 0)
 			atomic_store_explicit(&m.admin, ad, memory_order_release);
-		if (rc < 0) {
+		if (rc == -EPERM)
+			log_error("--admin %s: not a loopback address; add --admin-allow-remote "
+			          "(admin-allow-remote = true in the config file) to listen on it",
+			          cfg.admin_addr);
+		else if (rc < 0)
 			log_error("cannot serve the admin endpoint on %s: %s", cfg.admin_addr,
 			          strerror(-rc));
+		if (rc < 0) {
 			goto out;
 		}
 	}
@@ -159,16 +166,28 @@ int main(int argc, char **argv)
 	         MC_VERSION, cfg.socket_path, cfg.data_dir,
 	         m.admin ? admin_address(m.admin) : "none", (unsigned long long)m.shm->size,
 	         cfg.workers, cfg.sync ? ", synchronous durability" : "");
+	char ready[256];
+	snprintf(ready, sizeof(ready), "serving on %s", cfg.socket_path);
+	notify_ready(ready);
 
 	for (;;) {
 		int sig;
 		if (sigwait(&sigs, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP ignored (settings are read at start)");
+			/* Re-read the command line and config file: the log level
+			 * changes now, other settings at the next start. */
+			if (config_reload(&cfg, argc, argv, stderr) == 0) {
+				log_set_level((enum log_level)cfg.log_level);
+				log_info("SIGHUP: settings re-read; log level %s",
+				         log_level_name((enum log_level)cfg.log_level));
+			} else {
+				log_error("SIGHUP: settings not re-read (see above); nothing changed");
+			}
 			continue;
 		}
 		log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		notify_stopping();
 		break;
 	}
 	status = 0;

@@ -59,6 +59,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	struct mcd *m = arg;
 	memset(out, 0, sizeof(*out));
 	out->uptime_s = (mono_ns() - m->start_ns) / 1000000000ull;
+	out->start_time_s = m->start_time_s;
 	out->version = MC_VERSION;
 
 	struct ns_counts nc;

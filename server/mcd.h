@@ -19,6 +19,7 @@ struct mcd {
 	 * OP_STATS, have started: published with a release store. */
 	struct admin *_Atomic admin;
 	uint64_t start_ns;           /* CLOCK_MONOTONIC at start */
+	uint64_t start_time_s;       /* Unix time at start (/metrics' start time) */
 };
 
 /* Gather a statistics snapshot of the whole server (admin_fill_fn). */

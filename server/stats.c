@@ -1,16 +1,15 @@
-/* stats.c - log-linear histograms, per-thread counter merging, and the JSON
- * and Prometheus renderings of a statistics snapshot. */
+/* stats.c - log-linear histograms, per-thread counter merging, op names, and
+ * the table of metrics that the JSON (stats_json.c) and Prometheus
+ * (stats_prom.c) renderings walk. */
 #include "stats.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 
 #include "mcache.pb-c.h"
 
@@ -105,6 +104,15 @@ uint64_t hist_quantile(const struct hist *h, double q)
 	return max; /* not reached */
 }
 
+uint64_t hist_count_le(const struct hist *h, uint64_t v)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		if (hist_bucket_upper(i) <= v)
+			n += atomic_load_explicit(&h->b[i], RLX);
+	return n;
+}
+
 void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src)
 {
 	add_u64(&dst->requests, &src->requests);
@@ -168,9 +176,7 @@ const char *stats_op_name(unsigned code)
 	return op_names[code];
 }
 
-/* A unique name for any code: the op name, or "op<N>" for unnamed codes
- * (so that rendered keys and label sets never repeat). */
-static const char *op_label(unsigned code, char buf[16])
+const char *stats_op_label(unsigned code, char buf[16])
 {
 	const char *n = stats_op_name(code);
 	if (strcmp(n, "unknown") != 0)
@@ -179,546 +185,173 @@ static const char *op_label(unsigned code, char buf[16])
 	return buf;
 }
 
-/* ---- output helpers ------------------------------------------------------ */
+/* ---- the table of metrics ------------------------------------------------ */
 
-/* An evbuffer writer that remembers the first failure. */
-struct out {
-	struct evbuffer *buf;
-	int err;
+#define OFF(field) offsetof(struct stats_snapshot, field)
+#define COUNTER(json, prom, label, field, help) \
+	{ json, prom, label, STATS_COUNTER, STATS_UNIT_NONE, help, OFF(field) }
+#define GAUGE(json, prom, label, field, help) \
+	{ json, prom, label, STATS_GAUGE, STATS_UNIT_NONE, help, OFF(field) }
+/* Microsecond counters and gauges, in seconds in /metrics. */
+#define COUNTER_US(json, prom, label, field, help) \
+	{ json, prom, label, STATS_COUNTER, STATS_UNIT_US, help, OFF(field) }
+#define GAUGE_US(json, prom, label, field, help) \
+	{ json, prom, label, STATS_GAUGE, STATS_UNIT_US, help, OFF(field) }
+#define HIST(json, prom, unit, field, help) \
+	{ json, prom, NULL, STATS_HIST, unit, help, OFF(field) }
+/* The cache's bound (server/shrink.h): one row per counter or gauge. */
+#define CACHE_COUNTER(k, help) COUNTER("cache." #k, "mcache_cache_" #k "_total", NULL, cache.k, help)
+#define CACHE_GAUGE(k, help) GAUGE("cache." #k, "mcache_cache_" #k, NULL, cache.k, help)
+#define LIMIT(id, name) \
+	COUNTER("rpc.limits." name, "mcache_rpc_limit_events_total", "event=\"" name "\"", \
+	        rpc.limits[id], "Times a limit protected the server, by event.")
+#define PHASE(name, field) \
+	COUNTER_US("commits.phase_us_total." name, "mcache_commit_phase_seconds_total", \
+	           "phase=\"" name "\"", commits.field, "Time spent in each commit phase.")
+#define LAST_PHASE(name, field) \
+	GAUGE_US("commits.last_phase_us." name, "mcache_commit_last_phase_seconds", \
+	         "phase=\"" name "\"", commits.field, "Phase times of the last commit.")
+
+const struct stats_metric stats_metrics[] = {
+	GAUGE("uptime_s", NULL, NULL, uptime_s, "Seconds since the server started."),
+	GAUGE("start_time_s", "mcache_start_time_seconds", NULL, start_time_s,
+	      "Start time of the server since the Unix epoch, in seconds."),
+
+	GAUGE("dentries.positive", "mcache_dentries", "state=\"positive\"", dentries_positive,
+	      "Cached directory entries: positive (a name) or negative (known absent)."),
+	GAUGE("dentries.negative", "mcache_dentries", "state=\"negative\"", dentries_negative,
+	      "Cached directory entries: positive (a name) or negative (known absent)."),
+	GAUGE("dentries.dirty", "mcache_dentries_dirty", NULL, dentries_dirty,
+	      "Cached directory entries not yet committed."),
+	GAUGE("dentries.complete_dirs", "mcache_complete_dirs", NULL, dirs_complete,
+	      "Directories whose children are all cached."),
+	GAUGE("inodes.cached", "mcache_inodes", NULL, inodes_cached, "Cached inodes."),
+	GAUGE("inodes.dirty", "mcache_inodes_dirty", NULL, inodes_dirty,
+	      "Cached inodes not yet committed."),
+	COUNTER("prune.subtrees", "mcache_subtree_prunes_total", NULL, subtree_prunes,
+	        "Removed directories whose cached children were pruned."),
+	COUNTER("prune.entries", "mcache_pruned_entries_total", NULL, pruned_entries,
+	        "Cached entries freed by subtree pruning."),
+
+	GAUGE("shm.bytes_total", "mcache_shm_size_bytes", NULL, shm_bytes_total,
+	      "Size of the shared-memory segment."),
+	GAUGE("shm.bytes_used", "mcache_shm_used_bytes", NULL, shm_bytes_used,
+	      "Bytes of the shared-memory segment in use."),
+	COUNTER("shm.alloc_failures", "mcache_shm_alloc_failures_total", NULL, shm_alloc_failures,
+	        "Segment allocations that failed."),
+
+	CACHE_GAUGE(high_bytes, "Shrinker high watermark: above it, clean entries are evicted."),
+	CACHE_GAUGE(low_bytes, "Shrinker low watermark: eviction stops there."),
+	CACHE_COUNTER(runs, "Background shrinker runs."),
+	CACHE_COUNTER(scanned, "Dentry slots the CLOCK hand passed."),
+	CACHE_COUNTER(evicted, "Cached entries evicted."),
+	CACHE_COUNTER(rotated, "Second chances: referenced entries kept one more round."),
+	CACHE_COUNTER(direct, "Direct reclaims by operations that found the segment full."),
+	CACHE_COUNTER(forced_commits, "Commits forced because only dirty entries were left."),
+	CACHE_COUNTER(enospc, "Operations answered ENOSPC for want of cache space."),
+	CACHE_COUNTER(negative_evicted, "Negative entries evicted (shrinker and caps)."),
+	CACHE_COUNTER(reloads, "Entries loaded from the store on a miss."),
+	CACHE_GAUGE(bytes_dentries, "Segment bytes in dentry slots."),
+	CACHE_GAUGE(bytes_inodes, "Segment bytes in inode slots."),
+	CACHE_GAUGE(bytes_dirs, "Segment bytes in directory state slots."),
+	CACHE_GAUGE(bytes_names, "Segment bytes in long names and symlink targets."),
+	CACHE_GAUGE(bytes_meta, "Segment bytes in the header, page table and hash buckets."),
+
+	COUNTER("commits.count", "mcache_commits_total", NULL, commits.count,
+	        "Group commits completed."),
+	COUNTER("commits.records", "mcache_commit_records_total", NULL, commits.records,
+	        "Journal records committed."),
+	COUNTER("commits.failures", "mcache_commit_failures_total", NULL, commits.failures,
+	        "Group commits that failed."),
+	COUNTER("commits.sync_waits", "mcache_commit_sync_waits_total", NULL, commits.sync_waits,
+	        "Sync waiters served."),
+	COUNTER("commits.sync_failures", "mcache_commit_sync_failures_total", NULL,
+	        commits.sync_failures, "Sync waiters answered with a commit error."),
+	HIST("commits.batch_records", "mcache_commit_batch_records", STATS_UNIT_NONE,
+	     commits.batch_records, "Journal records per group commit."),
+	HIST("commits.latency_us", "mcache_commit_duration_seconds", STATS_UNIT_US,
+	     commits.latency_us, "Group commit time from journal swap to publish."),
+	HIST("commits.blocked_us", "mcache_commit_blocked_seconds", STATS_UNIT_US,
+	     commits.blocked_us, "Time writers waited on the journal swap."),
+	PHASE("swap", swap_us),
+	PHASE("log", log_us),
+	PHASE("apply", apply_us),
+	PHASE("sync", sync_us),
+	PHASE("publish", publish_us),
+	LAST_PHASE("swap", last_swap_us),
+	LAST_PHASE("log", last_log_us),
+	LAST_PHASE("apply", last_apply_us),
+	LAST_PHASE("sync", last_sync_us),
+	LAST_PHASE("publish", last_publish_us),
+
+	GAUGE("journal.records", "mcache_journal_records", NULL, journal_records,
+	      "Records in the running journal batch."),
+	GAUGE("journal.committed_seq", "mcache_committed_seq", NULL, committed_seq,
+	      "Last committed journal sequence."),
+	GAUGE("journal.backlog_records", "mcache_journal_backlog_records", NULL,
+	      journal_backlog_records, "Uncommitted journal records (running and committing batches)."),
+	GAUGE("journal.backlog_bytes", "mcache_journal_backlog_bytes", NULL, journal_backlog_bytes,
+	      "Uncommitted journal bytes (running and committing batches)."),
+	COUNTER("journal.full_waits", "mcache_journal_full_waits_total", NULL, journal_full_waits,
+	        "Mutations that waited for the full journal to drain."),
+	COUNTER("journal.full_refusals", "mcache_journal_full_refusals_total", NULL,
+	        journal_full_refusals, "Mutations refused with ENOSPC: the journal stayed full."),
+
+	GAUGE("store.map_bytes", "mcache_store_map_size_bytes", NULL, store_map_bytes,
+	      "Size of the LMDB map."),
+	GAUGE("store.used_bytes", "mcache_store_used_bytes", NULL, store_used_bytes,
+	      "Bytes of the LMDB map in use."),
+
+	COUNTER("rpc.requests", "mcache_rpc_requests_total", NULL, rpc.requests,
+	        "Request frames carrying ops."),
+	COUNTER("rpc.bad_frames", "mcache_rpc_bad_frames_total", NULL, rpc.bad_frames,
+	        "Malformed or oversized frames."),
+	COUNTER("rpc.connections", "mcache_rpc_connections_total", NULL, rpc.connections,
+	        "Client connections accepted."),
+	GAUGE("rpc.output_bytes", "mcache_rpc_output_bytes", NULL, rpc.output_bytes,
+	      "Unsent reply bytes, all connections."),
+	LIMIT(STATS_LIMIT_ACCEPT_PAUSES, "accept_pauses"),
+	LIMIT(STATS_LIMIT_REFUSED, "refused"),
+	LIMIT(STATS_LIMIT_TOO_MANY_OPS, "too_many_ops"),
+	LIMIT(STATS_LIMIT_REPLY_FULL, "reply_full"),
+	LIMIT(STATS_LIMIT_HELLO_TIMEOUTS, "hello_timeouts"),
+	LIMIT(STATS_LIMIT_FRAME_TIMEOUTS, "frame_timeouts"),
+	LIMIT(STATS_LIMIT_PREHELLO_EVICTED, "prehello_evicted"),
+	LIMIT(STATS_LIMIT_OUTPUT_DISCONNECTS, "output_disconnects"),
+
+	GAUGE("clients", "mcache_clients", NULL, clients, "Client connections open now."),
+	COUNTER("admin.accept_pauses", "mcache_admin_accept_pauses_total", NULL,
+	        admin_accept_pauses, "Admin listener paused: out of descriptors."),
+
+	COUNTER("readpath.hits", "mcache_readpath_lookups_total", "outcome=\"hit\"", readpath.hits,
+	        "Client lookups by outcome: answered from shared memory (hit), not cached "
+	        "(miss) or past the walk's bounds (fallback), both sent to the server."),
+	COUNTER("readpath.misses", "mcache_readpath_lookups_total", "outcome=\"miss\"",
+	        readpath.misses,
+	        "Client lookups by outcome: answered from shared memory (hit), not cached "
+	        "(miss) or past the walk's bounds (fallback), both sent to the server."),
+	COUNTER("readpath.fallbacks", "mcache_readpath_lookups_total", "outcome=\"fallback\"",
+	        readpath.fallbacks,
+	        "Client lookups by outcome: answered from shared memory (hit), not cached "
+	        "(miss) or past the walk's bounds (fallback), both sent to the server."),
+	COUNTER("readpath.retries", "mcache_readpath_retries_total", NULL, readpath.retries,
+	        "Client lookups restarted because the entry changed under them."),
+	COUNTER("readpath.rpcs", "mcache_readpath_requests_total", NULL, readpath.rpcs,
+	        "Requests the clients sent to the server."),
 };
+const size_t stats_nmetrics = sizeof(stats_metrics) / sizeof(stats_metrics[0]);
 
-static void out_printf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_printf(struct out *o, const char *fmt, ...)
-{
-	if (o->err)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = evbuffer_add_vprintf(o->buf, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		o->err = -ENOMEM;
-}
-
-static void out_add(struct out *o, const void *p, size_t n)
-{
-	if (!o->err && evbuffer_add(o->buf, p, n) != 0)
-		o->err = -ENOMEM;
-}
-
-/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	else if ((c & 0xe0) == 0xc0) { len = 2; min = 0x80; c &= 0x1f; }
-	else if ((c & 0xf0) == 0xe0) { len = 3; min = 0x800; c &= 0x0f; }
-	else if ((c & 0xf8) == 0xf0) { len = 4; min = 0x10000; c &= 0x07; }
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/* A JSON string literal; invalid UTF-8 becomes U+FFFD. */
-static void json_str(struct out *o, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t n = strlen((const char *)p);
-	out_add(o, "\"", 1);
-	for (size_t i = 0; i < n;) {
-		unsigned char c = p[i];
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			out_add(o, e, 2);
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			out_printf(o, "\\u%04x", c);
-			i++;
-		} else {
-			size_t l = utf8_len(p + i, n - i);
-			if (l == 0) {
-				out_add(o, "\\ufffd", 6);
-				i++;
-			} else {
-				out_add(o, p + i, l);
-				i += l;
-			}
-		}
-	}
-	out_add(o, "\"", 1);
-}
-
-/* JSON object writer: tracks whether a comma is due, per nesting level. */
-struct json {
-	struct out o;
-	unsigned depth;
-	bool need_comma[16];
-};
-
-static void json_key(struct json *j, const char *key)
-{
-	if (j->need_comma[j->depth])
-		out_add(&j->o, ",", 1);
-	j->need_comma[j->depth] = true;
-	json_str(&j->o, key);
-	out_add(&j->o, ":", 1);
-}
-
-static void json_open(struct json *j, const char *key)
-{
-	if (key)
-		json_key(j, key);
-	out_add(&j->o, "{", 1);
-	if (j->depth + 1 < sizeof(j->need_comma) / sizeof(j->need_comma[0]))
-		j->depth++;
-	j->need_comma[j->depth] = false;
-}
-
-static void json_close(struct json *j)
-{
-	out_add(&j->o, "}", 1);
-	if (j->depth > 0)
-		j->depth--;
-}
-
-static void json_u64(struct json *j, const char *key, uint64_t v)
-{
-	json_key(j, key);
-	out_printf(&j->o, "%llu", (unsigned long long)v);
-}
-
-static void json_string(struct json *j, const char *key, const char *v)
-{
-	json_key(j, key);
-	json_str(&j->o, v);
-}
-
-static uint64_t ld(const _Atomic uint64_t *p)
-{
-	return atomic_load_explicit(p, RLX);
-}
-
-static void json_hist(struct json *j, const char *key, const struct hist *h)
-{
-	json_open(j, key);
-	json_u64(j, "p50", hist_quantile(h, 0.5));
-	json_u64(j, "p99", hist_quantile(h, 0.99));
-	json_u64(j, "max", ld(&h->max));
-	json_u64(j, "count", ld(&h->count));
-	json_u64(j, "sum", ld(&h->sum));
-	json_close(j);
-}
-
-static const char *const phase_names[5] = { "swap", "log", "apply", "sync", "publish" };
-
-static void phases(const struct commit_stats *c, uint64_t total[5], uint64_t last[5])
-{
-	total[0] = ld(&c->swap_us);
-	total[1] = ld(&c->log_us);
-	total[2] = ld(&c->apply_us);
-	total[3] = ld(&c->sync_us);
-	total[4] = ld(&c->publish_us);
-	last[0] = ld(&c->last_swap_us);
-	last[1] = ld(&c->last_log_us);
-	last[2] = ld(&c->last_apply_us);
-	last[3] = ld(&c->last_sync_us);
-	last[4] = ld(&c->last_publish_us);
-}
-
-static void json_readpath(struct json *j, const struct stats_readpath *r)
-{
-	json_u64(j, "hits", r->hits);
-	json_u64(j, "misses", r->misses);
-	json_u64(j, "retries", r->retries);
-	json_u64(j, "fallbacks", r->fallbacks);
-	json_u64(j, "rpcs", r->rpcs);
-}
-
-/* ---- the cache's bound: one table for JSON and Prometheus ---------------- */
-
-static const struct cache_metric {
-	const char *key;        /* JSON key under "cache" */
-	const char *prom;       /* Prometheus name */
-	const char *type;
-	const char *help;
-	size_t off;             /* in struct stats_cache */
-} cache_metrics[] = {
-#define CM(k, t, h) { #k, "mcache_cache_" #k, t, h, offsetof(struct stats_cache, k) }
-	CM(high_bytes, "gauge", "Shrinker high watermark: above it, clean entries are evicted."),
-	CM(low_bytes, "gauge", "Shrinker low watermark: eviction stops there."),
-	CM(runs, "counter", "Background shrinker runs."),
-	CM(scanned, "counter", "Dentry slots the CLOCK hand passed."),
-	CM(evicted, "counter", "Cached entries evicted."),
-	CM(rotated, "counter", "Second chances: referenced entries kept one more round."),
-	CM(direct, "counter", "Direct reclaims by operations that found the segment full."),
-	CM(forced_commits, "counter", "Commits forced because only dirty entries were left."),
-	CM(enospc, "counter", "Operations answered ENOSPC for want of cache space."),
-	CM(negative_evicted, "counter", "Negative entries evicted (shrinker and caps)."),
-	CM(reloads, "counter", "Entries loaded from the store on a miss."),
-	CM(bytes_dentries, "gauge", "Segment bytes in dentry slots."),
-	CM(bytes_inodes, "gauge", "Segment bytes in inode slots."),
-	CM(bytes_dirs, "gauge", "Segment bytes in directory state slots."),
-	CM(bytes_names, "gauge", "Segment bytes in long names and symlink targets."),
-	CM(bytes_meta, "gauge", "Segment bytes in the header, page table and hash buckets."),
-#undef CM
-};
-
-static uint64_t cache_value(const struct stats_cache *c, const struct cache_metric *m)
+uint64_t stats_metric_u64(const struct stats_snapshot *s, const struct stats_metric *m)
 {
 	uint64_t v;
-	memcpy(&v, (const char *)c + m->off, sizeof(v));
+	assert(m->type != STATS_HIST);
+	/* _Atomic uint64_t fields of a private copy read like plain ones. */
+	memcpy(&v, (const char *)s + m->off, sizeof(v));
 	return v;
 }
 
-static void json_cache(struct json *j, const struct stats_cache *c)
+const struct hist *stats_metric_hist(const struct stats_snapshot *s, const struct stats_metric *m)
 {
-	json_open(j, "cache");
-	for (size_t i = 0; i < sizeof(cache_metrics) / sizeof(cache_metrics[0]); i++)
-		json_u64(j, cache_metrics[i].key, cache_value(c, &cache_metrics[i]));
-	json_close(j);
-}
-
-static void prom_u64(struct out *o, const char *name, const char *type, const char *help,
-                     uint64_t v);
-
-static void prom_cache(struct out *o, const struct stats_cache *c)
-{
-	for (size_t i = 0; i < sizeof(cache_metrics) / sizeof(cache_metrics[0]); i++) {
-		const struct cache_metric *m = &cache_metrics[i];
-		char name[96];
-		snprintf(name, sizeof(name), "%s%s", m->prom,
-		         strcmp(m->type, "counter") == 0 ? "_total" : "");
-		prom_u64(o, name, m->type, m->help, cache_value(c, m));
-	}
-}
-
-int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
-{
-	struct json j = { .o = { .buf = out, .err = 0 } };
-	uint64_t total[5], last[5];
-
-	json_open(&j, NULL);
-	json_u64(&j, "uptime_s", s->uptime_s);
-	json_string(&j, "version", s->version);
-
-	json_open(&j, "dentries");
-	json_u64(&j, "positive", s->dentries_positive);
-	json_u64(&j, "negative", s->dentries_negative);
-	json_u64(&j, "dirty", s->dentries_dirty);
-	json_u64(&j, "complete_dirs", s->dirs_complete);
-	json_close(&j);
-
-	json_open(&j, "inodes");
-	json_u64(&j, "cached", s->inodes_cached);
-	json_u64(&j, "dirty", s->inodes_dirty);
-	json_close(&j);
-
-	json_open(&j, "prune");
-	json_u64(&j, "subtrees", s->subtree_prunes);
-	json_u64(&j, "entries", s->pruned_entries);
-	json_close(&j);
-
-	json_open(&j, "shm");
-	json_u64(&j, "bytes_total", s->shm_bytes_total);
-	json_u64(&j, "bytes_used", s->shm_bytes_used);
-	json_u64(&j, "alloc_failures", s->shm_alloc_failures);
-	json_close(&j);
-	json_cache(&j, &s->cache);
-
-	const struct commit_stats *c = &s->commits;
-	json_open(&j, "commits");
-	json_u64(&j, "count", ld(&c->count));
-	json_u64(&j, "records", ld(&c->records));
-	json_u64(&j, "failures", ld(&c->failures));
-	json_u64(&j, "sync_waits", ld(&c->sync_waits));
-	json_u64(&j, "sync_failures", ld(&c->sync_failures));
-	json_hist(&j, "batch_records", &c->batch_records);
-	json_hist(&j, "latency_us", &c->latency_us);
-	json_hist(&j, "blocked_us", &c->blocked_us);
-	phases(c, total, last);
-	json_open(&j, "phase_us_total");
-	for (unsigned i = 0; i < 5; i++)
-		json_u64(&j, phase_names[i], total[i]);
-	json_close(&j);
-	json_open(&j, "last_phase_us");
-	for (unsigned i = 0; i < 5; i++)
-		json_u64(&j, phase_names[i], last[i]);
-	json_close(&j);
-	json_close(&j);
-
-	json_open(&j, "journal");
-	json_u64(&j, "records", s->journal_records);
-	json_u64(&j, "committed_seq", s->committed_seq);
-	json_u64(&j, "backlog_records", s->journal_backlog_records);
-	json_u64(&j, "backlog_bytes", s->journal_backlog_bytes);
-	json_u64(&j, "full_waits", s->journal_full_waits);
-	json_u64(&j, "full_refusals", s->journal_full_refusals);
-	json_close(&j);
-
-	json_open(&j, "store");
-	json_u64(&j, "map_bytes", s->store_map_bytes);
-	json_u64(&j, "used_bytes", s->store_used_bytes);
-	json_close(&j);
-
-	const struct rpc_stats *r = &s->rpc;
-	json_open(&j, "rpc");
-	json_u64(&j, "requests", ld(&r->requests));
-	json_u64(&j, "bad_frames", ld(&r->bad_frames));
-	json_u64(&j, "connections", ld(&r->connections));
-	json_u64(&j, "output_bytes", ld(&r->output_bytes));
-	json_open(&j, "limits");
-	for (unsigned i = 0; i < STATS_LIMITS; i++)
-		json_u64(&j, stats_limit_name(i), ld(&r->limits[i]));
-	json_close(&j);
-	char nb[16];
-	json_open(&j, "ops");
-	for (unsigned i = 0; i < STATS_OPS; i++)
-		if (ld(&r->ops[i]) > 0)
-			json_u64(&j, op_label(i, nb), ld(&r->ops[i]));
-	json_close(&j);
-	json_open(&j, "errors");
-	for (unsigned i = 0; i < STATS_OPS; i++)
-		if (ld(&r->errors[i]) > 0)
-			json_u64(&j, op_label(i, nb), ld(&r->errors[i]));
-	json_close(&j);
-	json_open(&j, "latency_us");
-	for (unsigned i = 0; i < STATS_OPS; i++)
-		if (ld(&r->ops[i]) > 0)
-			json_hist(&j, op_label(i, nb), &r->op_us[i]);
-	json_close(&j);
-	json_close(&j);
-
-	json_u64(&j, "clients", s->clients);
-	json_open(&j, "admin");
-	json_u64(&j, "accept_pauses", s->admin_accept_pauses);
-	json_close(&j);
-
-	json_open(&j, "readpath");
-	json_readpath(&j, &s->readpath);
-	json_open(&j, "clients");
-	for (unsigned i = 0; i < s->nclients_rp; i++) {
-		char pid[16];
-		snprintf(pid, sizeof(pid), "%d", (int)s->clients_rp[i].pid);
-		json_open(&j, pid);
-		json_readpath(&j, &s->clients_rp[i].rp);
-		json_close(&j);
-	}
-	json_close(&j);
-	json_close(&j);
-	json_close(&j);
-	out_add(&j.o, "\n", 1);
-	return j.o.err;
-}
-
-/* ---- Prometheus text format 0.0.4 ---------------------------------------- */
-
-static void prom_head(struct out *o, const char *name, const char *type, const char *help)
-{
-	out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void prom_u64(struct out *o, const char *name, const char *type, const char *help,
-                     uint64_t v)
-{
-	prom_head(o, name, type, help);
-	out_printf(o, "%s %llu\n", name, (unsigned long long)v);
-}
-
-/* A label value with \, " and newline escaped. */
-static void prom_label_value(struct out *o, const char *s)
-{
-	out_add(o, "\"", 1);
-	for (const char *p = s ? s : ""; *p; p++) {
-		if (*p == '\\')
-			out_add(o, "\\\\", 2);
-		else if (*p == '"')
-			out_add(o, "\\\"", 2);
-		else if (*p == '\n')
-			out_add(o, "\\n", 2);
-		else
-			out_add(o, p, 1);
-	}
-	out_add(o, "\"", 1);
-}
-
-/* The samples of one summary: name{<labels>quantile="q"}, _sum, _count.
- * labels is "" or `key="value",` (with its trailing comma). */
-static void prom_summary_samples(struct out *o, const char *name, const char *labels,
-                                 const struct hist *h)
-{
-	static const struct { const char *s; double q; } qs[] = {
-		{ "0.5", 0.5 }, { "0.9", 0.9 }, { "0.99", 0.99 }, { "1", 1.0 },
-	};
-	for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-		out_printf(o, "%s{%squantile=\"%s\"} %llu\n", name, labels, qs[i].s,
-		           (unsigned long long)hist_quantile(h, qs[i].q));
-	size_t ll = strlen(labels);
-	if (ll > 0) { /* drop the trailing comma */
-		out_printf(o, "%s_sum{%.*s} %llu\n", name, (int)(ll - 1), labels,
-		           (unsigned long long)ld(&h->sum));
-		out_printf(o, "%s_count{%.*s} %llu\n", name, (int)(ll - 1), labels,
-		           (unsigned long long)ld(&h->count));
-	} else {
-		out_printf(o, "%s_sum %llu\n", name, (unsigned long long)ld(&h->sum));
-		out_printf(o, "%s_count %llu\n", name, (unsigned long long)ld(&h->count));
-	}
-}
-
-static void prom_summary(struct out *o, const char *name, const char *help, const struct hist *h)
-{
-	prom_head(o, name, "summary", help);
-	prom_summary_samples(o, name, "", h);
-}
-
-int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf)
-{
-	struct out o = { .buf = buf, .err = 0 };
-	struct out *op = &o;
-	uint64_t total[5], last[5];
-
-	prom_u64(op, "mcache_uptime_seconds", "gauge", "Seconds since the server started.",
-	         s->uptime_s);
-	prom_head(op, "mcache_build_info", "gauge", "Server version (always 1).");
-	out_printf(op, "mcache_build_info{version=");
-	prom_label_value(op, s->version);
-	out_printf(op, "} 1\n");
-
-	prom_head(op, "mcache_dentries", "gauge", "Cached directory entries by state.");
-	out_printf(op, "mcache_dentries{state=\"positive\"} %llu\n",
-	           (unsigned long long)s->dentries_positive);
-	out_printf(op, "mcache_dentries{state=\"negative\"} %llu\n",
-	           (unsigned long long)s->dentries_negative);
-	out_printf(op, "mcache_dentries{state=\"dirty\"} %llu\n",
-	           (unsigned long long)s->dentries_dirty);
-	prom_u64(op, "mcache_complete_dirs", "gauge",
-	         "Directories whose children are all cached.", s->dirs_complete);
-	prom_head(op, "mcache_inodes", "gauge", "Cached inodes by state.");
-	out_printf(op, "mcache_inodes{state=\"cached\"} %llu\n", (unsigned long long)s->inodes_cached);
-	out_printf(op, "mcache_inodes{state=\"dirty\"} %llu\n", (unsigned long long)s->inodes_dirty);
-	prom_u64(op, "mcache_subtree_prunes_total", "counter",
-	         "Removed directories whose cached children were pruned.", s->subtree_prunes);
-	prom_u64(op, "mcache_pruned_entries_total", "counter",
-	         "Cached entries freed by subtree pruning.", s->pruned_entries);
-
-	prom_head(op, "mcache_shm_bytes", "gauge", "Shared-memory segment size and use.");
-	out_printf(op, "mcache_shm_bytes{kind=\"total\"} %llu\n",
-	           (unsigned long long)s->shm_bytes_total);
-	out_printf(op, "mcache_shm_bytes{kind=\"used\"} %llu\n",
-	           (unsigned long long)s->shm_bytes_used);
-	prom_u64(op, "mcache_shm_alloc_failures_total", "counter",
-	         "Segment allocations that failed.", s->shm_alloc_failures);
-	prom_cache(op, &s->cache);
-
-	const struct commit_stats *c = &s->commits;
-	prom_u64(op, "mcache_commits_total", "counter", "Group commits completed.", ld(&c->count));
-	prom_u64(op, "mcache_commit_records_total", "counter", "Journal records committed.",
-	         ld(&c->records));
-	prom_u64(op, "mcache_commit_failures_total", "counter", "Group commits that failed.",
-	         ld(&c->failures));
-	prom_u64(op, "mcache_commit_sync_waits_total", "counter", "Sync waiters served.",
-	         ld(&c->sync_waits));
-	prom_u64(op, "mcache_commit_sync_failures_total", "counter",
-	         "Sync waiters answered with a commit error.", ld(&c->sync_failures));
-	prom_summary(op, "mcache_commit_batch_records", "Journal records per group commit.",
-	             &c->batch_records);
-	prom_summary(op, "mcache_commit_latency_us",
-	             "Group commit time from journal swap to publish, microseconds.",
-	             &c->latency_us);
-	prom_summary(op, "mcache_commit_blocked_us",
-	             "Time writers waited on the journal swap, microseconds.", &c->blocked_us);
-	phases(c, total, last);
-	prom_head(op, "mcache_commit_phase_us_total", "counter",
-	          "Time spent in each commit phase, microseconds.");
-	for (unsigned i = 0; i < 5; i++)
-		out_printf(op, "mcache_commit_phase_us_total{phase=\"%s\"} %llu\n", phase_names[i],
-		           (unsigned long long)total[i]);
-	prom_head(op, "mcache_commit_last_phase_us", "gauge",
-	          "Phase times of the last commit, microseconds.");
-	for (unsigned i = 0; i < 5; i++)
-		out_printf(op, "mcache_commit_last_phase_us{phase=\"%s\"} %llu\n", phase_names[i],
-		           (unsigned long long)last[i]);
-
-	prom_u64(op, "mcache_journal_records", "gauge", "Records in the running journal batch.",
-	         s->journal_records);
-	prom_u64(op, "mcache_journal_backlog_records", "gauge",
-	         "Uncommitted journal records (running and committing batches).",
-	         s->journal_backlog_records);
-	prom_u64(op, "mcache_journal_backlog_bytes", "gauge",
-	         "Uncommitted journal bytes (running and committing batches).",
-	         s->journal_backlog_bytes);
-	prom_u64(op, "mcache_journal_full_waits_total", "counter",
-	         "Mutations that waited for the full journal to drain.", s->journal_full_waits);
-	prom_u64(op, "mcache_journal_full_refusals_total", "counter",
-	         "Mutations refused with ENOSPC: the journal stayed full.",
-	         s->journal_full_refusals);
-	prom_u64(op, "mcache_committed_seq", "gauge", "Last committed journal sequence.",
-	         s->committed_seq);
-	prom_head(op, "mcache_store_bytes", "gauge", "LMDB map size and use.");
-	out_printf(op, "mcache_store_bytes{kind=\"map\"} %llu\n",
-	           (unsigned long long)s->store_map_bytes);
-	out_printf(op, "mcache_store_bytes{kind=\"used\"} %llu\n",
-	           (unsigned long long)s->store_used_bytes);
-
-	const struct rpc_stats *r = &s->rpc;
-	prom_u64(op, "mcache_rpc_requests_total", "counter", "Request frames carrying ops.",
-	         ld(&r->requests));
-	prom_u64(op, "mcache_rpc_bad_frames_total", "counter", "Malformed or oversized frames.",
-	         ld(&r->bad_frames));
-	prom_u64(op, "mcache_rpc_connections_total", "counter", "Client connections accepted.",
-	         ld(&r->connections));
-	prom_u64(op, "mcache_rpc_output_bytes", "gauge", "Unsent reply bytes, all connections.",
-	         ld(&r->output_bytes));
-	prom_head(op, "mcache_rpc_limit_events_total", "counter",
-	          "Times a limit protected the server, by event.");
-	for (unsigned i = 0; i < STATS_LIMITS; i++)
-		out_printf(op, "mcache_rpc_limit_events_total{event=\"%s\"} %llu\n",
-		           stats_limit_name(i), (unsigned long long)ld(&r->limits[i]));
-	prom_u64(op, "mcache_admin_accept_pauses_total", "counter",
-	         "Admin listener paused: out of descriptors.", s->admin_accept_pauses);
-	/* Every named op (but "none"), so that rate() sees counters from zero;
-	 * unnamed codes only when they count something. */
-	char nb[16];
-	prom_head(op, "mcache_rpc_ops_total", "counter", "RPC operations served, by op.");
-	for (unsigned i = 0; i < STATS_OPS; i++)
-		if ((i > 0 && strcmp(stats_op_name(i), "unknown") != 0) || ld(&r->ops[i]) > 0)
-			out_printf(op, "mcache_rpc_ops_total{op=\"%s\"} %llu\n", op_label(i, nb),
-			           (unsigned long long)ld(&r->ops[i]));
-	prom_head(op, "mcache_rpc_errors_total", "counter",
-	          "RPC operations answered with an error, by op.");
-	for (unsigned i = 0; i < STATS_OPS; i++)
-		if ((i > 0 && strcmp(stats_op_name(i), "unknown") != 0) || ld(&r->errors[i]) > 0)
-			out_printf(op, "mcache_rpc_errors_total{op=\"%s\"} %llu\n", op_label(i, nb),
-			           (unsigned long long)ld(&r->errors[i]));
-	prom_head(op, "mcache_rpc_latency_us", "summary", "RPC service time by op, microseconds.");
-	for (unsigned i = 0; i < STATS_OPS; i++) {
-		if (ld(&r->ops[i]) == 0)
-			continue;
-		char labels[64];
-		snprintf(labels, sizeof(labels), "op=\"%s\",", op_label(i, nb));
-		prom_summary_samples(op, "mcache_rpc_latency_us", labels, &r->op_us[i]);
-	}
-
-	prom_u64(op, "mcache_clients", "gauge", "Client connections open now.", s->clients);
-	prom_head(op, "mcache_readpath_total", "counter",
-	          "Client lookups by outcome: answered from shared memory (hit), sent to the "
-	          "server (miss, fallback), restarted (retry).");
-	const struct stats_readpath *rp = &s->readpath;
-	const char *kinds[] = { "hit", "miss", "retry", "fallback" };
-	const uint64_t vals[] = { rp->hits, rp->misses, rp->retries, rp->fallbacks };
-	for (unsigned i = 0; i < 4; i++)
-		out_printf(op, "mcache_readpath_total{outcome=\"%s\"} %llu\n", kinds[i],
-		           (unsigned long long)vals[i]);
-	return o.err;
+	assert(m->type == STATS_HIST);
+	return (const struct hist *)(const void *)((const char *)s + m->off);
 }

@@ -1,5 +1,6 @@
-/* stats.h - counters, latency histograms and the snapshot that /stats,
- * /metrics and `mcachectl stats` render.
+/* stats.h - counters, latency histograms, the snapshot that /stats,
+ * /metrics and `mcachectl stats` render, and the table of metrics that
+ * drives both renderings (stats_json.c, stats_prom.c).
  *
  * Hot-path counters are per thread (one writer, relaxed atomics) and are
  * merged when a snapshot is taken, so recording costs no shared cache line.
@@ -8,6 +9,7 @@
 #define MC_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct evbuffer;
@@ -29,6 +31,10 @@ void hist_merge(struct hist *dst, const struct hist *src);
 /* The value at quantile q (0..1): an upper bound of its bucket, capped at max.
  * 0 for an empty histogram. */
 uint64_t hist_quantile(const struct hist *h, double q);
+/* Observations whose bucket lies wholly at or below v (a Prometheus
+ * cumulative bucket, rounded toward the larger bound by at most 12.5%);
+ * UINT64_MAX gives the count of all observations. */
+uint64_t hist_count_le(const struct hist *h, uint64_t v);
 
 /* Operation codes as in proto/mcache.proto (OP_* values). */
 #define STATS_OPS 32
@@ -98,6 +104,7 @@ struct stats_cache {
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
+	uint64_t start_time_s;            /* Unix time the server started */
 	const char *version;
 	/* dentry cache */
 	uint64_t dentries_positive;
@@ -136,8 +143,44 @@ struct stats_snapshot {
 	} clients_rp[STATS_CLIENTS_MAX];
 };
 
-/* Render as JSON (GET /stats) or Prometheus text format (GET /metrics).
- * 0, or -ENOMEM. */
+/* Version of the /stats document's layout: raised when a key changes meaning
+ * or goes away (new keys do not raise it). */
+#define STATS_SCHEMA_VERSION 1
+
+/* One metric of the snapshot, rendered by both endpoints. Adding a metric
+ * is one row in stats_metrics (stats.c). Invariants:
+ *   1. json paths are unique; prom names with their label are unique.
+ *   2. Rows of one Prometheus family (same prom, distinct label values that
+ *      do not overlap) are adjacent and share type, unit and help.
+ *   3. prom names carry their base unit (_seconds, _bytes), counters _total. */
+enum stats_type {
+	STATS_COUNTER,
+	STATS_GAUGE,
+	STATS_HIST,        /* off is a struct hist */
+};
+enum stats_unit {
+	STATS_UNIT_NONE,   /* a count, or bytes */
+	STATS_UNIT_US,     /* microseconds in /stats, seconds in /metrics */
+};
+struct stats_metric {
+	const char *json;      /* dotted path in /stats ("commits.count") */
+	const char *prom;      /* family in /metrics, or NULL for /stats only */
+	const char *label;     /* `name="value"` within the family, or NULL */
+	enum stats_type type;
+	enum stats_unit unit;
+	const char *help;
+	size_t off;            /* of a uint64_t or struct hist in stats_snapshot */
+};
+extern const struct stats_metric stats_metrics[];
+extern const size_t stats_nmetrics;
+
+/* The uint64_t of row m in s (counters and gauges). */
+uint64_t stats_metric_u64(const struct stats_snapshot *s, const struct stats_metric *m);
+/* The histogram of row m in s (STATS_HIST rows). */
+const struct hist *stats_metric_hist(const struct stats_snapshot *s, const struct stats_metric *m);
+
+/* Render as JSON (GET /stats, stats_json.c) or Prometheus text format
+ * (GET /metrics, stats_prom.c). 0, or -ENOMEM. */
 int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out);
 int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *out);
 
@@ -145,5 +188,8 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *out
 const char *stats_op_name(unsigned code);
 /* Name of an enum stats_limit value ("hello_timeouts"...). */
 const char *stats_limit_name(unsigned id);
+/* A unique label for any op code: its name, or "op<N>" for unnamed codes,
+ * so that rendered keys and label sets never repeat. buf has 16 bytes. */
+const char *stats_op_label(unsigned code, char buf[16]);
 
 #endif

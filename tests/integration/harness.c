@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -146,18 +148,56 @@ int server_stop(struct mc_server *s, int sig)
 	return -1;
 }
 
+/* The value of the first key named k in document order (preorder), in any
+ * object at any depth under v; NULL if none. */
+static json_t *json_find(json_t *v, const char *k)
+{
+	if (json_is_object(v)) {
+		const char *name;
+		json_t *sub;
+		json_object_foreach(v, name, sub) {
+			if (strcmp(name, k) == 0)
+				return sub;
+			json_t *r = json_find(sub, k);
+			if (r)
+				return r;
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *sub;
+		json_array_foreach(v, i, sub) {
+			json_t *r = json_find(sub, k);
+			if (r)
+				return r;
+		}
+	}
+	return NULL;
+}
+
 int harness_json_u64(const char *json, const char *section, const char *key, uint64_t *out)
 {
-	const char *p = strstr(json, section);
-	if (!p)
+	char name[64];
+	size_t n = strlen(section);
+	/* "\"rpc\"" or "rpc" */
+	if (n >= 2 && section[0] == '"' && section[n - 1] == '"')
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 2), section + 1);
+	else
+		snprintf(name, sizeof(name), "%s", section);
+	json_error_t e;
+	json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &e);
+	if (root == NULL) {
+		fprintf(stderr, "# invalid statistics JSON (%s at %d)\n", e.text, e.position);
 		return -1;
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	p = strstr(p, k);
-	if (!p)
-		return -1;
-	*out = strtoull(p + strlen(k), NULL, 10);
-	return 0;
+	}
+	json_t *obj = json_find(root, name);
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+	int rc = -1;
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		rc = 0;
+	}
+	json_decref(root);
+	return rc;
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

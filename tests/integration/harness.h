@@ -31,9 +31,10 @@ int server_stop(struct mc_server *s, int sig);
  * with errno. For tests that speak the raw protocol. */
 int harness_connect(const char *path);
 
-/* The number after "key": that first follows section (a quoted object key,
- * e.g. "\"rpc\"") in the server's statistics JSON. 0 and *out, or -1 when
- * either is missing. */
+/* The integer member key of the first object named section (a quoted or bare
+ * object key, e.g. "\"limits\"", at any depth, in document order) of the
+ * server's statistics JSON, parsed with jansson (duplicate keys rejected).
+ * 0 and *out, or -1 when the JSON is invalid or either is missing. */
 int harness_json_u64(const char *json, const char *section, const char *key, uint64_t *out);
 
 /* Remove the temporary directory and everything in it. */

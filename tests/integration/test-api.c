@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "harness.h"
 #include "mcache.h"
@@ -836,6 +837,31 @@ static void test_stats(void **state)
 	assert_true(s[0] == '{');
 	assert_non_null(strstr(s, "\"dentries"));
 	free(s);
+
+	/* Two clients in one process (a client per thread): valid JSON, each
+	 * client its own element of readpath.clients with this pid. */
+	mc_client *c2 = conn();
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/", &st), 0);
+	assert_int_equal(mc_stat(c2, "/", &st), 0);
+	s = mc_server_stats(c);
+	assert_non_null(s);
+	json_error_t e;
+	json_t *root = json_loads(s, JSON_REJECT_DUPLICATES, &e);
+	if (root == NULL)
+		fail_msg("/stats is not valid JSON (%s): %s", e.text, s);
+	assert_true(json_is_integer(json_object_get(root, "schema_version")));
+	json_t *clients = json_object_get(json_object_get(root, "readpath"), "clients");
+	assert_true(json_is_array(clients));
+	size_t i, mine = 0;
+	json_t *cl;
+	json_array_foreach(clients, i, cl)
+		if (json_integer_value(json_object_get(cl, "pid")) == getpid())
+			mine++;
+	assert_true(mine >= 2);
+	json_decref(root);
+	free(s);
+	mc_disconnect(c2);
 	mc_disconnect(c);
 }
 

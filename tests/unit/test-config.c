@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,12 +75,18 @@ static char *write_file(const char *text)
 static void t_defaults(void **state)
 {
 	struct run r;
+	unsetenv("MCACHE_SOCKET");
 	run_v(&r, (const char *const[]){ NULL });
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
-	assert_string_equal(r.c.socket_path, "./var/mcached.sock");
+	assert_string_equal(r.c.socket_path, MC_DEFAULT_SOCKET);
 	assert_string_equal(r.c.data_dir, "./var/data");
-	assert_string_equal(r.c.admin_addr, "unix:./var/admin.sock");
+	char *admin;
+	assert_true(asprintf(&admin, "unix:%.*s/admin.sock",
+	                     (int)(strrchr(MC_DEFAULT_SOCKET, '/') - MC_DEFAULT_SOCKET),
+	                     MC_DEFAULT_SOCKET) > 0);
+	assert_string_equal(r.c.admin_addr, admin);
+	free(admin);
 	assert_false(r.c.admin_remote);
 	assert_int_equal(r.c.cache_size, 256u << 20);
 	assert_int_equal(r.c.workers, 2);
@@ -153,6 +160,29 @@ static void t_every_option(void **state)
 	assert_string_equal(r.c.socket_path, "x.sock");
 	assert_string_equal(r.c.data_dir, "d");
 	run_done(&r);
+}
+
+/* The server's default socket is the clients': $MCACHE_SOCKET when set and
+ * not empty, else the built-in default; the config file and --socket win. */
+static void t_socket_env(void **state)
+{
+	struct run r;
+	setenv("MCACHE_SOCKET", "/tmp/env-dir/env.sock", 1);
+	run_v(&r, (const char *const[]){ NULL });
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "/tmp/env-dir/env.sock");
+	assert_string_equal(r.c.admin_addr, "unix:/tmp/env-dir/admin.sock");
+	run_done(&r);
+	RUN(&r, "--socket", "/a/b.sock");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, "/a/b.sock");
+	run_done(&r);
+	setenv("MCACHE_SOCKET", "", 1);
+	run_v(&r, (const char *const[]){ NULL });
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.c.socket_path, MC_DEFAULT_SOCKET);
+	run_done(&r);
+	unsetenv("MCACHE_SOCKET");
 }
 
 static void t_admin_default(void **state)
@@ -324,7 +354,42 @@ static void t_bad_usage(void **state)
 	run_done(&r);
 	RUN(&r, "--sync=maybe");
 	assert_int_equal(r.rc, -EINVAL);
+	assert_string_equal(r.err, "mcached: --sync: 'maybe' is not a boolean (use true or false)\n");
 	run_done(&r);
+}
+
+/* Switches take a boolean on the command line as they do in the file. */
+static void t_bool_flags(void **state)
+{
+	static const struct { const char *arg; bool sync; } cases[] = {
+		{ "--sync", true }, { "--sync=true", true }, { "--sync=false", false },
+		{ "--sync=no", false }, { "--sync=on", true }, { "--sync=0", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r;
+		RUN(&r, cases[i].arg);
+		if (r.rc != 0)
+			fail_msg("%s: %s", cases[i].arg, r.err);
+		assert_int_equal(r.c.sync, cases[i].sync);
+		run_done(&r);
+	}
+	struct run r;
+	RUN(&r, "--admin-allow-remote=false");
+	assert_int_equal(r.rc, 0);
+	assert_false(r.c.admin_remote);
+	run_done(&r);
+	RUN(&r, "--admin-allow-remote=yes");
+	assert_int_equal(r.rc, 0);
+	assert_true(r.c.admin_remote);
+	run_done(&r);
+	/* A later flag wins over an earlier one and over the file. */
+	char *path = write_file("sync = true\n");
+	RUN(&r, "-c", path, "--sync=false");
+	assert_int_equal(r.rc, 0);
+	assert_false(r.c.sync);
+	run_done(&r);
+	unlink(path);
+	free(path);
 }
 
 static void t_file_overrides(void **state)
@@ -449,7 +514,7 @@ static void t_help(void **state)
 		"--shutdown-timeout", "status 3", "--cache-high", "--cache-low", "--negative-max",
 		"--negative-dir-max", "Default: 1000000", "--config", "--help", "--version", "-s,", "-d,", "-c,", "-h,", "-V,",
 		"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
-		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "Default: 256M", "Default: 1024",
+		"SIGTERM", "SIGINT", "FILES", "EXIT STATUS", "ENVIRONMENT", "MCACHE_SOCKET", "Default: 256M", "Default: 1024",
 	};
 	struct run r;
 	RUN(&r, "--help");
@@ -479,20 +544,225 @@ static void t_version(void **state)
 	run_done(&r);
 }
 
+/* SIGHUP: the log level is taken from the file anew; other changes wait for
+ * a restart and are named; a broken file changes nothing. */
+static void t_reload(void **state)
+{
+	char *path = write_file("log-level = info\nworkers = 2\n");
+	char *argv[] = { "mcached", "-c", path, "--idle-timeout", "5", NULL };
+	struct run r;
+	RUN(&r, "-c", path, "--idle-timeout", "5");
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
+
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n", f);
+	fclose(f);
+	char *err = NULL;
+	size_t en = 0;
+	FILE *e = open_memstream(&err, &en);
+	assert_int_equal(config_reload(&r.c, 5, argv, e), 0);
+	fclose(e);
+	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(r.c.workers, 2);          /* at the next start */
+	assert_int_equal(r.c.idle_timeout_s, 5);   /* the command line still wins */
+	assert_string_equal(err, "mcached: --workers changed; it takes effect at the next start\n");
+	free(err);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("log-level = loud\n", f);
+	fclose(f);
+	e = open_memstream(&err, &en);
+	assert_int_equal(config_reload(&r.c, 5, argv, e), -EINVAL);
+	fclose(e);
+	assert_non_null(strstr(err, "'loud' is not a log level"));
+	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	free(err);
+	run_done(&r);
+	unlink(path);
+	free(path);
+}
+
+/* ---- the option list against deploy/mcached.conf.example and the README -- */
+
+/* The long option names --help lists, but config, help and version. */
+static size_t help_options(char names[][32], size_t max)
+{
+	struct run r;
+	RUN(&r, "--help");
+	assert_int_equal(r.rc, 1);
+	size_t n = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "    -", 5) != 0)
+			continue;
+		for (char *p = strstr(line, "--"); p; p = strstr(p + 2, "--")) {
+			char name[32];
+			if (sscanf(p + 2, "%31[a-z-]", name) != 1 || !strcmp(name, "config") ||
+			    !strcmp(name, "help") || !strcmp(name, "version"))
+				continue;
+			assert_true(n < max);
+			snprintf(names[n++], sizeof(names[0]), "%s", name);
+		}
+	}
+	run_done(&r);
+	return n;
+}
+
+static char *slurp(const char *rel)
+{
+	const char *root = getenv("MC_SOURCE_ROOT");
+	assert_non_null(root);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	char *buf = calloc(1, 1 << 17);
+	assert_non_null(buf);
+	size_t n = fread(buf, 1, (1 << 17) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The settings of a run equal the defaults (paths that depend on the build
+ * or the socket, socket and admin, aside). */
+static void assert_defaults(struct run *r, const char *what)
+{
+	struct run d;
+	run_v(&d, (const char *const[]){ NULL });
+	assert_int_equal(d.rc, 0);
+	if (r->rc != 0)
+		fail_msg("%s: %s", what, r->err);
+	if (strcmp(r->c.data_dir, d.c.data_dir) != 0)
+		fail_msg("%s: data is %s, the default %s", what, r->c.data_dir, d.c.data_dir);
+	struct mcd_config a = r->c, b = d.c;
+	a.socket_path = b.socket_path = NULL;
+	a.data_dir = b.data_dir = NULL;
+	a.admin_addr = b.admin_addr = NULL;
+	if (memcmp(&a, &b, sizeof(a)) != 0)
+		fail_msg("%s: not the defaults", what);
+	run_done(&d);
+}
+
+/* Every option is in the example file, whose values are the defaults. */
+static void t_example_file(void **state)
+{
+	char names[64][32];
+	size_t n = help_options(names, 64);
+	assert_true(n >= 30);
+	char *ex = slurp("deploy/mcached.conf.example");
+	for (size_t i = 0; i < n; i++) {
+		char want[48];
+		snprintf(want, sizeof(want), "\n# %s = ", names[i]);
+		if (strstr(ex, want) == NULL)
+			fail_msg("deploy/mcached.conf.example does not list %s", names[i]);
+	}
+	/* Uncommented, the example's settings are the defaults. */
+	char *file = calloc(1, strlen(ex) + 1);
+	assert_non_null(file);
+	size_t k = 0, settings = 0;
+	for (const char *line = ex; *line; ) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char name[32];
+		int eq = 0;
+		if (sscanf(line, "# %31[a-z-] =%n", name, &eq) == 1 && eq > 0 && (size_t)eq <= len) {
+			memcpy(file + k, line + 2, len - 2);
+			k += len - 2;
+			file[k++] = '\n';
+			settings++;
+		}
+		line += len + (end ? 1 : 0);
+	}
+	assert_int_equal(settings, n);
+	char *path = write_file(file);
+	struct run r;
+	RUN(&r, "-c", path);
+	assert_defaults(&r, "deploy/mcached.conf.example");
+	run_done(&r);
+	unlink(path);
+	free(path);
+	free(file);
+	free(ex);
+}
+
+/* The README's option table names real options, with their defaults. */
+static void t_readme_table(void **state)
+{
+	char names[64][32];
+	size_t n = help_options(names, 64), rows = 0;
+	char *md = slurp("README.md");
+	char *save = NULL;
+	for (char *line = strtok_r(md, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "| `--", 5) != 0)
+			continue;
+		rows++;
+		char *cell2 = strchr(line + 1, '|');
+		assert_non_null(cell2);
+		*cell2++ = '\0';
+		char *cell3 = strchr(cell2, '|');
+		assert_non_null(cell3);
+		*cell3 = '\0';
+		char opts[2][32], vals[4][64];
+		size_t no = 0, nv = 0;
+		for (char *p = strstr(line, "`--"); p && no < 2; p = strstr(p + 3, "`--")) {
+			assert_int_equal(sscanf(p + 3, "%31[a-z-]", opts[no]), 1);
+			bool known = false;
+			for (size_t i = 0; i < n; i++)
+				known = known || strcmp(names[i], opts[no]) == 0;
+			if (!known)
+				fail_msg("README names an option mcached does not have: --%s", opts[no]);
+			no++;
+		}
+		for (char *p = strchr(cell2, '`'); p && nv < 4; p = strchr(p + 1, '`')) {
+			char *q = strchr(p + 1, '`');
+			assert_non_null(q);
+			snprintf(vals[nv++], sizeof(vals[0]), "%.*s", (int)(q - p - 1), p + 1);
+			p = q;
+		}
+		/* Only plain values, one per option ($MCACHE_SOCKET, <socket dir>
+		 * and words like "off" say more than a value). */
+		bool plain = nv == no;
+		for (size_t i = 0; i < nv && plain; i++)
+			plain = strpbrk(vals[i], "$<") == NULL;
+		if (!plain)
+			continue;
+		for (size_t i = 0; i < no; i++) {
+			char arg[128];
+			snprintf(arg, sizeof(arg), "--%s=%s", opts[i], vals[i]);
+			struct run r;
+			RUN(&r, arg);
+			assert_defaults(&r, arg);
+			run_done(&r);
+		}
+	}
+	assert_true(rows >= 10);
+	free(md);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_defaults),
 		cmocka_unit_test(t_every_option),
+		cmocka_unit_test(t_socket_env),
 		cmocka_unit_test(t_admin_default),
 		cmocka_unit_test(t_sizes),
 		cmocka_unit_test(t_bounds_accepted),
 		cmocka_unit_test(t_bad_values),
 		cmocka_unit_test(t_bad_usage),
+		cmocka_unit_test(t_bool_flags),
 		cmocka_unit_test(t_file_overrides),
 		cmocka_unit_test(t_file_errors),
 		cmocka_unit_test(t_cache_watermarks),
 		cmocka_unit_test(t_help),
+		cmocka_unit_test(t_reload),
+		cmocka_unit_test(t_example_file),
+		cmocka_unit_test(t_readme_table),
 		cmocka_unit_test(t_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
