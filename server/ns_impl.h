@@ -27,10 +27,20 @@ struct offvec {
 	size_t n, cap;
 };
 
+/* An inode left cached when one of its names was evicted. */
+struct orphan {
+	mc_off_t off;
+	uint64_t ino;
+};
+
 /* The shrinker's state (shrink.c), under the namespace lock. */
 struct shrinker {
 	uint64_t high, low;              /* watermarks in bytes of segment use */
 	uint32_t hand_page, hand_slot;   /* the CLOCK hand over dentry slots */
+	uint64_t wraps;                  /* times the hand went round */
+	struct orphan *orph;             /* hard-linked inodes whose name went (shrink.c) */
+	size_t norph, orph_cap;
+	uint64_t orph_wraps;             /* wraps when the oldest of them was noted */
 	struct shrink_stats st;
 	pthread_t thread;
 	pthread_cond_t cv;               /* wakes the thread (with ns->lock) */

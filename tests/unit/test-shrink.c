@@ -254,6 +254,45 @@ static void test_direct_reclaim(void **state)
 	              (unsigned long long)c.shrink.evicted, (unsigned long long)c.shrink.direct);
 }
 
+/* An inode with several names is freed once none of its names is cached:
+ * evicting every dentry of a hard-linked file leaves no inode behind, so a
+ * tree of hard links cannot fill the segment with inodes nothing evicts.
+ * Both names reload, still naming one inode with two links. */
+static void test_hardlink_inode_freed(void **state)
+{
+	struct fx *f = *state;
+	ns_attr a, b;
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/a"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/b"), 0755, NULL), 0);
+	char p[64], q[64];
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "/a/f%d", i);
+		snprintf(q, sizeof(q), "/b/g%d", i);
+		create_ok(f, p);
+		assert_int_equal(ns_link(f->ns, &root_cred, P(p), P(q)), 0);
+	}
+	commit_all(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/a/f0"), true, &a), 0);
+	assert_int_equal(a.nlink, 2);
+	assert_true(inode_find(f->shm, a.ino) != 0);
+	uint64_t inodes = f->shm->slab[SLAB_INODE].live;
+	shrink_now(f->ns, 0, 8 * one_sweep(f));
+	assert_int_equal(cached(f, "/", "a"), 0);
+	assert_int_equal(cached(f, "/", "b"), 0);
+	assert_int_equal(inode_find(f->shm, a.ino), 0);
+	assert_true(f->shm->slab[SLAB_INODE].live + 2 + NFILES <= inodes);
+	/* One name cached keeps the inode; both reload to the same inode. */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/b/g0"), true, &b), 0);
+	assert_int_equal(b.ino, a.ino);
+	assert_int_equal(b.nlink, 2);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/a/f0"), true, &a), 0);
+	assert_int_equal(a.ino, b.ino);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/a/f0")), 0);
+	commit_all(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/b/g0"), true, &b), 0);
+	assert_int_equal(b.nlink, 1);
+}
+
 static int count_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
 {
 	(void)name, (void)len, (void)ino, (void)dtype;
@@ -390,6 +429,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_chance_leaf_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_and_held_pinned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_bits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hardlink_inode_freed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookies_above_evicted_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
