@@ -341,6 +341,96 @@ static void reopen(struct fx *f)
 	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
 }
 
+/* rmtree of a directory larger than the cache, from an empty cache: the
+ * names come from store scans (RM_NAMES at a time, across lock holds of 16
+ * removals), some already removed (cached negatives), some cached, a
+ * subdirectory, a name with another link outside. Every entry goes once:
+ * the outside link keeps its inode with one link, after a commit and a
+ * restart too, and nothing of the tree is left cached. */
+static void test_rmtree_uncached(void **state)
+{
+	struct fx *f = *state;
+	char p[96];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t/sub"), 0755, NULL), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof(p), "/t/file-with-a-longish-name-%04d", i);
+		create_ok(f, p);
+		if (i % 1000 == 0) {
+			snprintf(p, sizeof(p), "/t/sub/s%d", i);
+			create_ok(f, p);
+		}
+		if (i % 500 == 0)
+			commit_all(f);
+	}
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/t/file-with-a-longish-name-0077"),
+	                         P("/keep")), 0);
+	reopen(f);
+	ns_attr a;
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/t/file-with-a-longish-name-0001")), 0);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/t/file-with-a-longish-name-2999")), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t/file-with-a-longish-name-0100"), true, &a),
+	                 0);
+	assert_false(dir_complete(f, "/t"));
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 16), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	int n = 0;
+	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
+	assert_int_equal(n, 1); /* keep */
+}
+
+/* A segment full of clean entries: an rmtree of an uncached directory,
+ * whose removals each leave a dirty negative, reclaims directly as it goes
+ * (1024 removals per lock hold) and succeeds; the other entries reload. */
+static void test_rmtree_many_reclaims(void **state)
+{
+	struct fx *f = *state;
+	char p[96];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	for (int i = 0; i < 4000; i++) {
+		snprintf(p, sizeof(p), "/t/file-%05d", i);
+		create_ok(f, p);
+	}
+	commit_all(f);
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/d%d", d);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			create_ok(f, p);
+		}
+		commit_all(f);
+	}
+	reopen(f);
+	ns_attr a;
+	for (int d = 0; d < 20; d++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		}
+	struct ns_counts c0, c1;
+	ns_get_counts(f->ns, &c0);
+	assert_true(c0.shrink.direct > 0); /* the segment is full */
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 1024), 0);
+	ns_get_counts(f->ns, &c1);
+	assert_int_equal(c1.shrink.enospc, c0.shrink.enospc);
+	print_message("# rmtree of 4000 uncached files: %llu direct reclaims\n",
+	              (unsigned long long)(c1.shrink.direct - c0.shrink.direct));
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d7/other-7"), true, &a), 0);
+}
+
 struct seen {
 	char last[300];
 	int n, zz, aa, dup_or_order;
@@ -433,6 +523,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cookies_above_evicted_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }
