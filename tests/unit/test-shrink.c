@@ -431,6 +431,45 @@ static void test_rmtree_many_reclaims(void **state)
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d7/other-7"), true, &a), 0);
 }
 
+/* Every page of the segment went to the slabs of short-named entries; then
+ * a lookup, and a create, of long names (a blob size class that has no page
+ * yet) still succeed: pages are kept back for slabs that have none (here
+ * the one page of sixteen), and eviction makes room in the others. */
+static void test_new_blob_class_gets_a_page(void **state)
+{
+	struct fx *f = *state;
+	char p[256];
+	const char *longname = "/t/a-file-name-too-long-to-be-kept-inline-in-its-dentry";
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	create_ok(f, longname);
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/d%d", d);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			create_ok(f, p);
+		}
+		commit_all(f);
+	}
+	reopen(f);
+	ns_attr a;
+	for (int d = 0; d < 20; d++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		}
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.shrink.direct > 0); /* the segment is full */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P(longname), true, &a), 0);
+	snprintf(p, sizeof(p), "/d3/%060d", 7); /* the same class */
+	create_ok(f, p);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	assert_true(c.shm_used <= c.shm_total);
+}
+
 struct seen {
 	char last[300];
 	int n, zz, aa, dup_or_order;
@@ -525,6 +564,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_new_blob_class_gets_a_page, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }
