@@ -148,6 +148,11 @@ void reclaim_begin(struct ns *ns, struct reclaim *r);
  * repeating; false otherwise (then an -ENOSPC stands and is counted). Also
  * wakes the shrinker when use is above the high mark. */
 bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r);
+/* The attempt made lasting progress before it failed (an rmtree's
+ * removals): the tries of do_reclaim_retry count from 0 again, so that an
+ * operation long enough to fill the segment several times is bounded per
+ * step of progress, not in total. */
+void reclaim_progress(struct reclaim *r);
 void shrink_init(struct ns *ns, const struct ns_opts *o);
 void shrink_fini(struct ns *ns);
 /* Make room for a negative entry in dir under the caps (oldest out first):

@@ -256,6 +256,7 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		pthread_mutex_lock(&ns->lock);
 		reclaim_begin(ns, &r);
 		do {
+			unsigned left = budget;
 			nd_init(&nd, ns, c);
 			/* The bound is checked once: stopping half way would leave
 			 * a half-removed tree behind an error (ns.h). */
@@ -271,6 +272,10 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 				}
 			}
 			nd_free(&nd);
+			/* Removals done stay done, each leaving a dirty
+			 * negative that may take an evicted entry's room. */
+			if (budget < left)
+				reclaim_progress(&r);
 		} while (do_reclaim_retry(ns, rc, &r));
 		pthread_mutex_unlock(&ns->lock);
 		if (rc == -ENOENT && !first) {

@@ -321,6 +321,11 @@ void reclaim_begin(struct ns *ns, struct reclaim *r)
 	r->tries = 0;
 }
 
+void reclaim_progress(struct reclaim *r)
+{
+	r->tries = 0;
+}
+
 bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 {
 	struct shm *s = ns->shm;

@@ -390,7 +390,9 @@ static void test_rmtree_uncached(void **state)
 
 /* A segment full of clean entries: an rmtree of an uncached directory,
  * whose removals each leave a dirty negative, reclaims directly as it goes
- * (1024 removals per lock hold) and succeeds; the other entries reload. */
+ * and succeeds, even when one lock hold (up to 8192 removals here) needs
+ * more reclaims than an operation's tries: removals done are progress, and
+ * the tries count again after each. The other entries reload. */
 static void test_rmtree_many_reclaims(void **state)
 {
 	struct fx *f = *state;
@@ -420,7 +422,7 @@ static void test_rmtree_many_reclaims(void **state)
 	struct ns_counts c0, c1;
 	ns_get_counts(f->ns, &c0);
 	assert_true(c0.shrink.direct > 0); /* the segment is full */
-	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 1024), 0);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 8192), 0);
 	ns_get_counts(f->ns, &c1);
 	assert_int_equal(c1.shrink.enospc, c0.shrink.enospc);
 	print_message("# rmtree of 4000 uncached files: %llu direct reclaims\n",
