@@ -41,6 +41,7 @@ struct shrinker {
 	struct orphan *orph;             /* hard-linked inodes whose name went (shrink.c) */
 	size_t norph, orph_cap;
 	uint64_t orph_wraps;             /* wraps when the oldest of them was noted */
+	size_t orph_at;                  /* a pass frees them once norph reaches it */
 	struct shrink_stats st;
 	pthread_t thread;
 	pthread_cond_t cv;               /* wakes the thread (with ns->lock) */

@@ -25,8 +25,8 @@
  *     a directory becomes a candidate once its last cached child went.
  *  3. Evicting a positive dentry clears its parent's complete flag and
  *     frees its inode unless the inode has other links (their names may be
- *     cached). Such an inode is noted as an orphan; once ORPHAN_BATCH are
- *     noted, or the hand went round since the oldest, one pass over the
+ *     cached). Such an inode is noted as an orphan; once ORPHAN_BATCH more
+ *     are noted, or the hand went round since the oldest, one pass over the
  *     dentry slots (do_orphans) frees those no cached name points to and
  *     that are clean and not held. So inodes never outlive all their
  *     cached names by more than a sweep.
@@ -66,6 +66,7 @@ void shrink_init(struct ns *ns, const struct ns_opts *o)
 		hi = 100;
 	if (lo > hi)
 		lo = hi;
+	k->orph_at = ORPHAN_BATCH;
 	k->high = ns->shm->size / 100 * hi;
 	k->low = ns->shm->size / 100 * lo;
 	pthread_condattr_t ca;
@@ -211,6 +212,7 @@ static uint64_t do_orphans(struct ns *ns)
 	}
 	k->norph = kept;
 	k->orph_wraps = k->wraps;
+	k->orph_at = kept + ORPHAN_BATCH; /* those kept do not make each scan a pass */
 	return freed;
 }
 
@@ -289,7 +291,7 @@ static uint64_t do_scan(struct ns *ns, uint64_t target, int want, uint64_t min,
 		}
 	}
 	struct shrinker *k = &ns->shr;
-	if (k->norph >= ORPHAN_BATCH || (k->norph > 0 && k->wraps != k->orph_wraps))
+	if (k->norph >= k->orph_at || (k->norph > 0 && k->wraps != k->orph_wraps))
 		do_orphans(ns);
 	return evicted;
 }
