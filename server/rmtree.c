@@ -20,7 +20,9 @@ struct rm_name {
 	uint64_t ino;
 	uint8_t dtype;
 	uint8_t len;
+	bool has_rec;              /* rec read in the scan's snapshot */
 	char name[MC_NAME_MAX];
+	struct mc_inode_rec rec;
 };
 
 /* Where the store scan of a directory that is not complete goes on, and
@@ -45,7 +47,8 @@ struct scan_ctx {
 };
 
 /* Take names the cache does not know to be removed, up to RM_NAMES. */
-static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype,
+                    const struct mc_inode_rec *rec)
 {
 	struct scan_ctx *sc = arg;
 	struct rm_resume *rs = sc->rs;
@@ -57,6 +60,9 @@ static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8
 	r->dtype = dtype;
 	r->len = (uint8_t)len;
 	memcpy(r->name, name, len);
+	r->has_rec = rec != NULL;
+	if (rec)
+		r->rec = *rec;
 	return rs->n == RM_NAMES;
 }
 
@@ -71,11 +77,11 @@ static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
 	bool from = rs->ino == ino;
 	rs->n = rs->next = 0;
 	rs->names_dir = ino;
-	int rc = store_scan_dir_after(ns->store, ino, from ? rs->name : NULL, from ? rs->len : 0,
+	int rc = store_scan_dir_attrs(ns->store, ino, from ? rs->name : NULL, from ? rs->len : 0,
 	                              take_one, &sc);
 	if (rc >= 0 && rs->n == 0 && from) {
 		rs->ino = 0;
-		rc = store_scan_dir_after(ns->store, ino, NULL, 0, take_one, &sc);
+		rc = store_scan_dir_attrs(ns->store, ino, NULL, 0, take_one, &sc);
 	}
 	if (rc < 0)
 		return rc;
@@ -109,10 +115,21 @@ static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t
 			*v = dentry_at(s, e)->inode;
 			return 0;
 		}
-		mc_off_t ioff;
-		int rc = ns_load_inode(ns, r->ino, &ioff);
-		if (rc < 0)
-			return rc;
+		/* The inode as the scan read it, when the cache does not have
+		 * it: nothing changes an uncached inode without the lock. A
+		 * directory goes through ns_load_inode (an empty one becomes
+		 * complete), and so does a symlink (its target). */
+		mc_off_t ioff = inode_find(s, r->ino);
+		if (!ioff && r->has_rec && !S_ISDIR(r->rec.mode)) {
+			ioff = inode_add(s, &r->rec, NULL, 0);
+			if (!ioff)
+				return -ENOSPC;
+			ns->shr.st.reloads++;
+		} else if (!ioff) {
+			int rc = ns_load_inode(ns, r->ino, &ioff);
+			if (rc < 0)
+				return rc;
+		}
 		e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
 		if (!e)
 			return -ENOSPC;

@@ -344,7 +344,8 @@ static void reopen(struct fx *f)
 /* rmtree of a directory larger than the cache, from an empty cache: the
  * names come from store scans (RM_NAMES at a time, across lock holds of 16
  * removals), some already removed (cached negatives), some cached, a
- * subdirectory, a name with another link outside. Every entry goes once:
+ * subdirectory, a symlink, an inode with two names in it and one outside.
+ * Every entry goes once:
  * the outside link keeps its inode with one link, after a commit and a
  * restart too, and nothing of the tree is left cached. */
 static void test_rmtree_uncached(void **state)
@@ -365,6 +366,8 @@ static void test_rmtree_uncached(void **state)
 	}
 	assert_int_equal(ns_link(f->ns, &root_cred, P("/t/file-with-a-longish-name-0077"),
 	                         P("/keep")), 0);
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/keep"), P("/t/twin")), 0);
+	assert_int_equal(ns_symlink(f->ns, &root_cred, P("/keep"), P("/t/sym")), 0);
 	reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/t/file-with-a-longish-name-0001")), 0);
