@@ -27,10 +27,21 @@ struct offvec {
 	size_t n, cap;
 };
 
+/* An inode left cached when one of its names was evicted. */
+struct orphan {
+	mc_off_t off;
+	uint64_t ino;
+};
+
 /* The shrinker's state (shrink.c), under the namespace lock. */
 struct shrinker {
 	uint64_t high, low;              /* watermarks in bytes of segment use */
 	uint32_t hand_page, hand_slot;   /* the CLOCK hand over dentry slots */
+	uint64_t wraps;                  /* times the hand went round */
+	struct orphan *orph;             /* hard-linked inodes whose name went (shrink.c) */
+	size_t norph, orph_cap;
+	uint64_t orph_wraps;             /* wraps when the oldest of them was noted */
+	size_t orph_at;                  /* a pass frees them once norph reaches it */
 	struct shrink_stats st;
 	pthread_t thread;
 	pthread_cond_t cv;               /* wakes the thread (with ns->lock) */
@@ -138,6 +149,11 @@ void reclaim_begin(struct ns *ns, struct reclaim *r);
  * repeating; false otherwise (then an -ENOSPC stands and is counted). Also
  * wakes the shrinker when use is above the high mark. */
 bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r);
+/* The attempt made lasting progress before it failed (an rmtree's
+ * removals): the tries of do_reclaim_retry count from 0 again, so that an
+ * operation long enough to fill the segment several times is bounded per
+ * step of progress, not in total. */
+void reclaim_progress(struct reclaim *r);
 void shrink_init(struct ns *ns, const struct ns_opts *o);
 void shrink_fini(struct ns *ns);
 /* Make room for a negative entry in dir under the caps (oldest out first):

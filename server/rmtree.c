@@ -13,64 +13,154 @@
 
 /* ---- rmtree -------------------------------------------------------------- */
 
-/* Where the store scan of a directory that is not complete goes on. */
+#define RM_NAMES 64u          /* names taken from the store per scan */
+
+/* A name of the store scan, to remove. */
+struct rm_name {
+	uint64_t ino;
+	uint8_t dtype;
+	uint8_t len;
+	bool has_rec;              /* rec read in the scan's snapshot */
+	char name[MC_NAME_MAX];
+	struct mc_inode_rec rec;
+};
+
+/* Where the store scan of a directory that is not complete goes on, and
+ * the names the last scan gave that are not removed yet (names[next..n)).
+ * The names are good only while the namespace lock is held since the scan
+ * (rmtree_some empties them): a removal of one of them that is committed
+ * meanwhile leaves a dirty negative dentry, which only a publish (under
+ * the lock) makes evictable, so the cache check at use still sees it. */
 struct rm_resume {
 	uint64_t ino;              /* 0: none */
 	uint8_t len;
 	char name[MC_NAME_MAX];
+	uint64_t names_dir;        /* inode number of the directory they are in */
+	unsigned n, next;
+	struct rm_name *names;     /* RM_NAMES */
 };
 
-struct first_ctx {
+struct scan_ctx {
 	struct shm *s;
 	mc_off_t dir;
-	char name[MC_NAME_MAX];
-	size_t len;
+	struct rm_resume *rs;
 };
 
-/* The first name the cache does not know to be removed. */
-static int first_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+/* Take names the cache does not know to be removed, up to RM_NAMES. */
+static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype,
+                    const struct mc_inode_rec *rec)
 {
-	(void)ino, (void)dtype;
-	struct first_ctx *fc = arg;
-	mc_off_t d = dcache_find(fc->s, fc->dir, name, len);
-	if (d && !(dentry_at(fc->s, d)->flags & MC_D_POSITIVE))
+	struct scan_ctx *sc = arg;
+	struct rm_resume *rs = sc->rs;
+	mc_off_t d = dcache_find(sc->s, sc->dir, name, len);
+	if (d && !(dentry_at(sc->s, d)->flags & MC_D_POSITIVE))
 		return 0;
-	memcpy(fc->name, name, len);
-	fc->len = len;
-	return 1;
+	struct rm_name *r = &rs->names[rs->n++];
+	r->ino = ino;
+	r->dtype = dtype;
+	r->len = (uint8_t)len;
+	memcpy(r->name, name, len);
+	r->has_rec = rec != NULL;
+	if (rec)
+		r->rec = *rec;
+	return rs->n == RM_NAMES;
+}
+
+/* Scan the store for the next names of dir after the resume point (from
+ * the start when nothing is left after it: something came in behind).
+ * Returns the number taken. */
+static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
+{
+	struct shm *s = ns->shm;
+	uint64_t ino = inode_at(s, dir)->ino;
+	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs };
+	bool from = rs->ino == ino;
+	rs->n = rs->next = 0;
+	rs->names_dir = ino;
+	int rc = store_scan_dir_attrs(ns->store, ino, from ? rs->name : NULL, from ? rs->len : 0,
+	                              take_one, &sc);
+	if (rc >= 0 && rs->n == 0 && from) {
+		rs->ino = 0;
+		rc = store_scan_dir_attrs(ns->store, ino, NULL, 0, take_one, &sc);
+	}
+	if (rc < 0)
+		return rc;
+	if (rs->n > 0) {
+		const struct rm_name *last = &rs->names[rs->n - 1];
+		rs->ino = ino;
+		rs->len = last->len;
+		memcpy(rs->name, last->name, last->len);
+	}
+	return (int)rs->n;
+}
+
+/* The next taken name of dir that is still to be removed, cached (loaded
+ * as a listing loads it: the scan gave its inode number, no dentry read).
+ * *d 0 when none is left. */
+static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t *d,
+                     mc_off_t *v)
+{
+	struct shm *s = ns->shm;
+	*d = 0;
+	if (rs->names_dir != inode_at(s, dir)->ino)
+		rs->n = rs->next = 0;
+	while (rs->next < rs->n) {
+		/* Each name is handed out once: its removal follows. */
+		const struct rm_name *r = &rs->names[rs->next++];
+		mc_off_t e = dcache_find(s, dir, r->name, r->len);
+		if (e) {
+			if (!(dentry_at(s, e)->flags & MC_D_POSITIVE))
+				continue;
+			*d = e;
+			*v = dentry_at(s, e)->inode;
+			return 0;
+		}
+		/* The inode as the scan read it, when the cache does not have
+		 * it: nothing changes an uncached inode without the lock. A
+		 * directory goes through ns_load_inode (an empty one becomes
+		 * complete), and so does a symlink (its target). */
+		mc_off_t ioff = inode_find(s, r->ino);
+		if (!ioff && r->has_rec && !S_ISDIR(r->rec.mode)) {
+			ioff = inode_add(s, &r->rec, NULL, 0);
+			if (!ioff)
+				return -ENOSPC;
+			ns->shr.st.reloads++;
+		} else if (!ioff) {
+			int rc = ns_load_inode(ns, r->ino, &ioff);
+			if (rc < 0)
+				return rc;
+		}
+		e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
+		if (!e)
+			return -ENOSPC;
+		*d = e;
+		*v = ioff;
+		return 0;
+	}
+	return 0;
 }
 
 /* A child of dir (which has entries) to remove next: from the child list
  * when dir is complete; else the next name of the store after the resume
- * point, so that a directory larger than the cache is removed without
- * loading it whole and in O(entries); at the end of the store, what only
- * the cache has (uncommitted creates). *d its dentry, *v its inode. */
+ * point, RM_NAMES per scan, so that a directory larger than the cache is
+ * removed without loading it whole and in O(entries); at the end of the
+ * store, what only the cache has (uncommitted creates). *d its dentry, *v
+ * its inode. */
 static int next_child(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t *d,
                       mc_off_t *v)
 {
 	struct shm *s = ns->shm;
-	uint64_t ino = inode_at(s, dir)->ino;
 	if (!dcache_complete(s, dir)) {
-		struct first_ctx fc = { .s = s, .dir = dir };
-		bool from = rs->ino == ino;
-		int rc = store_scan_dir_after(ns->store, ino, from ? rs->name : NULL,
-		                              from ? rs->len : 0, first_one, &fc);
-		if (rc == 0 && from) {
-			rs->ino = 0; /* again from the start: something came in behind */
-			rc = store_scan_dir_after(ns->store, ino, NULL, 0, first_one, &fc);
+		int rc = take_next(ns, dir, rs, d, v);
+		if (rc == 0 && !*d) {
+			rc = scan_names(ns, dir, rs);
+			if (rc > 0)
+				rc = take_next(ns, dir, rs, d, v);
 		}
 		if (rc < 0)
 			return rc;
-		if (rc == 1) {
-			rs->ino = ino;
-			rs->len = (uint8_t)fc.len;
-			memcpy(rs->name, fc.name, fc.len);
-			rc = ns_lookup(ns, dir, fc.name, fc.len, d, v);
-			if (rc < 0)
-				return rc;
-			if (*v)
-				return 0;
-		}
+		if (*d)
+			return 0;
 	}
 	struct mc_dirx *dx = dcache_dirx(s, dir, false);
 	mc_off_t e = dx ? dx->head : 0;
@@ -91,6 +181,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 	struct shm *s = ns->shm;
 	const struct cred *c = nd->cred;
 	mc_off_t d, top;
+	rs->n = rs->next = 0; /* good only under this lock hold */
 	int rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &top);
 	if (rc < 0)
 		return rc;
@@ -170,6 +261,10 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 {
 	bool first = true;
 	struct rm_resume rs = { 0 };
+	rs.names = malloc(RM_NAMES * sizeof(*rs.names));
+	if (!rs.names)
+		return -ENOMEM;
+	int ret;
 	for (;;) {
 		struct nd nd;
 		unsigned budget = batch ? batch : 1024;
@@ -178,6 +273,7 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		pthread_mutex_lock(&ns->lock);
 		reclaim_begin(ns, &r);
 		do {
+			unsigned left = budget;
 			nd_init(&nd, ns, c);
 			/* The bound is checked once: stopping half way would leave
 			 * a half-removed tree behind an error (ns.h). */
@@ -193,14 +289,24 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 				}
 			}
 			nd_free(&nd);
+			/* Removals done stay done, each leaving a dirty
+			 * negative that may take an evicted entry's room. */
+			if (budget < left)
+				reclaim_progress(&r);
 		} while (do_reclaim_retry(ns, rc, &r));
 		pthread_mutex_unlock(&ns->lock);
-		if (rc == -ENOENT && !first)
-			return 0; /* someone else finished it */
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
+		if (rc == -ENOENT && !first) {
+			ret = 0; /* someone else finished it */
+			break;
+		}
+		if (rc != 0) {
+			ret = rc < 0 ? rc : 0;
+			break;
+		}
 		first = false;
 		sched_yield();
 	}
+	free(rs.names);
+	return ret;
 }
 

@@ -15,6 +15,11 @@
  *  4. heartbeat_ms is written by the heartbeat thread only (and once at
  *     creation); a stopped thread leaves the last value, which clients then
  *     see age.
+ *  5. Pages are given for good, so the last ones are kept back (one per
+ *     slab that has none, at most 1/RESERVE_DIV of the segment) from the
+ *     slabs that have some: a slot type first needed late, such as a long
+ *     name's blob class, still gets a page, and eviction makes room in
+ *     the others. shm_slab_room applies the same rule.
  */
 #include "shm.h"
 
@@ -28,6 +33,8 @@
 #include <unistd.h>
 
 #include "clock.h"
+
+#define RESERVE_DIV 16u   /* at most this fraction of the pages kept back (note 5) */
 
 static const uint32_t fixed_sizes[] = {
 	[SLAB_DENTRY] = sizeof(struct mc_dentry),
@@ -219,10 +226,23 @@ static mc_off_t *free_link(struct shm *s, enum shm_slab slab, mc_off_t off)
 	return slab < SLAB_BLOB0 ? &w[1] : &w[0];
 }
 
+bool shm_page_for(const struct shm *s, enum shm_slab slab)
+{
+	uint32_t left = s->hdr->npages - s->next_page;
+	if (left == 0)
+		return false;
+	if (s->slab[slab].pages == 0)
+		return true;
+	uint32_t none = 0, cap = s->hdr->npages / RESERVE_DIV;
+	for (unsigned i = 0; i < SLAB_COUNT; i++)
+		none += s->slab[i].pages == 0;
+	return left > (none < cap ? none : cap);
+}
+
 static int grow_slab(struct shm *s, enum shm_slab slab)
 {
 	struct shm_slab_state *st = &s->slab[slab];
-	if (s->next_page >= s->hdr->npages)
+	if (!shm_page_for(s, slab))
 		return -ENOSPC;
 	uint32_t p = s->next_page++;
 	uint64_t base = (uint64_t)p << MC_PAGE_SHIFT;

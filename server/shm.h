@@ -95,10 +95,13 @@ static inline uint64_t shm_slab_bytes(const struct shm *s, enum shm_slab slab)
 {
 	return s->slab[slab].live * s->slab[slab].slot_size;
 }
+/* May slab take a new page? The last pages are kept for slabs that have
+ * none (shm.c, note 5). */
+bool shm_page_for(const struct shm *s, enum shm_slab slab);
 /* Can slab hand out a slot without growing past the segment? */
 static inline bool shm_slab_room(const struct shm *s, enum shm_slab slab)
 {
-	return s->slab[slab].free_head != 0 || s->next_page < s->hdr->npages;
+	return s->slab[slab].free_head != 0 || shm_page_for(s, slab);
 }
 
 /* Use the client area's referenced bitmap (nbits bits: one per offset unit

@@ -25,7 +25,11 @@
  *     a directory becomes a candidate once its last cached child went.
  *  3. Evicting a positive dentry clears its parent's complete flag and
  *     frees its inode unless the inode has other links (their names may be
- *     cached; the inode then stays until reloaded or removed).
+ *     cached). Such an inode is noted as an orphan; once ORPHAN_BATCH more
+ *     are noted, or the hand went round since the oldest, one pass over the
+ *     dentry slots (do_orphans) frees those no cached name points to and
+ *     that are clean and not held. So inodes never outlive all their
+ *     cached names by more than a sweep.
  *  4. The referenced bitmap is data clients write at will: a set bit buys
  *     one more round of the hand, and after a full sweep without an
  *     eviction the bits are ignored, so no client can stop the shrinker.
@@ -35,6 +39,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -47,6 +52,8 @@
 #define RECLAIM_TRIES 4u
 #define RECLAIM_MIN 256u       /* evict at least this many per direct reclaim */
 #define FORCE_WAIT_MS 2000u
+#define ORPHAN_BATCH 256u      /* orphans noted that make do_scan free them */
+#define ORPHAN_MAX 65536u      /* orphans kept at most (then the oldest are forgotten) */
 
 #define DENTRIES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_dentry))
 
@@ -59,6 +66,7 @@ void shrink_init(struct ns *ns, const struct ns_opts *o)
 		hi = 100;
 	if (lo > hi)
 		lo = hi;
+	k->orph_at = ORPHAN_BATCH;
 	k->high = ns->shm->size / 100 * hi;
 	k->low = ns->shm->size / 100 * lo;
 	pthread_condattr_t ca;
@@ -72,6 +80,7 @@ void shrink_fini(struct ns *ns)
 {
 	shrink_stop(ns);
 	pthread_cond_destroy(&ns->shr.cv);
+	free(ns->shr.orph);
 }
 
 static bool dirty_d(const struct mc_dentry *e)
@@ -105,8 +114,10 @@ static mc_off_t clock_next(struct shm *s, struct shrinker *k)
 		k->hand_page++;
 	}
 	for (uint32_t n = 0;; n++) {
-		if (k->hand_page >= s->next_page)
+		if (k->hand_page >= s->next_page) {
 			k->hand_page = 0;
+			k->wraps++;
+		}
 		if (s->page_types[k->hand_page] == MC_PT_DENTRY)
 			break;
 		if (n > s->next_page)
@@ -117,6 +128,92 @@ static mc_off_t clock_next(struct shm *s, struct shrinker *k)
 	uint64_t b = ((uint64_t)k->hand_page << MC_PAGE_SHIFT) +
 	             (uint64_t)k->hand_slot * sizeof(struct mc_dentry);
 	return (mc_off_t)(b >> MC_OFF_SHIFT);
+}
+
+/* Note inode off (number ino), whose evicted name was not its only one
+ * (note 3). When the list cannot grow, the inode stays cached as long as
+ * before: until reloaded or removed. */
+static void orphan_note(struct shrinker *k, mc_off_t off, uint64_t ino)
+{
+	if (k->norph == k->orph_cap) {
+		size_t cap = k->orph_cap ? 2 * k->orph_cap : ORPHAN_BATCH;
+		struct orphan *v = cap <= ORPHAN_MAX ? realloc(k->orph, cap * sizeof(*v)) : NULL;
+		if (!v) {
+			/* forget the oldest half */
+			size_t keep = k->norph / 2;
+			if (keep)
+				memmove(k->orph, k->orph + (k->norph - keep), keep * sizeof(*k->orph));
+			k->norph = keep;
+		} else {
+			k->orph = v;
+			k->orph_cap = cap;
+		}
+		if (k->norph == k->orph_cap)
+			return;
+	}
+	if (k->norph == 0)
+		k->orph_wraps = k->wraps;
+	k->orph[k->norph++] = (struct orphan){ .off = off, .ino = ino };
+}
+
+static int orphan_cmp(const void *a, const void *b)
+{
+	mc_off_t x = ((const struct orphan *)a)->off, y = ((const struct orphan *)b)->off;
+	return x < y ? -1 : x > y;
+}
+
+/* Free the noted orphans no live dentry names (note 3): one pass over the
+ * dentry slots. Those still named are forgotten (their names' eviction
+ * notes them again); dirty or held ones are kept for the next pass.
+ * Returns the number freed. */
+static uint64_t do_orphans(struct ns *ns)
+{
+	struct shm *s = ns->shm;
+	struct shrinker *k = &ns->shr;
+	if (k->norph == 0)
+		return 0;
+	qsort(k->orph, k->norph, sizeof(*k->orph), orphan_cmp);
+	size_t n = 0;
+	for (size_t j = 0; j < k->norph; j++)
+		if (n == 0 || k->orph[n - 1].off != k->orph[j].off)
+			k->orph[n++] = k->orph[j];
+	for (uint32_t p = 0; p < s->next_page; p++) {
+		if (s->page_types[p] != MC_PT_DENTRY)
+			continue;
+		for (uint32_t slot = 0; slot < DENTRIES_PER_PAGE; slot++) {
+			uint64_t b = ((uint64_t)p << MC_PAGE_SHIFT) +
+			             (uint64_t)slot * sizeof(struct mc_dentry);
+			const struct mc_dentry *e = dentry_at(s, (mc_off_t)(b >> MC_OFF_SHIFT));
+			if ((e->flags & (MC_D_LIVE | MC_D_POSITIVE)) != (MC_D_LIVE | MC_D_POSITIVE))
+				continue;
+			struct orphan key = { .off = e->inode };
+			struct orphan *o = bsearch(&key, k->orph, n, sizeof(*k->orph), orphan_cmp);
+			if (o)
+				o->ino = 0; /* named: not an orphan */
+		}
+	}
+	uint64_t freed = 0;
+	size_t kept = 0;
+	for (size_t j = 0; j < n; j++) {
+		struct orphan o = k->orph[j];
+		/* Inode numbers are never reused: the slot still holds the
+		 * inode when the hash finds it there. */
+		if (o.ino == 0 || inode_find(s, o.ino) != o.off)
+			continue;
+		const struct mc_inode *i = inode_at(s, o.off);
+		if (S_ISDIR(i->mode))
+			continue;
+		if (dirty_i(i) || map_find(&ns->holds, o.ino)) {
+			k->orph[kept++] = o;
+			continue;
+		}
+		inode_del(s, o.off);
+		freed++;
+	}
+	k->norph = kept;
+	k->orph_wraps = k->wraps;
+	k->orph_at = kept + ORPHAN_BATCH; /* those kept do not make each scan a pass */
+	return freed;
 }
 
 /* Evict d if it is evictable (note 2) and, unless ignore_ref, was not
@@ -154,6 +251,8 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 		struct mc_inode *i = inode_at(s, ioff);
 		if (S_ISDIR(i->mode) || i->nlink <= 1)
 			inode_del(s, ioff);
+		else
+			orphan_note(&ns->shr, ioff, i->ino);
 	} else {
 		ns->shr.st.neg_evicted++;
 	}
@@ -191,6 +290,9 @@ static uint64_t do_scan(struct ns *ns, uint64_t target, int want, uint64_t min,
 			break; /* nothing evictable is left */
 		}
 	}
+	struct shrinker *k = &ns->shr;
+	if (k->norph >= k->orph_at || (k->norph > 0 && k->wraps != k->orph_wraps))
+		do_orphans(ns);
 	return evicted;
 }
 
@@ -218,6 +320,11 @@ static bool force_commit(struct ns *ns)
 void reclaim_begin(struct ns *ns, struct reclaim *r)
 {
 	r->fails = ns->shm->alloc_failures;
+	r->tries = 0;
+}
+
+void reclaim_progress(struct reclaim *r)
+{
 	r->tries = 0;
 }
 

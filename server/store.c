@@ -508,8 +508,36 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
 	return store_scan_dir_after(s, parent, NULL, 0, fn, arg);
 }
 
+static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                    store_dirent_fn fn, store_dirent_attr_fn afn, void *arg);
+
 int store_scan_dir_after(struct store *s, uint64_t parent, const char *after, size_t after_len,
                          store_dirent_fn fn, void *arg)
+{
+	return scan_dir(s, parent, after, after_len, fn, NULL, arg);
+}
+
+int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                         store_dirent_attr_fn fn, void *arg)
+{
+	return scan_dir(s, parent, after, after_len, NULL, fn, arg);
+}
+
+/* The inode record of ino in txn when it is there and has no symlink
+ * target; else false. */
+static bool inode_plain(struct store *s, MDB_txn *txn, uint64_t ino, struct mc_inode_rec *out)
+{
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	put_be64(key, ino);
+	if (mdb_get(txn, s->inodes, &k, &v) != 0 || v.mv_size != JOURNAL_INODE_DISK_SIZE)
+		return false;
+	journal_inode_decode(v.mv_data, out);
+	return out->ino == ino;
+}
+
+static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                    store_dirent_fn fn, store_dirent_attr_fn afn, void *arg)
 {
 	uint8_t prefix[8 + MC_NAME_MAX];
 	char name[MC_NAME_MAX + 1];
@@ -545,7 +573,13 @@ int store_scan_dir_after(struct store *s, uint64_t parent, const char *after, si
 		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
 		name[namelen] = '\0';
 		const uint8_t *p = v.mv_data;
-		err = fn(arg, name, namelen, get_le64(p), p[8]);
+		if (afn) {
+			struct mc_inode_rec rec;
+			bool have = inode_plain(s, txn, get_le64(p), &rec);
+			err = afn(arg, name, namelen, get_le64(p), p[8], have ? &rec : NULL);
+		} else {
+			err = fn(arg, name, namelen, get_le64(p), p[8]);
+		}
 		if (err)
 			goto out;
 	}

@@ -84,6 +84,13 @@ int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *a
  * start) in that order. -EINVAL when after_len is above MC_NAME_MAX. */
 int store_scan_dir_after(struct store *s, uint64_t parent, const char *after, size_t after_len,
                          store_dirent_fn fn, void *arg);
+/* The same, with each entry's inode record read in the same snapshot: rec
+ * is NULL when the inode is missing or is a symlink (its target is not
+ * read; store_get_inode has it). */
+typedef int (*store_dirent_attr_fn)(void *arg, const char *name, size_t namelen, uint64_t ino,
+                                    uint8_t dtype, const struct mc_inode_rec *rec);
+int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                         store_dirent_attr_fn fn, void *arg);
 
 /* Write batch b in one write transaction: log[b->seq] = records, apply them,
  * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the

@@ -231,15 +231,18 @@ static void test_blob_classes(void **state)
 }
 
 /* Fill a 1 MiB segment with dentries until shm_alloc says 0; failures are
- * counted; freeing everything brings bytes used back to the baseline, and
- * the pages stay dentry pages (type-stable) so other types still fail. */
+ * counted; the last page (one of sixteen) is kept for a slab that has none
+ * (shm.c, note 5): inodes get it, and then blobs nothing. Freeing every
+ * dentry brings bytes used back to the inode's, and the pages stay dentry
+ * and inode pages (type-stable) so blobs still fail. */
 static void test_fill_until_full(void **state)
 {
 	(void)state;
 	struct shm *s = create_ok(MIB);
 	uint64_t base = shm_bytes_used(s);
 	uint32_t free_pages = s->hdr->npages - s->next_page;
-	size_t cap = (size_t)free_pages * (MC_PAGE_SIZE / sizeof(struct mc_dentry));
+	assert_int_equal(s->hdr->npages / 16, 1);
+	size_t cap = (size_t)(free_pages - 1) * (MC_PAGE_SIZE / sizeof(struct mc_dentry));
 	mc_off_t *v = calloc(cap + 1, sizeof(*v));
 	assert_non_null(v);
 	size_t n = 0;
@@ -252,18 +255,24 @@ static void test_fill_until_full(void **state)
 	}
 	assert_int_equal(n, cap);
 	assert_int_equal(s->alloc_failures, 1);
+	assert_false(shm_slab_room(s, SLAB_DENTRY));
+	assert_true(shm_slab_room(s, SLAB_INODE));
 	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
-	assert_int_equal(shm_alloc(s, SLAB_INODE), 0);
+	mc_off_t ino = shm_alloc(s, SLAB_INODE);
+	assert_int_not_equal(ino, 0);
+	assert_false(shm_slab_room(s, SLAB_BLOB0));
 	assert_int_equal(shm_blob_new(s, "x", 1), 0);
-	assert_int_equal(s->alloc_failures, 4);
-	assert_int_equal(shm_bytes_used(s), base + cap * sizeof(struct mc_dentry));
+	assert_int_equal(s->alloc_failures, 3);
+	assert_int_equal(shm_bytes_used(s),
+	                 base + cap * sizeof(struct mc_dentry) + sizeof(struct mc_inode));
 
 	for (size_t i = 0; i < n; i++)
 		shm_free(s, SLAB_DENTRY, v[i]);
+	shm_free(s, SLAB_INODE, ino);
 	assert_int_equal(shm_bytes_used(s), base);
 	assert_int_equal(s->slab[SLAB_DENTRY].live, 0);
-	/* Pages never change type: still no room for inodes... */
-	assert_int_equal(shm_alloc(s, SLAB_INODE), 0);
+	/* Pages never change type: still no room for blobs... */
+	assert_int_equal(shm_blob_new(s, "x", 1), 0);
 	/* ...but the dentry slots are all there again. */
 	for (size_t i = 0; i < n; i++)
 		assert_int_not_equal(shm_alloc(s, SLAB_DENTRY), 0);

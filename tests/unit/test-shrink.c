@@ -254,6 +254,45 @@ static void test_direct_reclaim(void **state)
 	              (unsigned long long)c.shrink.evicted, (unsigned long long)c.shrink.direct);
 }
 
+/* An inode with several names is freed once none of its names is cached:
+ * evicting every dentry of a hard-linked file leaves no inode behind, so a
+ * tree of hard links cannot fill the segment with inodes nothing evicts.
+ * Both names reload, still naming one inode with two links. */
+static void test_hardlink_inode_freed(void **state)
+{
+	struct fx *f = *state;
+	ns_attr a, b;
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/a"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/b"), 0755, NULL), 0);
+	char p[64], q[64];
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "/a/f%d", i);
+		snprintf(q, sizeof(q), "/b/g%d", i);
+		create_ok(f, p);
+		assert_int_equal(ns_link(f->ns, &root_cred, P(p), P(q)), 0);
+	}
+	commit_all(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/a/f0"), true, &a), 0);
+	assert_int_equal(a.nlink, 2);
+	assert_true(inode_find(f->shm, a.ino) != 0);
+	uint64_t inodes = f->shm->slab[SLAB_INODE].live;
+	shrink_now(f->ns, 0, 8 * one_sweep(f));
+	assert_int_equal(cached(f, "/", "a"), 0);
+	assert_int_equal(cached(f, "/", "b"), 0);
+	assert_int_equal(inode_find(f->shm, a.ino), 0);
+	assert_true(f->shm->slab[SLAB_INODE].live + 2 + NFILES <= inodes);
+	/* One name cached keeps the inode; both reload to the same inode. */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/b/g0"), true, &b), 0);
+	assert_int_equal(b.ino, a.ino);
+	assert_int_equal(b.nlink, 2);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/a/f0"), true, &a), 0);
+	assert_int_equal(a.ino, b.ino);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/a/f0")), 0);
+	commit_all(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/b/g0"), true, &b), 0);
+	assert_int_equal(b.nlink, 1);
+}
+
 static int count_one(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
 {
 	(void)name, (void)len, (void)ino, (void)dtype;
@@ -300,6 +339,140 @@ static void reopen(struct fx *f)
 	assert_int_equal(shm_create(size, &f->shm), 0);
 	shm_set_refbits(f->shm, f->bits, f->nbits);
 	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
+}
+
+/* rmtree of a directory larger than the cache, from an empty cache: the
+ * names come from store scans (RM_NAMES at a time, across lock holds of 16
+ * removals), some already removed (cached negatives), some cached, a
+ * subdirectory, a symlink, an inode with two names in it and one outside.
+ * Every entry goes once:
+ * the outside link keeps its inode with one link, after a commit and a
+ * restart too, and nothing of the tree is left cached. */
+static void test_rmtree_uncached(void **state)
+{
+	struct fx *f = *state;
+	char p[96];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t/sub"), 0755, NULL), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof(p), "/t/file-with-a-longish-name-%04d", i);
+		create_ok(f, p);
+		if (i % 1000 == 0) {
+			snprintf(p, sizeof(p), "/t/sub/s%d", i);
+			create_ok(f, p);
+		}
+		if (i % 500 == 0)
+			commit_all(f);
+	}
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/t/file-with-a-longish-name-0077"),
+	                         P("/keep")), 0);
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/keep"), P("/t/twin")), 0);
+	assert_int_equal(ns_symlink(f->ns, &root_cred, P("/keep"), P("/t/sym")), 0);
+	reopen(f);
+	ns_attr a;
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/t/file-with-a-longish-name-0001")), 0);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/t/file-with-a-longish-name-2999")), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t/file-with-a-longish-name-0100"), true, &a),
+	                 0);
+	assert_false(dir_complete(f, "/t"));
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 16), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	int n = 0;
+	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
+	assert_int_equal(n, 1); /* keep */
+}
+
+/* A segment full of clean entries: an rmtree of an uncached directory,
+ * whose removals each leave a dirty negative, reclaims directly as it goes
+ * and succeeds, even when one lock hold (up to 8192 removals here) needs
+ * more reclaims than an operation's tries: removals done are progress, and
+ * the tries count again after each. The other entries reload. */
+static void test_rmtree_many_reclaims(void **state)
+{
+	struct fx *f = *state;
+	char p[96];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	for (int i = 0; i < 4000; i++) {
+		snprintf(p, sizeof(p), "/t/file-%05d", i);
+		create_ok(f, p);
+	}
+	commit_all(f);
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/d%d", d);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			create_ok(f, p);
+		}
+		commit_all(f);
+	}
+	reopen(f);
+	ns_attr a;
+	for (int d = 0; d < 20; d++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		}
+	struct ns_counts c0, c1;
+	ns_get_counts(f->ns, &c0);
+	assert_true(c0.shrink.direct > 0); /* the segment is full */
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 8192), 0);
+	ns_get_counts(f->ns, &c1);
+	assert_int_equal(c1.shrink.enospc, c0.shrink.enospc);
+	print_message("# rmtree of 4000 uncached files: %llu direct reclaims\n",
+	              (unsigned long long)(c1.shrink.direct - c0.shrink.direct));
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d7/other-7"), true, &a), 0);
+}
+
+/* Every page of the segment went to the slabs of short-named entries; then
+ * a lookup, and a create, of long names (a blob size class that has no page
+ * yet) still succeed: pages are kept back for slabs that have none (here
+ * the one page of sixteen), and eviction makes room in the others. */
+static void test_new_blob_class_gets_a_page(void **state)
+{
+	struct fx *f = *state;
+	char p[256];
+	const char *longname = "/t/a-file-name-too-long-to-be-kept-inline-in-its-dentry";
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	create_ok(f, longname);
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/d%d", d);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			create_ok(f, p);
+		}
+		commit_all(f);
+	}
+	reopen(f);
+	ns_attr a;
+	for (int d = 0; d < 20; d++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(p, sizeof(p), "/d%d/other-%d", d, i);
+			assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		}
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_true(c.shrink.direct > 0); /* the segment is full */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P(longname), true, &a), 0);
+	snprintf(p, sizeof(p), "/d3/%060d", 7); /* the same class */
+	create_ok(f, p);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	assert_true(c.shm_used <= c.shm_total);
 }
 
 struct seen {
@@ -390,9 +563,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_chance_leaf_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_and_held_pinned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_bits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hardlink_inode_freed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cookies_above_evicted_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_new_blob_class_gets_a_page, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }
