@@ -273,6 +273,18 @@ void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
 	st->live--;
 }
 
+mc_off_t shm_page_new(struct shm *s, uint8_t type)
+{
+	if (s->next_page >= s->hdr->npages) {
+		s->alloc_failures++;
+		return 0;
+	}
+	uint32_t p = s->next_page++;
+	s->page_types[p] = type;
+	s->raw_pages++;
+	return (mc_off_t)(((uint64_t)p << MC_PAGE_SHIFT) >> MC_OFF_SHIFT);
+}
+
 static enum shm_slab blob_slab(size_t len)
 {
 	unsigned cls = 0;
@@ -305,7 +317,7 @@ void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
 
 uint64_t shm_bytes_used(const struct shm *s)
 {
-	uint64_t b = s->meta_bytes;
+	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT);
 	for (unsigned i = 0; i < SLAB_COUNT; i++)
 		b += s->slab[i].live * s->slab[i].slot_size;
 	return b;

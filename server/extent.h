@@ -1,0 +1,56 @@
+/* extent.h - the extent cache's arenas: per-inode trees of 48-byte records
+ * in chunks of shared memory (layout in proto/mc_shm.h), freed in bulk.
+ *
+ * Every function is called with the namespace lock held (one writer).
+ */
+#ifndef MC_EXTENT_H
+#define MC_EXTENT_H
+
+#include <stdint.h>
+
+#include "shm.h"
+
+struct extent_cache {
+	struct shm *s;
+	mc_off_t free_chunks;     /* chunks of freed trees, linked through their tails */
+	uint64_t chunks;          /* chunks carved from pages so far */
+	uint64_t chunks_free;     /* of which on free_chunks */
+	uint64_t trees;           /* live trees */
+	uint64_t states;          /* linked state records over all trees */
+	uint64_t splits;          /* records split at a range edge */
+	uint64_t merges;          /* records merged into an equal neighbour */
+	uint64_t evictions;       /* trees freed whole */
+	uint64_t evicted_states;  /* records they held */
+	uint64_t evict_ns;        /* time spent freeing them */
+};
+
+void extent_cache_init(struct extent_cache *c, struct shm *s);
+
+static inline struct mc_etree *etree_at(const struct extent_cache *c, mc_off_t tree)
+{
+	return shm_at(c->s, tree);
+}
+
+/* A new, empty tree for ino in an arena of its own (one chunk); its offset
+ * in *out. -ENOSPC when the segment has no room. */
+int extent_tree_new(struct extent_cache *c, uint64_t ino, mc_off_t *out);
+/* Free a tree and every record in it at once: the head's seq moves, the
+ * arena's chunk list is spliced onto the free list. O(1): no record is
+ * visited, nothing is split or merged. */
+void extent_tree_free(struct extent_cache *c, mc_off_t tree);
+
+/* A slot of the tree's arena, its seq moved and the rest zeroed. -ENOSPC. */
+int extent_slot_alloc(struct extent_cache *c, mc_off_t tree, mc_off_t *out);
+/* Give a slot back to its arena (its seq moves). */
+void extent_slot_free(struct extent_cache *c, mc_off_t tree, mc_off_t slot);
+/* Make sure the next n extent_slot_alloc calls on tree succeed, so that an
+ * operation can fail before it changes anything. 0 or -ENOSPC. */
+int extent_reserve(struct extent_cache *c, mc_off_t tree, uint32_t n);
+
+/* Bytes of shared memory held by live trees (their chunks). */
+static inline uint64_t extent_cache_bytes(const struct extent_cache *c)
+{
+	return (c->chunks - c->chunks_free) * MC_ECHUNK_SIZE;
+}
+
+#endif
