@@ -39,6 +39,45 @@ void extent_cache_init(struct extent_cache *c, struct shm *s)
 }
 
 /* A chunk off the free list or carved from a new page; 0 when full. */
+void extent_cache_fini(struct extent_cache *c)
+{
+	map_free(&c->state_trees);
+}
+
+int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (v) {
+		*out = (mc_off_t)*v;
+		return 0;
+	}
+	if (!create)
+		return -ENOENT;
+	int rc = map_reserve(&c->state_trees);
+	if (rc < 0)
+		return rc;
+	mc_off_t t;
+	rc = extent_tree_new(c, ino, &t);
+	if (rc < 0)
+		return rc;
+	rc = map_put(&c->state_trees, ino, t);
+	(void)rc; /* reserved above */
+	*out = t;
+	return 0;
+}
+
+uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (!v)
+		return 0;
+	mc_off_t t = (mc_off_t)*v;
+	uint64_t n = etree_at(c, t)->count;
+	map_del(&c->state_trees, ino);
+	extent_tree_free(c, t);
+	return n;
+}
+
 static mc_off_t chunk_get(struct extent_cache *c)
 {
 	if (!c->free_chunks) {

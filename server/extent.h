@@ -6,8 +6,10 @@
 #ifndef MC_EXTENT_H
 #define MC_EXTENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "map.h"
 #include "shm.h"
 
 struct extent_cache {
@@ -22,9 +24,19 @@ struct extent_cache {
 	uint64_t evictions;       /* trees freed whole */
 	uint64_t evicted_states;  /* records they held */
 	uint64_t evict_ns;        /* time spent freeing them */
+	struct map state_trees;   /* ino -> offset of its extent-state tree */
 };
 
 void extent_cache_init(struct extent_cache *c, struct shm *s);
+/* Forget the index (the segment goes with the server). */
+void extent_cache_fini(struct extent_cache *c);
+
+/* The extent-state tree of ino in *out; with create, made when absent.
+ * -ENOENT (absent, !create), -ENOSPC (no room in the segment), -ENOMEM. */
+int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out);
+/* Free every extent tree of ino at once (the inode leaves the cache): the
+ * number of records freed. */
+uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino);
 
 static inline struct mc_etree *etree_at(const struct extent_cache *c, mc_off_t tree)
 {

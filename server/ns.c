@@ -157,6 +157,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
+	extent_cache_init(&ns->ext, shm);
 	ns->next_ino = meta.next_ino;
 	ns->neg_max = o && o->neg_max ? o->neg_max : shm->size / 112 / 8;
 	ns->neg_dir_max = o && o->neg_dir_max ? o->neg_dir_max : NS_NEG_DIR_MAX;
@@ -202,6 +203,7 @@ void ns_free(struct ns *ns)
 		map_free(&ns->recs[p]);
 	}
 	map_free(&ns->holds);
+	extent_cache_fini(&ns->ext);
 	shrink_fini(ns);
 	ns_listing_free(ns);
 	ns_journal_fini(ns);

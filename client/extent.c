@@ -1,0 +1,100 @@
+/* extent.c - libmcache's extent-state calls (mcache.h, "Extent state"):
+ * each is one request on a descriptor's handle; mc_evict one on a path. */
+#include "client_impl.h"
+
+#include "mc_shm.h"
+
+_Static_assert(MC_RANGE_DIRTY == MC_ES_DIRTY && MC_RANGE_DELALLOC == MC_ES_DELALLOC &&
+               MC_RANGE_LOCKED == MC_ES_LOCKED && MC_RANGE_WRITEBACK == MC_ES_WRITEBACK &&
+               MC_RANGE_UPTODATE == MC_ES_UPTODATE, "the public bits are the segment's");
+
+static int range_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
+{
+	int err = client_check(c);
+	if (err < 0)
+		return err;
+	err = client_fd_handle(c, fd, &op->handle, NULL);
+	if (err < 0)
+		return err;
+	return client_op(c, op, out);
+}
+
+static int range_change(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits,
+                        Mcache__OpCode code)
+{
+	if (start > end || bits == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = code;
+	op.start = start;
+	op.end = end;
+	op.bits = bits;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_range_set(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits)
+{
+	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_SET);
+}
+
+int mc_range_clear(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits)
+{
+	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_CLEAR);
+}
+
+int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits, int all)
+{
+	if (start > end || bits == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_RANGE_TEST;
+	op.start = start;
+	op.end = end;
+	op.bits = bits;
+	op.all = all != 0;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	int yes = rsp->results[0]->test != 0;
+	mcache__response__free_unpacked(rsp, NULL);
+	return yes;
+}
+
+int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *start,
+                  uint64_t *end)
+{
+	if (bits == 0 || !start || !end)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_RANGE_FIND;
+	op.start = from;
+	op.bits = bits;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	*start = rsp->results[0]->start;
+	*end = rsp->results[0]->end;
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_evict(mc_client *c, const char *path)
+{
+	int err = client_check(c);
+	if (err == 0)
+		err = path_check(path, NULL);
+	if (err < 0)
+		return client_fail(err);
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_EVICT;
+	path_set(&op.path, path);
+	err = client_op_simple(c, &op);
+	return err < 0 ? client_fail(err) : 0;
+}
