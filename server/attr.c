@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -21,6 +22,8 @@ void set_size(struct ns *ns, mc_off_t off, uint64_t size)
 		ie_->ctime_ns = now;
 	});
 	inode_changed(ns, off);
+	if (size == 0)
+		do_extent_truncated(ns, inode_at(ns->shm, off)->ino);
 }
 
 /* Resolve path (following symlinks) under the lock, then run fn on it. */

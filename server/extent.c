@@ -66,6 +66,16 @@ int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_
 	return 0;
 }
 
+uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (!v)
+		return 0;
+	uint32_t n = (uint32_t)((int64_t)(*v >> 32) + delta);
+	*v = (*v & UINT32_MAX) | (uint64_t)n << 32;
+	return n;
+}
+
 uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
 {
 	uint64_t *v = map_find(&c->state_trees, ino);
@@ -144,7 +154,7 @@ void extent_tree_free(struct extent_cache *c, mc_off_t tree)
 	c->chunks_free += nchunks;
 	c->trees--;
 	c->evictions++;
-	c->evict_ns += mono_ns() - t0;
+	hist_add(&c->evict_ns, mono_ns() - t0);
 }
 
 /* Append a chunk to the tree's arena. */

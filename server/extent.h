@@ -11,6 +11,7 @@
 
 #include "map.h"
 #include "shm.h"
+#include "stats.h"
 
 struct extent_cache {
 	struct shm *s;
@@ -23,8 +24,9 @@ struct extent_cache {
 	uint64_t merges;          /* records merged into an equal neighbour */
 	uint64_t evictions;       /* trees freed whole */
 	uint64_t evicted_states;  /* records they held */
-	uint64_t evict_ns;        /* time spent freeing them */
-	struct map state_trees;   /* ino -> offset of its extent-state tree */
+	struct hist evict_ns;     /* time to free one tree */
+	struct map state_trees;   /* ino -> offset of its extent-state tree (low 32 bits)
+	                           * and the sessions holding locks in it (high 32) */
 };
 
 void extent_cache_init(struct extent_cache *c, struct shm *s);
@@ -34,6 +36,9 @@ void extent_cache_fini(struct extent_cache *c);
 /* The extent-state tree of ino in *out; with create, made when absent.
  * -ENOENT (absent, !create), -ENOSPC (no room in the segment), -ENOMEM. */
 int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out);
+/* Add delta to the number of sessions holding range locks in ino's state
+ * tree (which exists); the new number. */
+uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta);
 /* Free every extent tree of ino at once (the inode leaves the cache): the
  * number of records freed. */
 uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino);

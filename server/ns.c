@@ -78,6 +78,7 @@ void inode_maybe_free(struct ns *ns, mc_off_t off)
 		return;
 	if (S_ISDIR(i->mode))
 		dcache_prune(ns->shm, off);
+	extent_ino_drop(&ns->ext, i->ino);
 	inode_del(ns->shm, off);
 }
 

@@ -7,7 +7,10 @@
  *
  * Range locks: a session locks extent-state ranges (MC_ES_LOCKED) under its
  * owner id, unique in the server's life, and remembers the inodes it locked
- * in; when it ends, its locks on them are released before its handles.
+ * in; as with POSIX record locks, closing its last handle of a file
+ * releases its locks there, so a locked range always has an open handle
+ * (which keeps the inode and its state cached). When the session ends, its
+ * locks are released before its handles.
  */
 #include "ops.h"
 
@@ -291,6 +294,18 @@ done:
 	return rc;
 }
 
+/* The session closed a handle of ino: with none left, its locks there go. */
+static void session_unlock_closed(struct session *s, uint64_t ino)
+{
+	if (!map_find(&s->locked, ino))
+		return;
+	for (size_t i = 0; i < s->nh; i++)
+		if (s->h[i].ino == ino)
+			return;
+	ns_range_release(s->m->ns, ino, s->owner);
+	map_del(&s->locked, ino);
+}
+
 /* The extent-state ops, on a handle of a regular file. */
 static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
@@ -310,7 +325,8 @@ static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
 			if (rc < 0)
 				return rc;
 		}
-		rc = ns_range_set(ns, h->ino, op->start, op->end, op->bits, s->owner);
+		bool first = !map_find(&s->locked, h->ino);
+		rc = ns_range_set(ns, h->ino, op->start, op->end, op->bits, s->owner, first);
 		if (rc == 0 && (op->bits & MC_ES_LOCKED))
 			map_put(&s->locked, h->ino, 1);
 		return rc;
@@ -424,6 +440,7 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 			return -EBADF;
 		uint64_t ino = h->ino;
 		h->ino = 0;
+		session_unlock_closed(s, ino);
 		ns_release(ns, ino);
 		return 0;
 	}

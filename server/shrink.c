@@ -152,8 +152,10 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 	dcache_del(s, d);
 	if (pos) {
 		struct mc_inode *i = inode_at(s, ioff);
-		if (S_ISDIR(i->mode) || i->nlink <= 1)
+		if (S_ISDIR(i->mode) || i->nlink <= 1) {
+			extent_ino_drop(&ns->ext, i->ino);
 			inode_del(s, ioff);
+		}
 	} else {
 		ns->shr.st.neg_evicted++;
 	}

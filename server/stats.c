@@ -404,6 +404,57 @@ static void prom_cache(struct out *o, const struct stats_cache *c)
 	}
 }
 
+/* ---- the extent cache: one table drives both renderings ---------------- */
+
+static const struct extent_metric {
+	const char *key;        /* JSON, under "extents" */
+	const char *prom;
+	const char *type;
+	const char *help;
+	size_t off;             /* in struct stats_extents */
+} extent_metrics[] = {
+#define EM(k, t, h) { #k, "mcache_extents_" #k, t, h, offsetof(struct stats_extents, k) }
+	EM(trees, "gauge", "Inodes with an extent-state tree."),
+	EM(states, "gauge", "Extent-state records."),
+	EM(splits, "counter", "Extent-state records split at a range edge."),
+	EM(merges, "counter", "Extent-state records merged into an equal neighbour."),
+	EM(evictions, "counter", "Extent trees freed whole."),
+	EM(evicted_states, "counter", "Extent-state records freed with their trees."),
+	EM(bytes, "gauge", "Segment bytes held by extent trees."),
+#undef EM
+};
+
+static uint64_t extent_value(const struct stats_extents *e, const struct extent_metric *m)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)e + m->off, sizeof(v));
+	return v;
+}
+
+static void json_extents(struct json *j, const struct stats_extents *e)
+{
+	json_open(j, "extents");
+	for (size_t i = 0; i < sizeof(extent_metrics) / sizeof(extent_metrics[0]); i++)
+		json_u64(j, extent_metrics[i].key, extent_value(e, &extent_metrics[i]));
+	json_hist(j, "evict_ns", &e->evict_ns);
+	json_close(j);
+}
+
+static void prom_summary(struct out *o, const char *name, const char *help, const struct hist *h);
+
+static void prom_extents(struct out *o, const struct stats_extents *e)
+{
+	for (size_t i = 0; i < sizeof(extent_metrics) / sizeof(extent_metrics[0]); i++) {
+		const struct extent_metric *m = &extent_metrics[i];
+		char name[96];
+		snprintf(name, sizeof(name), "%s%s", m->prom,
+		         strcmp(m->type, "counter") == 0 ? "_total" : "");
+		prom_u64(o, name, m->type, m->help, extent_value(e, m));
+	}
+	prom_summary(o, "mcache_extents_evict_ns", "Time to free one extent tree, nanoseconds.",
+	             &e->evict_ns);
+}
+
 int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 {
 	struct json j = { .o = { .buf = out, .err = 0 } };
@@ -436,6 +487,7 @@ int stats_render_json(const struct stats_snapshot *s, struct evbuffer *out)
 	json_u64(&j, "alloc_failures", s->shm_alloc_failures);
 	json_close(&j);
 	json_cache(&j, &s->cache);
+	json_extents(&j, &s->extents);
 
 	const struct commit_stats *c = &s->commits;
 	json_open(&j, "commits");
@@ -620,6 +672,7 @@ int stats_render_prometheus(const struct stats_snapshot *s, struct evbuffer *buf
 	prom_u64(op, "mcache_shm_alloc_failures_total", "counter",
 	         "Segment allocations that failed.", s->shm_alloc_failures);
 	prom_cache(op, &s->cache);
+	prom_extents(op, &s->extents);
 
 	const struct commit_stats *c = &s->commits;
 	prom_u64(op, "mcache_commits_total", "counter", "Group commits completed.", ld(&c->count));

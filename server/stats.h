@@ -95,6 +95,17 @@ struct stats_cache {
 	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 
+/* The extent cache (server/extent.h). */
+struct stats_extents {
+	uint64_t trees;           /* inodes with an extent-state tree */
+	uint64_t states;          /* state records in them */
+	uint64_t splits, merges;  /* records split at range edges, merged into neighbours */
+	uint64_t evictions;       /* trees freed whole (eviction, unlink, truncate to 0) */
+	uint64_t evicted_states;  /* records those held */
+	uint64_t bytes;           /* segment bytes held by extent trees */
+	struct hist evict_ns;     /* time to free one tree, nanoseconds */
+};
+
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
@@ -134,6 +145,8 @@ struct stats_snapshot {
 		int32_t pid;
 		struct stats_readpath rp;
 	} clients_rp[STATS_CLIENTS_MAX];
+	/* extent cache */
+	struct stats_extents extents;
 };
 
 /* Render as JSON (GET /stats) or Prometheus text format (GET /metrics).

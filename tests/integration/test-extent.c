@@ -62,6 +62,25 @@ static int open_file(mc_client *c, const char *path)
 	return fd;
 }
 
+static uint64_t ext_stat(mc_client *c, const char *key)
+{
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	uint64_t v = 0;
+	if (harness_json_u64(js, "\"extents\"", key, &v) != 0)
+		fail_msg("no extents.%s in the statistics", key);
+	free(js);
+	return v;
+}
+
+/* n alternating 16 KiB ranges from 0: nothing merges. */
+static void fill(mc_client *c, int fd, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(mc_range_set(c, fd, i * 16384, i * 16384 + 16383,
+		                              i & 1 ? MC_RANGE_DIRTY : MC_RANGE_UPTODATE), 0);
+}
+
 /* Try to lock [start, end] until the server has noticed that the holder's
  * connection ended: at most 5 s. */
 static int lock_eventually(mc_client *c, int fd, uint64_t start, uint64_t end)
@@ -206,6 +225,52 @@ static void test_evict(void **state)
 	mc_disconnect(c);
 }
 
+/* The last unlink and truncation to 0 free the state whole; truncation
+ * keeps other clients' locks. */
+static void test_teardown(void **state)
+{
+	(void)state;
+	mc_client *c = conn();
+	int fd = open_file(c, "/gone");
+	fill(c, fd, 1000);
+	uint64_t ev = ext_stat(c, "evictions"), evs = ext_stat(c, "evicted_states");
+	uint64_t merges = ext_stat(c, "merges"), splits = ext_stat(c, "splits");
+	assert_true(ext_stat(c, "states") >= 1000);
+	assert_int_equal(mc_close(c, fd), 0);
+	assert_int_equal(mc_unlink(c, "/gone"), 0);
+	assert_int_equal(ext_stat(c, "evictions"), ev + 1);
+	assert_int_equal(ext_stat(c, "evicted_states"), evs + 1000);
+	assert_int_equal(ext_stat(c, "merges"), merges);
+	assert_int_equal(ext_stat(c, "splits"), splits);
+
+	fd = open_file(c, "/trunc");
+	fill(c, fd, 500);
+	assert_int_equal(mc_ftruncate(c, fd, 4096), 0);
+	assert_int_equal(ext_stat(c, "evictions"), ev + 1);
+	assert_int_equal(mc_ftruncate(c, fd, 0), 0);
+	assert_int_equal(ext_stat(c, "evictions"), ev + 2);
+	assert_int_equal(ext_stat(c, "evicted_states"), evs + 1500);
+	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
+
+	/* Another client's lock survives the truncation; the rest goes. */
+	mc_client *b = conn();
+	int fb = open_file(b, "/trunc");
+	fill(c, fd, 10);
+	assert_int_equal(mc_range_set(b, fb, 0, 99, MC_RANGE_LOCKED), 0);
+	assert_int_equal(mc_truncate(c, "/trunc", 0), 0);
+	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
+	assert_int_equal(mc_range_test(c, fd, 0, 99, MC_RANGE_LOCKED, 1), 1);
+	EXPECT_ERR(mc_range_set(c, fd, 50, 50, MC_RANGE_LOCKED), EAGAIN);
+	/* Closing b's last descriptor of the file releases its locks, as
+	 * POSIX record locks go; the close travels with b's next request. */
+	assert_int_equal(mc_close(b, fb), 0);
+	assert_int_equal(mc_sync(b), 0);
+	assert_int_equal(mc_range_set(c, fd, 0, 99, MC_RANGE_LOCKED), 0);
+	assert_int_equal(mc_close(c, fd), 0);
+	mc_disconnect(b);
+	mc_disconnect(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_locks_two_clients),
 		cmocka_unit_test(test_lock_release_on_death),
 		cmocka_unit_test(test_evict),
+		cmocka_unit_test(test_teardown),
 	};
 	return cmocka_run_group_tests_name("extent", tests, group_setup, group_teardown);
 }
