@@ -271,6 +271,51 @@ static void test_teardown(void **state)
 	mc_disconnect(c);
 }
 
+/* A cache far smaller than the namespace: when the shrinker evicts a file's
+ * inode, its state goes with it, whole. */
+static void test_shrinker(void **state)
+{
+	(void)state;
+	struct mc_server small;
+	memset(&small, 0, sizeof(small));
+	static const char *const args[] = { "--cache-size", "1M", NULL };
+	assert_int_equal(server_start(&small, args), 0);
+	mc_client *c = mc_connect(small.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/d", 0755), 0);
+	int fd = mc_open(c, "/d/f", O_CREAT | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	fill(c, fd, 40);
+	assert_int_equal(mc_close(c, fd), 0);
+	assert_int_equal(mc_sync(c), 0);
+	uint64_t ev = ext_stat(c, "evictions");
+	assert_int_equal(ext_stat(c, "trees"), 1);
+	char p[64];
+	int made = 0;
+	while (ext_stat(c, "evictions") == ev && made < 40000) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = 0; k < 500; k++, made++) {
+			snprintf(p, sizeof(p), "/d/g%06d", made);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		mc_batch_free(b);
+		assert_int_equal(mc_sync(c), 0);
+	}
+	assert_int_equal(ext_stat(c, "evictions"), ev + 1);
+	assert_int_equal(ext_stat(c, "trees"), 0);
+	assert_int_equal(ext_stat(c, "states"), 0);
+	/* The file comes back from the store, without state. */
+	fd = mc_open(c, "/d/f", O_RDWR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
+	assert_int_equal(mc_close(c, fd), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_stop(&small, SIGTERM), 0);
+	server_cleanup(&small);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_lock_release_on_death),
 		cmocka_unit_test(test_evict),
 		cmocka_unit_test(test_teardown),
+		cmocka_unit_test(test_shrinker),
 	};
 	return cmocka_run_group_tests_name("extent", tests, group_setup, group_teardown);
 }
