@@ -15,9 +15,16 @@
  *     the chunk list is spliced whole onto the free list. Record seqs do not
  *     move then: readers check records against the head's seq.
  *  4. A slot's seq only counts up: allocation and freeing each move it by 2.
+ *  5. A tree's records are in a treap keyed by start (priorities: a hash of
+ *     the slot offset, so they cost no memory and need no random source)
+ *     and in a doubly linked list in start order; both hold the same
+ *     records, which never overlap. A record's start may change in place as
+ *     long as the order stays the same (the treap's in-order sequence is
+ *     the list's).
  */
 #include "extent.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -82,9 +89,10 @@ uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
 	if (!v)
 		return 0;
 	mc_off_t t = (mc_off_t)*v;
-	uint64_t n = etree_at(c, t)->count;
 	map_del(&c->state_trees, ino);
-	extent_tree_free(c, t);
+	uint32_t n = extent_tree_free(c, t);
+	c->states -= n;
+	c->evicted_states += n;
 	return n;
 }
 
@@ -136,14 +144,13 @@ int extent_tree_new(struct extent_cache *c, uint64_t ino, mc_off_t *out)
 	return 0;
 }
 
-void extent_tree_free(struct extent_cache *c, mc_off_t tree)
+uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree)
 {
 	uint64_t t0 = mono_ns();
 	struct mc_etree *t = etree_at(c, tree);
 	mc_off_t last = t->chunk_tail;
 	uint32_t nchunks = t->nchunks;
-	c->states -= t->count;
-	c->evicted_states += t->count;
+	uint32_t count = t->count;
 	shm_write_begin(&t->seq);
 	t->root = t->first = t->last = t->hint = t->free = 0;
 	t->count = 0;
@@ -155,6 +162,7 @@ void extent_tree_free(struct extent_cache *c, mc_off_t tree)
 	c->trees--;
 	c->evictions++;
 	hist_add(&c->evict_ns, mono_ns() - t0);
+	return count;
 }
 
 /* Append a chunk to the tree's arena. */
@@ -195,6 +203,159 @@ void extent_slot_free(struct extent_cache *c, mc_off_t tree, mc_off_t slot)
 	r->next = t->free;
 	shm_write_end(&r->seq);
 	t->free = slot;
+}
+
+/* ---- record trees: a treap keyed by start, a list in start order ------ */
+
+static uint32_t prio(mc_off_t o)
+{
+	uint32_t x = o;
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+/* ---- treap ------------------------------------------------------------- */
+
+/* The record with the greatest start <= pos, 0 if none. */
+static mc_off_t treap_floor(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos)
+{
+	mc_off_t best = 0;
+	for (mc_off_t n = t->root; n;) {
+		const struct mc_estate *r = erec_at(c, n);
+		if (r->start <= pos) {
+			best = n;
+			n = r->right;
+		} else {
+			n = r->left;
+		}
+	}
+	return best;
+}
+
+static void treap_insert(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
+{
+	struct mc_estate *nr = erec_at(c, n);
+	uint32_t np = prio(n);
+	mc_off_t *link = &t->root;
+	while (*link && prio(*link) > np) {
+		struct mc_estate *r = erec_at(c, *link);
+		link = nr->start < r->start ? &r->left : &r->right;
+	}
+	/* Split the subtree at *link by key into n's children. */
+	mc_off_t cur = *link;
+	mc_off_t *lp = &nr->left, *rp = &nr->right;
+	while (cur) {
+		struct mc_estate *r = erec_at(c, cur);
+		if (r->start < nr->start) {
+			*lp = cur;
+			lp = &r->right;
+			cur = r->right;
+		} else {
+			*rp = cur;
+			rp = &r->left;
+			cur = r->left;
+		}
+	}
+	*lp = 0;
+	*rp = 0;
+	*link = n;
+}
+
+static void treap_remove(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
+{
+	struct mc_estate *nr = erec_at(c, n);
+	mc_off_t *link = &t->root;
+	while (*link != n) {
+		struct mc_estate *r = erec_at(c, *link);
+		link = nr->start < r->start ? &r->left : &r->right;
+	}
+	mc_off_t a = nr->left, b = nr->right;
+	while (a && b) {
+		if (prio(a) > prio(b)) {
+			*link = a;
+			link = &erec_at(c, a)->right;
+			a = *link;
+		} else {
+			*link = b;
+			link = &erec_at(c, b)->left;
+			b = *link;
+		}
+	}
+	*link = a ? a : b;
+}
+
+mc_off_t erec_first_from(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos,
+                           mc_off_t *prevp)
+{
+	mc_off_t f = 0;
+	if (t->hint) {
+		const struct mc_estate *h = erec_at(c, t->hint);
+		if (h->start <= pos && (h->end >= pos || !h->next || erec_at(c, h->next)->start > pos))
+			f = t->hint;
+	}
+	if (!f)
+		f = treap_floor(c, t, pos);
+	mc_off_t cur;
+	if (!f) {
+		cur = t->first;
+	} else if (erec_at(c, f)->end >= pos) {
+		cur = f;
+	} else {
+		cur = erec_at(c, f)->next;
+	}
+	if (prevp)
+		*prevp = cur ? erec_at(c, cur)->prev : t->last;
+	return cur;
+}
+
+mc_off_t erec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
+                     uint64_t end, uint32_t bits)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	mc_off_t n;
+	int rc = extent_slot_alloc(c, tree, &n);
+	assert(rc == 0); /* reserved by the caller */
+	(void)rc;
+	struct mc_estate *r = erec_at(c, n);
+	r->start = start;
+	r->end = end;
+	r->bits = bits;
+	r->prev = prev;
+	r->next = prev ? erec_at(c, prev)->next : t->first;
+	if (r->next)
+		erec_at(c, r->next)->prev = n;
+	else
+		t->last = n;
+	if (prev)
+		erec_at(c, prev)->next = n;
+	else
+		t->first = n;
+	treap_insert(c, t, n);
+	t->count++;
+	return n;
+}
+
+void erec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	struct mc_estate *r = erec_at(c, n);
+	treap_remove(c, t, n);
+	if (r->prev)
+		erec_at(c, r->prev)->next = r->next;
+	else
+		t->first = r->next;
+	if (r->next)
+		erec_at(c, r->next)->prev = r->prev;
+	else
+		t->last = r->prev;
+	if (t->hint == n)
+		t->hint = r->prev ? r->prev : r->next;
+	t->count--;
+	extent_slot_free(c, tree, n);
 }
 
 int extent_reserve(struct extent_cache *c, mc_off_t tree, uint32_t n)

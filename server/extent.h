@@ -53,8 +53,8 @@ static inline struct mc_etree *etree_at(const struct extent_cache *c, mc_off_t t
 int extent_tree_new(struct extent_cache *c, uint64_t ino, mc_off_t *out);
 /* Free a tree and every record in it at once: the head's seq moves, the
  * arena's chunk list is spliced onto the free list. O(1): no record is
- * visited, nothing is split or merged. */
-void extent_tree_free(struct extent_cache *c, mc_off_t tree);
+ * visited, nothing is split or merged. The number of records it held. */
+uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree);
 
 /* A slot of the tree's arena, its seq moved and the rest zeroed. -ENOSPC. */
 int extent_slot_alloc(struct extent_cache *c, mc_off_t tree, mc_off_t *out);
@@ -63,6 +63,24 @@ void extent_slot_free(struct extent_cache *c, mc_off_t tree, mc_off_t slot);
 /* Make sure the next n extent_slot_alloc calls on tree succeed, so that an
  * operation can fail before it changes anything. 0 or -ENOSPC. */
 int extent_reserve(struct extent_cache *c, mc_off_t tree, uint32_t n);
+
+/* Records of a tree (mc_estate slots, also used by extent maps). */
+static inline struct mc_estate *erec_at(const struct extent_cache *c, mc_off_t off)
+{
+	return shm_at(c->s, off);
+}
+/* The first record with end >= pos (0: none) and, when prevp, the one
+ * before it. The tree's hint answers a call that starts in or just after
+ * the record last touched without a descent. */
+mc_off_t erec_first_from(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos,
+                         mc_off_t *prevp);
+/* Link a record [start, end] with bits after prev (0: at the front), in a
+ * slot reserved with extent_reserve (so it cannot fail); its other fields
+ * are zero. */
+mc_off_t erec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
+                     uint64_t end, uint32_t bits);
+/* Unlink a record and give its slot back to the arena. */
+void erec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n);
 
 /* Bytes of shared memory held by live trees (their chunks). */
 static inline uint64_t extent_cache_bytes(const struct extent_cache *c)

@@ -1,7 +1,5 @@
-/* extent_state.c - extent-state trees (extent_state.h): a treap keyed by
- * start for lookups, a doubly linked list in start order for walks, splits
- * and merges. Priorities are a hash of the record's offset, so they cost no
- * memory and need no random source.
+/* extent_state.c - extent-state trees (extent_state.h), on the record
+ * trees of extent.h (a treap for lookups, a list for walks).
  *
  * A call runs in two passes over the records its range touches: the first
  * checks for lock conflicts and counts the records the second may need
@@ -16,166 +14,23 @@
 
 static struct mc_estate *rec(const struct extent_cache *c, mc_off_t off)
 {
-	return shm_at(c->s, off);
+	return erec_at(c, off);
 }
 
-static uint32_t prio(mc_off_t o)
-{
-	uint32_t x = o;
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
-}
-
-/* ---- treap ------------------------------------------------------------- */
-
-/* The record with the greatest start <= pos, 0 if none. */
-static mc_off_t treap_floor(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos)
-{
-	mc_off_t best = 0;
-	for (mc_off_t n = t->root; n;) {
-		const struct mc_estate *r = rec(c, n);
-		if (r->start <= pos) {
-			best = n;
-			n = r->right;
-		} else {
-			n = r->left;
-		}
-	}
-	return best;
-}
-
-static void treap_insert(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
-{
-	struct mc_estate *nr = rec(c, n);
-	uint32_t np = prio(n);
-	mc_off_t *link = &t->root;
-	while (*link && prio(*link) > np) {
-		struct mc_estate *r = rec(c, *link);
-		link = nr->start < r->start ? &r->left : &r->right;
-	}
-	/* Split the subtree at *link by key into n's children. */
-	mc_off_t cur = *link;
-	mc_off_t *lp = &nr->left, *rp = &nr->right;
-	while (cur) {
-		struct mc_estate *r = rec(c, cur);
-		if (r->start < nr->start) {
-			*lp = cur;
-			lp = &r->right;
-			cur = r->right;
-		} else {
-			*rp = cur;
-			rp = &r->left;
-			cur = r->left;
-		}
-	}
-	*lp = 0;
-	*rp = 0;
-	*link = n;
-}
-
-static void treap_remove(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
-{
-	struct mc_estate *nr = rec(c, n);
-	mc_off_t *link = &t->root;
-	while (*link != n) {
-		struct mc_estate *r = rec(c, *link);
-		link = nr->start < r->start ? &r->left : &r->right;
-	}
-	mc_off_t a = nr->left, b = nr->right;
-	while (a && b) {
-		if (prio(a) > prio(b)) {
-			*link = a;
-			link = &rec(c, a)->right;
-			a = *link;
-		} else {
-			*link = b;
-			link = &rec(c, b)->left;
-			b = *link;
-		}
-	}
-	*link = a ? a : b;
-}
-
-/* ---- records ----------------------------------------------------------- */
-
-/* The first record with end >= pos (0: none), and the one before it. The
- * hint answers a call that starts in or just after the record last touched. */
-static mc_off_t first_from(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos,
-                           mc_off_t *prevp)
-{
-	mc_off_t f = 0;
-	if (t->hint) {
-		const struct mc_estate *h = rec(c, t->hint);
-		if (h->start <= pos && (h->end >= pos || !h->next || rec(c, h->next)->start > pos))
-			f = t->hint;
-	}
-	if (!f)
-		f = treap_floor(c, t, pos);
-	mc_off_t cur;
-	if (!f) {
-		cur = t->first;
-	} else if (rec(c, f)->end >= pos) {
-		cur = f;
-	} else {
-		cur = rec(c, f)->next;
-	}
-	if (prevp)
-		*prevp = cur ? rec(c, cur)->prev : t->last;
-	return cur;
-}
-
-/* Link a reserved record [start, end] after prev (0: at the front). */
+/* Link a reserved state record after prev (0: at the front). */
 static mc_off_t rec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
                            uint64_t end, uint32_t bits, uint32_t owner)
 {
-	struct mc_etree *t = etree_at(c, tree);
-	mc_off_t n;
-	int rc = extent_slot_alloc(c, tree, &n);
-	assert(rc == 0); /* reserved by the caller */
-	(void)rc;
-	struct mc_estate *r = rec(c, n);
-	r->start = start;
-	r->end = end;
-	r->bits = bits;
-	r->owner = owner;
-	r->prev = prev;
-	r->next = prev ? rec(c, prev)->next : t->first;
-	if (r->next)
-		rec(c, r->next)->prev = n;
-	else
-		t->last = n;
-	if (prev)
-		rec(c, prev)->next = n;
-	else
-		t->first = n;
-	treap_insert(c, t, n);
-	t->count++;
+	mc_off_t n = erec_insert(c, tree, prev, start, end, bits);
+	rec(c, n)->owner = owner;
 	c->states++;
 	return n;
 }
 
 static void rec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
 {
-	struct mc_etree *t = etree_at(c, tree);
-	struct mc_estate *r = rec(c, n);
-	treap_remove(c, t, n);
-	if (r->prev)
-		rec(c, r->prev)->next = r->next;
-	else
-		t->first = r->next;
-	if (r->next)
-		rec(c, r->next)->prev = r->prev;
-	else
-		t->last = r->prev;
-	if (t->hint == n)
-		t->hint = r->prev ? r->prev : r->next;
-	t->count--;
+	erec_remove(c, tree, n);
 	c->states--;
-	extent_slot_free(c, tree, n);
 }
 
 /* Split n at `at` (start < at <= end): n keeps [start, at - 1]; the new
@@ -213,7 +68,7 @@ static int range_check(const struct extent_cache *c, const struct mc_etree *t, u
 	uint32_t gaps = 0;
 	uint64_t pos = start;
 	bool covered = false;
-	for (mc_off_t n = first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
+	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
 		const struct mc_estate *r = rec(c, n);
 		if (r->start > end)
 			break;
@@ -253,7 +108,7 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 
 	shm_write_begin(&t->seq);
 	mc_off_t prev;
-	mc_off_t cur = first_from(c, t, start, &prev);
+	mc_off_t cur = erec_first_from(c, t, start, &prev);
 	uint64_t pos = start;
 	for (;;) {
 		uint64_t upto; /* last byte handled in this step */
@@ -325,7 +180,7 @@ int estate_test(struct extent_cache *c, mc_off_t tree, uint64_t start, uint64_t 
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
 	uint64_t pos = start;
-	for (mc_off_t n = first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
+	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
 		const struct mc_estate *r = rec(c, n);
 		if (r->start > end)
 			break;
@@ -348,7 +203,7 @@ int estate_find(struct extent_cache *c, mc_off_t tree, uint64_t from, uint32_t b
 	if (bits == 0)
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
-	mc_off_t n = first_from(c, t, from, NULL);
+	mc_off_t n = erec_first_from(c, t, from, NULL);
 	while (n && !(rec(c, n)->bits & bits))
 		n = rec(c, n)->next;
 	if (!n)

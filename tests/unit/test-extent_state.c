@@ -29,18 +29,20 @@ struct fx {
 	mc_off_t t;
 };
 
+/* A segment of size bytes and the state tree of inode 42 in it. */
 static struct fx *fx_new(uint64_t size)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	assert_int_equal(shm_create(size, &f->s), 0);
 	extent_cache_init(&f->c, f->s);
-	assert_int_equal(extent_tree_new(&f->c, 42, &f->t), 0);
+	assert_int_equal(extent_state_tree(&f->c, 42, true, &f->t), 0);
 	return f;
 }
 
 static void fx_free(struct fx *f)
 {
+	extent_cache_fini(&f->c);
 	shm_destroy(f->s);
 	free(f);
 }
@@ -392,7 +394,12 @@ static void test_bulk_free(void **state)
 		r->left = r->right = r->prev = r->next = 0xffffffffu;
 		o = next;
 	}
-	extent_tree_free(&f->c, f->t);
+	mc_off_t again;
+	assert_int_equal(extent_state_tree(&f->c, 42, false, &again), 0);
+	assert_int_equal(again, f->t);
+	assert_int_equal(extent_ino_drop(&f->c, 42), 20000);
+	assert_int_equal(extent_state_tree(&f->c, 42, false, &again), -ENOENT);
+	assert_int_equal(extent_ino_drop(&f->c, 42), 0);
 	assert_int_equal(atomic_load(&t->seq), seq + 2);
 	assert_int_equal(f->c.splits, splits);
 	assert_int_equal(f->c.merges, merges);
@@ -401,7 +408,7 @@ static void test_bulk_free(void **state)
 	assert_int_equal(f->c.evicted_states, 20000);
 	assert_int_equal(f->c.trees, 0);
 	assert_int_equal(extent_cache_bytes(&f->c), 0);
-	assert_int_equal(extent_tree_new(&f->c, 43, &f->t), 0);
+	assert_int_equal(extent_state_tree(&f->c, 43, true, &f->t), 0);
 	build_alternating(f, 20000);
 	check_canonical(f);
 	assert_int_equal(f->s->raw_pages, pages);
@@ -414,12 +421,12 @@ static void test_trees_apart(void **state)
 	(void)state;
 	struct fx *f = fx_new(4 * MIB);
 	mc_off_t first = f->t, other;
-	assert_int_equal(extent_tree_new(&f->c, 7, &other), 0);
+	assert_int_equal(extent_state_tree(&f->c, 7, true, &other), 0);
 	for (uint32_t i = 0; i < 500; i++) {
 		f->t = i & 1 ? other : first;
 		assert_int_equal(estate_set(&f->c, f->t, i * 4, i * 4 + 1, MC_ES_DIRTY, 0), 0);
 	}
-	extent_tree_free(&f->c, other);
+	assert_int_equal(extent_ino_drop(&f->c, 7), 250);
 	f->t = first;
 	check_canonical(f);
 	assert_int_equal(nrecords(f), 250);
