@@ -205,16 +205,23 @@ struct mc_dirx {
 #define MC_ES_UPTODATE  (1u << 4)  /* cached contents valid */
 #define MC_ES_APP_FIRST (1u << 8)  /* first bit left to applications */
 
-/* 48 bytes: one extent-state record, bits over the inclusive [start, end]. */
+/* 48 bytes: one record of an extent tree over the inclusive [start, end]:
+ * in a state tree, bits over the range; in an extent map, the range's
+ * physical location. */
 struct mc_estate {
 	_Atomic uint32_t seq;
-	uint32_t bits;            /* MC_ES_*, never 0 while linked */
+	uint32_t bits;            /* state: MC_ES_*, never 0 while linked; map: the extent's flags */
 	uint64_t start;
 	uint64_t end;             /* inclusive */
 	mc_off_t left, right;     /* treap children, keyed by start */
 	mc_off_t prev, next;      /* neighbours in start order (next: free-list link) */
-	uint32_t owner;           /* LOCKED: the holder's id; else 0 */
-	uint32_t pad;
+	union {
+		struct {
+			uint32_t owner;   /* state, LOCKED: the holder's id; else 0 */
+			uint32_t pad;
+		};
+		uint64_t phys;        /* map: physical location of start */
+	};
 };
 
 /* 48 bytes: the head of one inode's tree, slot 0 of its first chunk. */

@@ -20,6 +20,7 @@ struct extent_cache {
 	uint64_t chunks_free;     /* of which on free_chunks */
 	uint64_t trees;           /* live trees */
 	uint64_t states;          /* linked state records over all trees */
+	uint64_t mapped;          /* linked extent-map records over all trees */
 	uint64_t splits;          /* records split at a range edge */
 	uint64_t merges;          /* records merged into an equal neighbour */
 	uint64_t evictions;       /* trees freed whole */
