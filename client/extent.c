@@ -98,3 +98,71 @@ int mc_evict(mc_client *c, const char *path)
 	err = client_op_simple(c, &op);
 	return err < 0 ? client_fail(err) : 0;
 }
+
+int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e)
+{
+	if (!e)
+		return client_fail(-EINVAL);
+	if (e->len == 0 || e->off + (e->len - 1) < e->off)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_SET;
+	op.start = e->off;
+	op.len = e->len;
+	op.phys = e->phys;
+	op.flags = e->flags;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_PUNCH;
+	op.start = off;
+	op.len = len;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+/* Most extents one request asks for; the server caps it the same way. */
+#define EXTENT_MAP_BATCH 8192u
+
+ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct mc_extent *out,
+                      size_t max)
+{
+	if (len == 0 || (max && !out))
+		return client_fail(-EINVAL);
+	if (max == 0)
+		return 0;
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_MAP;
+	op.start = off;
+	op.len = len;
+	op.count = max < EXTENT_MAP_BATCH ? (uint32_t)max : EXTENT_MAP_BATCH;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	const Mcache__Result *r = rsp->results[0];
+	if (r->n_extents > op.count) {
+		mcache__response__free_unpacked(rsp, NULL);
+		return client_fail(-EPROTO);
+	}
+	for (size_t i = 0; i < r->n_extents; i++)
+		out[i] = (struct mc_extent){ r->extents[i]->off, r->extents[i]->len,
+		                             r->extents[i]->phys, r->extents[i]->flags };
+	ssize_t n = (ssize_t)r->n_extents;
+	mcache__response__free_unpacked(rsp, NULL);
+	return n;
+}

@@ -264,6 +264,36 @@ MC_EXPORT int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, 
  * file open (its state and locks are in use); the errors of mc_stat. */
 MC_EXPORT int mc_evict(mc_client *c, const char *path);
 
+/* Extent maps: per file, which logical byte ranges live where. An extent
+ * maps [off, off + len) to phys (the location of off: off + k lives at
+ * phys + k) with flags that are the application's. Extents never overlap;
+ * setting one replaces what it overlaps (cutting extents at its edges),
+ * punching cuts and removes. Maps are persistent: each change is journaled
+ * and committed like any mutation (durable after the next group commit or
+ * mc_fsync). Truncation drops what lies at or past the new size; removing
+ * the file's last link drops its map. Calls take a descriptor from mc_open
+ * of a regular file; set and punch need it open for writing.
+ *
+ * Errors of all three: EBADF (fd not open; for set and punch, not open for
+ * writing), EISDIR (a directory), EINVAL (len 0; checked before sending),
+ * and those listed at the top of this header; set and punch also ENOSPC. */
+struct mc_extent {
+	uint64_t off, len, phys;
+	uint32_t flags;
+};
+/* Map [e->off, e->off + e->len) to e->phys. EINVAL also for e NULL or a
+ * range past 2^64. */
+MC_EXPORT int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e);
+/* Unmap [off, off + len) (to the end of the offset space when it passes
+ * 2^64). */
+MC_EXPORT int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len);
+/* The extents that overlap [off, off + len), whole and in order, into
+ * out[0..max): the number stored (at most max and at most 8192 per call;
+ * continue from the end of the last for more). EINVAL also for out NULL
+ * with max > 0. */
+MC_EXPORT ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len,
+                                struct mc_extent *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,28 +49,64 @@ void extent_cache_init(struct extent_cache *c, struct shm *s)
 void extent_cache_fini(struct extent_cache *c)
 {
 	map_free(&c->state_trees);
+	map_free(&c->map_trees);
 }
 
-int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+/* The tree of ino in index m, made when absent and create. */
+static int tree_of(struct extent_cache *c, struct map *m, uint64_t ino, bool create,
+                   mc_off_t *out)
 {
-	uint64_t *v = map_find(&c->state_trees, ino);
+	uint64_t *v = map_find(m, ino);
 	if (v) {
 		*out = (mc_off_t)*v;
 		return 0;
 	}
 	if (!create)
 		return -ENOENT;
-	int rc = map_reserve(&c->state_trees);
+	int rc = map_reserve(m);
 	if (rc < 0)
 		return rc;
 	mc_off_t t;
 	rc = extent_tree_new(c, ino, &t);
 	if (rc < 0)
 		return rc;
-	rc = map_put(&c->state_trees, ino, t);
+	rc = map_put(m, ino, t);
 	(void)rc; /* reserved above */
 	*out = t;
 	return 0;
+}
+
+int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+{
+	return tree_of(c, &c->state_trees, ino, create, out);
+}
+
+int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+{
+	return tree_of(c, &c->map_trees, ino, create, out);
+}
+
+void extent_map_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v)
+		return;
+	mc_off_t t = (mc_off_t)*v;
+	map_del(&c->map_trees, ino);
+	c->mapped -= extent_tree_free(c, t);
+}
+
+void extent_map_clear(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v)
+		return;
+	c->mapped -= extent_tree_free(c, (mc_off_t)*v);
+	mc_off_t t;
+	int rc = extent_tree_new(c, ino, &t); /* takes the chunk just freed */
+	assert(rc == 0);
+	(void)rc;
+	*v = t;
 }
 
 uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
@@ -83,7 +119,7 @@ uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
 	return n;
 }
 
-uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
+uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino)
 {
 	uint64_t *v = map_find(&c->state_trees, ino);
 	if (!v)
@@ -93,6 +129,13 @@ uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
 	uint32_t n = extent_tree_free(c, t);
 	c->states -= n;
 	c->evicted_states += n;
+	return n;
+}
+
+uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t n = extent_state_drop(c, ino);
+	extent_map_drop(c, ino);
 	return n;
 }
 

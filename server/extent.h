@@ -28,6 +28,7 @@ struct extent_cache {
 	struct hist evict_ns;     /* time to free one tree */
 	struct map state_trees;   /* ino -> offset of its extent-state tree (low 32 bits)
 	                           * and the sessions holding locks in it (high 32) */
+	struct map map_trees;     /* ino -> offset of its extent map (loaded whole) */
 };
 
 void extent_cache_init(struct extent_cache *c, struct shm *s);
@@ -37,11 +38,22 @@ void extent_cache_fini(struct extent_cache *c);
 /* The extent-state tree of ino in *out; with create, made when absent.
  * -ENOENT (absent, !create), -ENOSPC (no room in the segment), -ENOMEM. */
 int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out);
+/* The extent map of ino in *out; with create, a new empty one when absent
+ * (the caller fills it from the store). -ENOENT, -ENOSPC, -ENOMEM. */
+int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out);
+/* Empty ino's extent map, if there is one, at once (truncation to 0): its
+ * arena is freed and a new empty tree takes its place. */
+void extent_map_clear(struct extent_cache *c, uint64_t ino);
+/* Free ino's extent map alone (a load that failed). */
+void extent_map_drop(struct extent_cache *c, uint64_t ino);
+
 /* Add delta to the number of sessions holding range locks in ino's state
  * tree (which exists); the new number. */
 uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta);
+/* Free ino's state tree at once: the number of records it held. */
+uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino);
 /* Free every extent tree of ino at once (the inode leaves the cache): the
- * number of records freed. */
+ * number of state records freed. */
 uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino);
 
 static inline struct mc_etree *etree_at(const struct extent_cache *c, mc_off_t tree)

@@ -3,8 +3,10 @@
 #include "extent_ns.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <string.h>
 
+#include "extent_map.h"
 #include "extent_state.h"
 #include "ns_impl.h"
 
@@ -90,15 +92,163 @@ void ns_range_release(struct ns *ns, uint64_t ino, uint32_t owner)
 	pthread_mutex_unlock(&ns->lock);
 }
 
-void do_extent_truncated(struct ns *ns, uint64_t ino)
+/* ---- extent maps -------------------------------------------------------- */
+
+struct load {
+	struct extent_cache *c;
+	mc_off_t tree;
+	uint64_t from;      /* map_has: any extent reaching at or past this? */
+};
+
+static int load_one(void *arg, uint64_t start, uint64_t len, uint64_t phys, uint32_t flags)
 {
+	struct load *l = arg;
+	return emap_set(l->c, l->tree, start, len, phys, flags);
+}
+
+/* The map of ino, loaded whole from the store when absent, lock held.
+ * Sound because a map is dropped only with a clean inode (every change to
+ * it committed) or a deleted one: when absent, the store has it all. */
+static int map_tree(struct ns *ns, uint64_t ino, mc_off_t *out)
+{
+	int rc = extent_map_tree(&ns->ext, ino, false, out);
+	if (rc != -ENOENT)
+		return rc;
+	rc = extent_map_tree(&ns->ext, ino, true, out);
+	if (rc < 0)
+		return rc;
+	struct load l = { &ns->ext, *out, 0 };
+	rc = store_scan_extents(ns->store, ino, load_one, &l);
+	if (rc < 0)
+		extent_map_drop(&ns->ext, ino);
+	return rc;
+}
+
+static int reaches(void *arg, uint64_t start, uint64_t len, uint64_t phys, uint32_t flags)
+{
+	(void)phys;
+	(void)flags;
+	const struct load *l = arg;
+	return start + (len - 1) >= l->from;
+}
+
+/* The regular file held under ino, lock held: its slot, or -EBADF. */
+static int held_file(struct ns *ns, uint64_t ino, bool writable, mc_off_t *ioff)
+{
+	mc_off_t off = inode_find(ns->shm, ino);
+	if (!off || !writable)
+		return -EBADF;
+	if (!S_ISREG(inode_at(ns->shm, off)->mode))
+		return -EINVAL;
+	*ioff = off;
+	return 0;
+}
+
+static int do_extent_change(struct ns *ns, uint64_t ino, bool writable, uint64_t start,
+                            uint64_t end, bool set, uint64_t phys, uint32_t flags)
+{
+	mc_off_t ioff = 0, t = 0;
+	int rc = ns_journal_room(ns);
+	if (rc == 0)
+		rc = held_file(ns, ino, writable, &ioff);
+	if (rc == 0)
+		rc = map_tree(ns, ino, &t);
+	if (rc < 0)
+		return rc;
+	if (set) {
+		rc = emap_set(&ns->ext, t, start, end - start + 1, phys, flags);
+		if (rc == 0)
+			must(journal_set_extent(ns->running, ino, start, end, phys, flags),
+			     "journaling an extent");
+	} else {
+		rc = emap_punch(&ns->ext, t, start, end);
+		if (rc == 0)
+			must(journal_punch_extent(ns->running, ino, start, end), "journaling a punch");
+	}
+	/* The inode stays dirty, so cached, until the change is committed. */
+	if (rc == 0)
+		inode_changed(ns, ioff);
+	return rc;
+}
+
+int ns_extent_set(struct ns *ns, uint64_t ino, bool writable, uint64_t off, uint64_t len,
+                  uint64_t phys, uint32_t flags)
+{
+	if (len == 0 || off + (len - 1) < off)
+		return -EINVAL;
+	int rc;
+	NS_LOCKED(ns, rc, do_extent_change(ns, ino, writable, off, off + (len - 1), true, phys, flags));
+	return rc;
+}
+
+int ns_extent_punch(struct ns *ns, uint64_t ino, bool writable, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	uint64_t end = off + (len - 1) < off ? UINT64_MAX : off + (len - 1);
+	int rc;
+	NS_LOCKED(ns, rc, do_extent_change(ns, ino, writable, off, end, false, 0, 0));
+	return rc;
+}
+
+static int do_extent_map(struct ns *ns, uint64_t ino, uint64_t off, uint64_t len,
+                         struct emap_ext *out, size_t max, size_t *count)
+{
+	mc_off_t ioff, t;
+	int rc = held_file(ns, ino, true, &ioff);
+	if (rc == 0)
+		rc = map_tree(ns, ino, &t);
+	if (rc == 0)
+		*count = emap_lookup(&ns->ext, t, off, len, out, max);
+	return rc;
+}
+
+int ns_extent_map(struct ns *ns, uint64_t ino, uint64_t off, uint64_t len, struct emap_ext *out,
+                  size_t max, size_t *count)
+{
+	int rc;
+	NS_LOCKED(ns, rc, do_extent_map(ns, ino, off, len, out, max, count));
+	return rc;
+}
+
+int do_extent_truncate(struct ns *ns, mc_off_t ioff, uint64_t size)
+{
+	const struct mc_inode *i = inode_at(ns->shm, ioff);
+	if (!S_ISREG(i->mode))
+		return 0;
+	uint64_t ino = i->ino;
+	mc_off_t t;
+	int rc = extent_map_tree(&ns->ext, ino, false, &t);
+	if (rc == -ENOENT) {
+		/* Not loaded: load it only if the store has something to cut. */
+		struct load l = { &ns->ext, 0, size };
+		rc = store_scan_extents(ns->store, ino, reaches, &l);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			rc = map_tree(ns, ino, &t);
+		else
+			t = 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (t) {
+		if (size == 0)
+			extent_map_clear(&ns->ext, ino);
+		else /* [size, end of space] cuts no extent in two: cannot fail */
+			emap_punch(&ns->ext, t, size, UINT64_MAX);
+		must(journal_punch_extent(ns->running, ino, size, UINT64_MAX), "journaling a punch");
+	}
+	if (size != 0)
+		return 0;
 	uint64_t *v = map_find(&ns->ext.state_trees, ino);
 	if (!v)
-		return;
+		return 0;
 	if ((*v >> 32) == 0)
-		extent_ino_drop(&ns->ext, ino);
+		extent_state_drop(&ns->ext, ino);
 	else /* no edge to split at 0 and at the end: cannot fail */
 		estate_clear(&ns->ext, (mc_off_t)*v, 0, UINT64_MAX, ~MC_ES_LOCKED, 0);
+	return 0;
 }
 
 void ns_extent_stats(struct ns *ns, struct stats_extents *out)
@@ -126,8 +276,11 @@ int ns_evict(struct ns *ns, const struct cred *c, const char *path, size_t len)
 	int rc = walk_path(&nd, path, len, true, &res);
 	nd_free(&nd);
 	if (rc == 0) {
-		uint64_t ino = inode_at(ns->shm, res)->ino;
-		if (map_find(&ns->holds, ino))
+		const struct mc_inode *i = inode_at(ns->shm, res);
+		uint64_t ino = i->ino;
+		/* Open: its state and locks are in use. Dirty: its map has
+		 * changes the store does not have yet. */
+		if (map_find(&ns->holds, ino) || (i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1)))
 			rc = -EBUSY;
 		else
 			extent_ino_drop(&ns->ext, ino);

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -470,8 +471,12 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 		rc = permission(nd->cred, i, acc);
 		if (rc < 0)
 			return rc;
-		if ((flags & O_TRUNC) && S_ISREG(i->mode))
+		if ((flags & O_TRUNC) && S_ISREG(i->mode)) {
+			rc = do_extent_truncate(ns, target, 0);
+			if (rc < 0)
+				return rc;
 			set_size(ns, target, 0);
+		}
 	}
 	*out = target;
 	return 0;

@@ -23,6 +23,7 @@
 
 #include "area.h"
 #include "commit.h"
+#include "extent_map.h"
 #include "extent_ns.h"
 #include "mc_shm.h"
 #include "mcd.h"
@@ -351,6 +352,53 @@ static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
 	}
 }
 
+#define EXTENT_MAP_DEFAULT 512u
+#define EXTENT_MAP_MAX 8192u
+
+/* The extent-map ops, on a handle of a regular file. */
+static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	struct handle *h = handle_get(s, op->handle);
+	if (!h)
+		return -EBADF;
+	if (h->dir)
+		return -EISDIR;
+	struct ns *ns = s->m->ns;
+	if (op->code == MCACHE__OP_CODE__OP_EXTENT_SET)
+		return ns_extent_set(ns, h->ino, h->writable, op->start, op->len, op->phys, op->flags);
+	if (op->code == MCACHE__OP_CODE__OP_EXTENT_PUNCH)
+		return ns_extent_punch(ns, h->ino, h->writable, op->start, op->len);
+	size_t max = op->count ? op->count : EXTENT_MAP_DEFAULT, n;
+	if (max > EXTENT_MAP_MAX)
+		max = EXTENT_MAP_MAX;
+	struct emap_ext *e = malloc(max * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int rc = ns_extent_map(ns, h->ino, op->start, op->len, e, max, &n);
+	if (rc == 0 && n > max)
+		n = max;
+	if (rc == 0 && n) {
+		out->exts = malloc(n * sizeof(*out->exts));
+		out->extp = malloc(n * sizeof(*out->extp));
+		if (!out->exts || !out->extp)
+			rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		for (size_t i = 0; i < n; i++) {
+			mcache__extent__init(&out->exts[i]);
+			out->exts[i].off = e[i].off;
+			out->exts[i].len = e[i].len;
+			out->exts[i].phys = e[i].phys;
+			out->exts[i].flags = e[i].flags;
+			out->extp[i] = &out->exts[i];
+		}
+		out->res.n_extents = n;
+		out->res.extents = out->extp;
+	}
+	free(e);
+	return rc;
+}
+
 static bool is_mutation(Mcache__OpCode code)
 {
 	switch (code) {
@@ -368,6 +416,8 @@ static bool is_mutation(Mcache__OpCode code)
 	case MCACHE__OP_CODE__OP_FTRUNCATE:
 	case MCACHE__OP_CODE__OP_RMTREE:
 	case MCACHE__OP_CODE__OP_CREATE:
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 		return true;
 	default:
 		return false;
@@ -397,6 +447,9 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
 	case MCACHE__OP_CODE__OP_RANGE_FIND:
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_EXTENT_MAP:
 		break;
 	case MCACHE__OP_CODE__OP_SYMLINK:
 	case MCACHE__OP_CODE__OP_RENAME:
@@ -504,6 +557,10 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		return op_range(s, op, out);
 	case MCACHE__OP_CODE__OP_EVICT:
 		return ns_evict(ns, c, p, plen);
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_EXTENT_MAP:
+		return op_extent(s, op, out);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -529,5 +586,7 @@ void op_out_release(struct op_out *out)
 	free(out->entp);
 	free(out->names);
 	free(out->data);
+	free(out->exts);
+	free(out->extp);
 	memset(out, 0, sizeof(*out));
 }
