@@ -31,7 +31,7 @@ void hist_merge(struct hist *dst, const struct hist *src);
 uint64_t hist_quantile(const struct hist *h, double q);
 
 /* Operation codes as in proto/mcache.proto (OP_* values). */
-#define STATS_OPS 32
+#define STATS_OPS 48
 
 /* Events where a limit protected the server (rendered under rpc.limits and
  * as mcache_rpc_limit_events_total{event=...}); names in stats_limit_name. */

@@ -350,7 +350,8 @@ static void t_op_names(void **state)
 	assert_string_equal(stats_op_name(10), "rename");
 	assert_string_equal(stats_op_name(22), "rmtree");
 	assert_string_equal(stats_op_name(24), "stats");
-	assert_string_equal(stats_op_name(31), "unknown");
+	assert_string_equal(stats_op_name(31), "extent_punch");
+	assert_string_equal(stats_op_name(STATS_OPS - 1), "unknown");
 	assert_string_equal(stats_op_name(1000), "unknown");
 	/* Cached: the same pointer every time. */
 	assert_ptr_equal(stats_op_name(5), stats_op_name(5));
@@ -380,7 +381,7 @@ static struct stats_snapshot *snapshot_sample(void)
 	atomic_store(&s->rpc.requests, 5);
 	atomic_store(&s->rpc.ops[5], 3);          /* mkdir */
 	atomic_store(&s->rpc.errors[5], 1);
-	atomic_store(&s->rpc.ops[30], 2);         /* an unnamed code */
+	atomic_store(&s->rpc.ops[40], 2);         /* an unnamed code */
 	hist_add(&s->rpc.op_us[5], 20);
 	hist_add(&s->rpc.op_us[5], 40);
 	hist_add(&s->rpc.op_us[5], 60);
@@ -418,7 +419,7 @@ static void t_json_valid(void **state)
 		"\"backlog_bytes\":300,\"full_waits\":2,\"full_refusals\":1}",
 		"\"store\":{\"map_bytes\":0,\"used_bytes\":0}",
 		"\"rpc\":{\"requests\":5,\"bad_frames\":0,\"connections\":0",
-		"\"ops\":{\"mkdir\":3,\"op30\":2}",
+		"\"ops\":{\"mkdir\":3,\"op40\":2}",
 		"\"errors\":{\"mkdir\":1}",
 		"\"latency_us\":{\"mkdir\":{\"p50\":43,\"p99\":60,\"max\":60",
 		"\"clients\":2",
@@ -576,7 +577,7 @@ static void t_prometheus(void **state)
 		"\nmcache_commit_latency_us_count 3\n",
 		"\nmcache_rpc_ops_total{op=\"mkdir\"} 3\n",
 		"\nmcache_rpc_ops_total{op=\"stat\"} 0\n",
-		"\nmcache_rpc_ops_total{op=\"op30\"} 2\n",
+		"\nmcache_rpc_ops_total{op=\"op40\"} 2\n",
 		"\nmcache_rpc_errors_total{op=\"mkdir\"} 1\n",
 		"\nmcache_rpc_latency_us{op=\"mkdir\",quantile=\"0.99\"} 60\n",
 		"\nmcache_rpc_latency_us_count{op=\"mkdir\"} 3\n",
