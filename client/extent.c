@@ -2,7 +2,10 @@
  * each is one request on a descriptor's handle; mc_evict one on a path. */
 #include "client_impl.h"
 
+#include <stdlib.h>
+
 #include "mc_shm.h"
+#include "shmview.h"
 
 _Static_assert(MC_RANGE_DIRTY == MC_ES_DIRTY && MC_RANGE_DELALLOC == MC_ES_DELALLOC &&
                MC_RANGE_LOCKED == MC_ES_LOCKED && MC_RANGE_WRITEBACK == MC_ES_WRITEBACK &&
@@ -145,13 +148,35 @@ ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct m
 		return client_fail(-EINVAL);
 	if (max == 0)
 		return 0;
+	int err = client_check(c);
+	uint64_t handle, ino = 0;
+	if (err == 0 && client_fd_handle(c, fd, &handle, &ino) == 0 && ino && client_local(c)) {
+		/* A loaded map answers from shared memory: no request. */
+		size_t n = 0, cap = max < EXTENT_MAP_BATCH ? max : EXTENT_MAP_BATCH;
+		struct view_extent small[64];
+		struct view_extent *ve = cap <= 64 ? small : malloc(cap * sizeof(*ve));
+		if (!ve)
+			return client_fail(-ENOMEM);
+		err = client_view_result(c, view_extent_map(c->view, ino, off, len, ve, cap, &n));
+		if (err == 0) {
+			n = n < cap ? n : cap;
+			for (size_t i = 0; i < n; i++)
+				out[i] = (struct mc_extent){ ve[i].off, ve[i].len, ve[i].phys, ve[i].flags };
+		}
+		if (ve != small)
+			free(ve);
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0)
+			return (ssize_t)n;
+	}
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_EXTENT_MAP;
 	op.start = off;
 	op.len = len;
 	op.count = max < EXTENT_MAP_BATCH ? (uint32_t)max : EXTENT_MAP_BATCH;
-	int err = range_op(c, fd, &op, &rsp);
+	err = range_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	const Mcache__Result *r = rsp->results[0];

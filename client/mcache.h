@@ -289,8 +289,10 @@ MC_EXPORT int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e);
 MC_EXPORT int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len);
 /* The extents that overlap [off, off + len), whole and in order, into
  * out[0..max): the number stored (at most max and at most 8192 per call;
- * continue from the end of the last for more). EINVAL also for out NULL
- * with max > 0. */
+ * continue from the end of the last for more). A map the server has loaded
+ * is read from shared memory, with no request and no lock; the first call
+ * on a file (or after its eviction) loads it with one request. EINVAL also
+ * for out NULL with max > 0. */
 MC_EXPORT ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len,
                                 struct mc_extent *out, size_t max);
 

@@ -36,6 +36,12 @@
  *     rewritten every MC_HEARTBEAT_MS while it serves. A reader that finds
  *     it older than MC_HEARTBEAT_STALE_MS asks the kernel whether the
  *     server is still there before it trusts the segment again.
+ * 11. Loaded extent maps are found by inode number through their own hash
+ *     table (ebuckets, mc_hash_ino), chained through the first chunk's tail
+ *     (mc_echunk_tail.hnext). A map is linked only once it is whole (loaded
+ *     from the store), and unlinked before it is freed. A reader validates
+ *     the chain with the bucket's seq and the records with the tree head's
+ *     seq (the record seqs do not move when a tree is freed whole).
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H
@@ -98,7 +104,10 @@ struct mc_shm_header {
 	uint32_t area_refbits_bytes; /* a multiple of 8 */
 	uint32_t pad;
 	_Atomic uint64_t heartbeat_ms; /* note 10 */
-	uint8_t reserved[32];
+	/* The index of loaded extent maps (note 11); 0: none. */
+	uint32_t ebuckets_off;     /* byte offset of struct mc_bucket[ebucket_mask + 1] */
+	uint32_t ebucket_mask;
+	uint8_t reserved[24];
 };
 
 /* The server's heartbeat period, and the age past which a reader checks
@@ -241,8 +250,17 @@ struct mc_etree {
 /* The last 16 bytes of a chunk. */
 struct mc_echunk_tail {
 	mc_off_t next;            /* next chunk of the arena or of the free list */
-	uint32_t pad[3];
+	mc_off_t hnext;           /* first chunk of a linked map: next tree in its ebucket chain */
+	uint32_t pad[2];
 };
+#define MC_ECHUNK_TAIL_OFF (MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT)
+
+/* Is off a slot of an extent chunk (a record or a tree head)? */
+static inline int mc_eslot_ok(mc_off_t off)
+{
+	uint32_t in = (uint32_t)(((uint64_t)off << MC_OFF_SHIFT) % MC_ECHUNK_SIZE);
+	return in % MC_ECHUNK_SLOT == 0 && in < MC_ECHUNK_TAIL_OFF;
+}
 
 _Static_assert(sizeof(struct mc_estate) == MC_ECHUNK_SLOT, "state record is 48 bytes");
 _Static_assert(sizeof(struct mc_etree) == MC_ECHUNK_SLOT, "tree head fits a slot");

@@ -86,12 +86,56 @@ int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t 
 	return tree_of(c, &c->map_trees, ino, create, out);
 }
 
+/* ---- the index of loaded maps in the segment (mc_shm.h, note 11) ------ */
+
+#define MAP_LINKED (1ull << 32)   /* in map_trees' value: the map is in its chain */
+
+static struct mc_bucket *ebucket(const struct extent_cache *c, uint64_t ino)
+{
+	const struct mc_shm_header *h = c->s->hdr;
+	return &c->s->ebuckets[mc_hash_ino(h->hash_seed, ino) & h->ebucket_mask];
+}
+
+static void map_link(struct extent_cache *c, uint64_t ino, mc_off_t t)
+{
+	struct mc_bucket *b = ebucket(c, ino);
+	shm_write_begin(&b->seq);
+	tail_of(c, t)->hnext = b->head;
+	b->head = t;
+	shm_write_end(&b->seq);
+}
+
+static void map_unlink(struct extent_cache *c, uint64_t ino, mc_off_t t)
+{
+	struct mc_bucket *b = ebucket(c, ino);
+	mc_off_t *link = &b->head;
+	while (*link && *link != t)
+		link = &tail_of(c, *link)->hnext;
+	if (!*link)
+		return;
+	shm_write_begin(&b->seq);
+	*link = tail_of(c, t)->hnext;
+	shm_write_end(&b->seq);
+	tail_of(c, t)->hnext = 0;
+}
+
+void extent_map_publish(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v || (*v & MAP_LINKED))
+		return;
+	map_link(c, ino, (mc_off_t)*v);
+	*v |= MAP_LINKED;
+}
+
 void extent_map_drop(struct extent_cache *c, uint64_t ino)
 {
 	uint64_t *v = map_find(&c->map_trees, ino);
 	if (!v)
 		return;
 	mc_off_t t = (mc_off_t)*v;
+	if (*v & MAP_LINKED)
+		map_unlink(c, ino, t);
 	map_del(&c->map_trees, ino);
 	c->mapped -= extent_tree_free(c, t);
 }
@@ -101,12 +145,19 @@ void extent_map_clear(struct extent_cache *c, uint64_t ino)
 	uint64_t *v = map_find(&c->map_trees, ino);
 	if (!v)
 		return;
+	bool linked = *v & MAP_LINKED;
+	if (linked)
+		map_unlink(c, ino, (mc_off_t)*v);
 	c->mapped -= extent_tree_free(c, (mc_off_t)*v);
 	mc_off_t t;
 	int rc = extent_tree_new(c, ino, &t); /* takes the chunk just freed */
 	assert(rc == 0);
 	(void)rc;
 	*v = t;
+	if (linked) {
+		map_link(c, ino, t);
+		*v |= MAP_LINKED;
+	}
 }
 
 uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
@@ -157,6 +208,7 @@ static mc_off_t chunk_get(struct extent_cache *c)
 	mc_off_t ch = c->free_chunks;
 	c->free_chunks = tail_of(c, ch)->next;
 	tail_of(c, ch)->next = 0;
+	tail_of(c, ch)->hnext = 0;
 	c->chunks_free--;
 	return ch;
 }

@@ -41,6 +41,9 @@ int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_
 /* The extent map of ino in *out; with create, a new empty one when absent
  * (the caller fills it from the store). -ENOENT, -ENOSPC, -ENOMEM. */
 int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out);
+/* Make ino's map (just loaded whole) findable by clients (mc_shm.h, note
+ * 11). */
+void extent_map_publish(struct extent_cache *c, uint64_t ino);
 /* Empty ino's extent map, if there is one, at once (truncation to 0): its
  * arena is freed and a new empty tree takes its place. */
 void extent_map_clear(struct extent_cache *c, uint64_t ino);

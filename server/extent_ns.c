@@ -121,6 +121,8 @@ static int map_tree(struct ns *ns, uint64_t ino, mc_off_t *out)
 	rc = store_scan_extents(ns->store, ino, load_one, &l);
 	if (rc < 0)
 		extent_map_drop(&ns->ext, ino);
+	else
+		extent_map_publish(&ns->ext, ino);
 	return rc;
 }
 

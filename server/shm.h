@@ -41,6 +41,7 @@ struct shm {
 	uint8_t *page_types;
 	struct mc_bucket *dbuckets;
 	struct mc_bucket *ibuckets;
+	struct mc_bucket *ebuckets;   /* loaded extent maps (proto/mc_shm.h, note 11) */
 	uint32_t next_page;       /* first page never handed out */
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];

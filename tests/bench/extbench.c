@@ -16,7 +16,9 @@
 
 #include "extent.h"
 #include "extent_state.h"
+#include "extent_map.h"
 #include "shm.h"
+#include "shmview.h"
 
 #define BLOCK 16384ull
 
@@ -129,6 +131,32 @@ int main(int argc, char **argv)
 	double t_mclear = now_s() - t0;
 	extent_tree_free(&c, t);
 
+	/* Extent-map lookups of 16 extents from shared memory, as a client
+	 * reads them (seq-validated, no lock, no request). */
+	rc = extent_map_tree(&c, 3, true, &t);
+	if (rc < 0)
+		die("extent_map_tree", rc);
+	for (uint64_t i = 0; i < 1024; i++)
+		emap_set(&c, t, i * 2 * BLOCK, BLOCK, i << 20, 0);
+	extent_map_publish(&c, 3);
+	struct view v;
+	rc = view_init(&v, s->base, s->size);
+	if (rc < 0)
+		die("view_init", rc);
+	view_default_limits(&v.lim);
+	struct view_extent ve[16];
+	uint64_t lookups = 2000000, sink = 0;
+	t0 = now_s();
+	for (uint64_t i = 0; i < lookups; i++) {
+		size_t got = 0;
+		uint64_t at = (i * 97 % 1000) * 2 * BLOCK;
+		if (view_extent_map(&v, 3, at, 32 * BLOCK - 1, ve, 16, &got) != 0 || got != 16)
+			die("view_extent_map", -EIO);
+		sink += ve[15].phys;
+	}
+	double t_view = now_s() - t0;
+	extent_map_drop(&c, 3);
+
 	printf("extent-state trees, %llu records of 16 KiB (alternating bits)\n",
 	       (unsigned long long)records);
 	printf("  build (sequential set)       %10.3f s   %10.0f sets/s\n", t_build,
@@ -146,6 +174,10 @@ int main(int argc, char **argv)
 	       (double)n / t_mset, (unsigned long long)merged_records,
 	       merged_records == 1 ? "" : "s");
 	printf("  splitting clears             %10.0f clears/s\n", (double)n / t_mclear);
+	printf("extent-map lookup from shared memory, 16 extents of 1024\n");
+	printf("  per lookup                   %10.0f ns   (%.0f lookups/s; check %llu)\n",
+	       t_view / (double)lookups * 1e9, (double)lookups / t_view,
+	       (unsigned long long)(sink & 1));
 	extent_cache_fini(&c);
 	shm_destroy(s);
 	return 0;

@@ -72,6 +72,39 @@ static uint64_t ext_stat(mc_client *c, const char *key)
 	return v;
 }
 
+static uint64_t op_count(mc_client *c, const char *op)
+{
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	uint64_t v = 0;
+	harness_json_u64(js, "\"ops\"", op, &v);   /* absent: never sent */
+	free(js);
+	return v;
+}
+
+/* Once loaded, a map answers from shared memory: no request. */
+static void test_local_reads(void **state)
+{
+	(void)state;
+	mc_client *c = conn();
+	int fd = open_rw(c, "/local");
+	for (uint64_t i = 0; i < 16; i++) {
+		struct mc_extent e = { i * 8192, 4096, 77 + i, 1 };
+		assert_int_equal(mc_extent_set(c, fd, &e), 0);
+	}
+	struct mc_extent out[16];
+	uint64_t sent = op_count(c, "extent_map");
+	for (int k = 0; k < 100; k++) {
+		assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 16), 16);
+		assert_true(out[15].off == 15 * 8192 && out[15].phys == 77 + 15);
+	}
+	assert_int_equal(mc_extent_map(c, fd, 8192, 1, out, 16), 1);
+	assert_int_equal(out[0].phys, 78);
+	assert_int_equal(op_count(c, "extent_map"), sent);
+	assert_int_equal(mc_close(c, fd), 0);
+	mc_disconnect(c);
+}
+
 static void test_basics(void **state)
 {
 	(void)state;
@@ -300,6 +333,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basics),
+		cmocka_unit_test(test_local_reads),
 		cmocka_unit_test(test_model_restarts),
 		cmocka_unit_test(test_evict_reload_unlink),
 	};
