@@ -157,14 +157,17 @@ static int do_extent_change(struct ns *ns, uint64_t ino, bool writable, uint64_t
 		rc = map_tree(ns, ino, &t);
 	if (rc < 0)
 		return rc;
+	/* A file whose last link is gone (held open) has no rows left in the
+	 * store: its map lives on in memory only, until the last handle. */
+	bool journal = inode_at(ns->shm, ioff)->nlink > 0;
 	if (set) {
 		rc = emap_set(&ns->ext, t, start, end - start + 1, phys, flags);
-		if (rc == 0)
+		if (rc == 0 && journal)
 			must(journal_set_extent(ns->running, ino, start, end, phys, flags),
 			     "journaling an extent");
 	} else {
 		rc = emap_punch(&ns->ext, t, start, end);
-		if (rc == 0)
+		if (rc == 0 && journal)
 			must(journal_punch_extent(ns->running, ino, start, end), "journaling a punch");
 	}
 	/* The inode stays dirty, so cached, until the change is committed. */
@@ -239,7 +242,9 @@ int do_extent_truncate(struct ns *ns, mc_off_t ioff, uint64_t size)
 			extent_map_clear(&ns->ext, ino);
 		else /* [size, end of space] cuts no extent in two: cannot fail */
 			emap_punch(&ns->ext, t, size, UINT64_MAX);
-		must(journal_punch_extent(ns->running, ino, size, UINT64_MAX), "journaling a punch");
+		if (i->nlink > 0)
+			must(journal_punch_extent(ns->running, ino, size, UINT64_MAX),
+			     "journaling a punch");
 	}
 	if (size != 0)
 		return 0;
@@ -259,6 +264,7 @@ void ns_extent_stats(struct ns *ns, struct stats_extents *out)
 	const struct extent_cache *e = &ns->ext;
 	out->trees = e->trees;
 	out->states = e->states;
+	out->mapped = e->mapped;
 	out->splits = e->splits;
 	out->merges = e->merges;
 	out->evictions = e->evictions;

@@ -416,6 +416,7 @@ static const struct extent_metric {
 #define EM(k, t, h) { #k, "mcache_extents_" #k, t, h, offsetof(struct stats_extents, k) }
 	EM(trees, "gauge", "Inodes with an extent-state tree."),
 	EM(states, "gauge", "Extent-state records."),
+	EM(mapped, "gauge", "Extent-map records of the maps loaded."),
 	EM(splits, "counter", "Extent-state records split at a range edge."),
 	EM(merges, "counter", "Extent-state records merged into an equal neighbour."),
 	EM(evictions, "counter", "Extent trees freed whole."),

@@ -99,6 +99,7 @@ struct stats_cache {
 struct stats_extents {
 	uint64_t trees;           /* inodes with an extent-state tree */
 	uint64_t states;          /* state records in them */
+	uint64_t mapped;          /* extent-map records of the maps loaded */
 	uint64_t splits, merges;  /* records split at range edges, merged into neighbours */
 	uint64_t evictions;       /* trees freed whole (eviction, unlink, truncate to 0) */
 	uint64_t evicted_states;  /* records those held */

@@ -93,6 +93,12 @@ static void test_local_reads(void **state)
 		assert_int_equal(mc_extent_set(c, fd, &e), 0);
 	}
 	struct mc_extent out[16];
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	uint64_t mapped = 0;
+	assert_int_equal(harness_json_u64(js, "\"extents\"", "mapped", &mapped), 0);
+	free(js);
+	assert_true(mapped >= 16);
 	uint64_t sent = op_count(c, "extent_map");
 	for (int k = 0; k < 100; k++) {
 		assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 16), 16);
