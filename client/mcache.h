@@ -220,6 +220,82 @@ MC_EXPORT size_t mc_batch_count(const mc_batch *b);
 MC_EXPORT int mc_batch_error(const mc_batch *b, size_t i);
 MC_EXPORT void mc_batch_free(mc_batch *b);
 
+/* Extent state: per file, non-overlapping byte ranges [start, end]
+ * (inclusive) carrying 32 bits, as a file system keeps which parts of a file
+ * are dirty, under writeback or locked. Bits 0..7 are these; bits 8..31 are
+ * the application's. The state lives in the server's memory only (it is
+ * not persistent) and is shared by every client; it is freed when the file
+ * leaves the cache (mc_evict). Each call is one request on a descriptor
+ * from mc_open of a regular file; any access mode will do.
+ *
+ * MC_RANGE_LOCKED is an exclusive range lock: setting it fails with EAGAIN
+ * when any byte of the range is locked already, by anyone, this client
+ * included (it does not nest). Only the client that took a lock clears it
+ * (EPERM otherwise); a client's locks are released when its connection
+ * ends, however it ends. Setting or clearing other bits over a locked range
+ * is allowed. A call that fails changes nothing.
+ *
+ * Errors of all four: EBADF (fd not open), EISDIR (fd is a directory),
+ * EINVAL (start > end, or bits 0; checked before sending), and those listed
+ * at the top of this header. */
+#define MC_RANGE_DIRTY     (1u << 0)
+#define MC_RANGE_DELALLOC  (1u << 1)
+#define MC_RANGE_LOCKED    (1u << 2)
+#define MC_RANGE_WRITEBACK (1u << 3)
+#define MC_RANGE_UPTODATE  (1u << 4)
+/* Set bits over [start, end]. EAGAIN: bits has MC_RANGE_LOCKED and part of
+ * the range is locked. ENOSPC: the server has no room for the records. */
+MC_EXPORT int mc_range_set(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits);
+/* Clear bits over [start, end]; parts without them are left alone. EPERM:
+ * bits has MC_RANGE_LOCKED and another client locked part of the range.
+ * ENOSPC: no room to split a range at an edge. */
+MC_EXPORT int mc_range_clear(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits);
+/* 1 when every byte of [start, end] carries every bit of bits (all != 0),
+ * or some byte carries some bit of bits (all == 0); else 0. */
+MC_EXPORT int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits,
+                            int all);
+/* The first run of bytes at or after from that carry some bit of bits, as
+ * [*start, *end] (the longest such run). ENOENT when there is none; EINVAL
+ * also for NULL start or end. *start and *end are set only on success. */
+MC_EXPORT int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *start,
+                            uint64_t *end);
+/* Free the extent state of the file at path (symlinks followed) at once,
+ * whatever its size: no work per range. EBUSY while any client has the
+ * file open (its state and locks are in use); the errors of mc_stat. */
+MC_EXPORT int mc_evict(mc_client *c, const char *path);
+
+/* Extent maps: per file, which logical byte ranges live where. An extent
+ * maps [off, off + len) to phys (the location of off: off + k lives at
+ * phys + k) with flags that are the application's. Extents never overlap;
+ * setting one replaces what it overlaps (cutting extents at its edges),
+ * punching cuts and removes. Maps are persistent: each change is journaled
+ * and committed like any mutation (durable after the next group commit or
+ * mc_fsync). Truncation drops what lies at or past the new size; removing
+ * the file's last link drops its map. Calls take a descriptor from mc_open
+ * of a regular file; set and punch need it open for writing.
+ *
+ * Errors of all three: EBADF (fd not open; for set and punch, not open for
+ * writing), EISDIR (a directory), EINVAL (len 0; checked before sending),
+ * and those listed at the top of this header; set and punch also ENOSPC. */
+struct mc_extent {
+	uint64_t off, len, phys;
+	uint32_t flags;
+};
+/* Map [e->off, e->off + e->len) to e->phys. EINVAL also for e NULL or a
+ * range past 2^64. */
+MC_EXPORT int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e);
+/* Unmap [off, off + len) (to the end of the offset space when it passes
+ * 2^64). */
+MC_EXPORT int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len);
+/* The extents that overlap [off, off + len), whole and in order, into
+ * out[0..max): the number stored (at most max and at most 8192 per call;
+ * continue from the end of the last for more). A map the server has loaded
+ * is read from shared memory, with no request and no lock; the first call
+ * on a file (or after its eviction) loads it with one request. EINVAL also
+ * for out NULL with max > 0. */
+MC_EXPORT ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len,
+                                struct mc_extent *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -75,6 +75,12 @@ int view_init(struct view *v, const void *base, uint64_t size)
 	v->ibuckets = (const struct mc_bucket *)((const char *)base + h->ibuckets_off);
 	v->dmask = h->dbucket_mask;
 	v->imask = h->ibucket_mask;
+	v->ebuckets = NULL;
+	if (h->ebuckets_off && !((h->ebucket_mask + 1) & h->ebucket_mask) &&
+	    h->ebuckets_off % _Alignof(struct mc_bucket) == 0 &&
+	    (uint64_t)h->ebuckets_off + ((uint64_t)h->ebucket_mask + 1) * sizeof(struct mc_bucket) <= size)
+		v->ebuckets = (const struct mc_bucket *)((const char *)base + h->ebuckets_off);
+	v->emask = h->ebucket_mask;
 	v->seed = h->hash_seed;
 	return 0;
 }

@@ -46,7 +46,8 @@ struct view {
 	const uint8_t *ptypes;
 	const struct mc_bucket *dbuckets;
 	const struct mc_bucket *ibuckets;
-	uint32_t dmask, imask;
+	const struct mc_bucket *ebuckets; /* loaded extent maps; NULL: none */
+	uint32_t dmask, imask, emask;
 	uint64_t seed;
 	_Atomic uint64_t *refbits;        /* client area bitmap, or NULL */
 	uint64_t nbits;
@@ -90,5 +91,16 @@ int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *
  * d->cookie. */
 int view_readdir(struct view *v, struct view_dir *d, struct view_dirent *out, unsigned max,
                  unsigned *n, bool *eof);
+
+/* Extent maps (client/extview.c): the extents of a loaded map that overlap
+ * [off, off + len) (len 0: to the end), whole and in order; up to max into
+ * out and their number in *n. VIEW_MISS when the map is not loaded (the
+ * server loads it) or a bound was hit. */
+struct view_extent {
+	uint64_t off, len, phys;
+	uint32_t flags;
+};
+int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
+                    struct view_extent *out, size_t max, size_t *n);
 
 #endif

@@ -36,6 +36,12 @@
  *     rewritten every MC_HEARTBEAT_MS while it serves. A reader that finds
  *     it older than MC_HEARTBEAT_STALE_MS asks the kernel whether the
  *     server is still there before it trusts the segment again.
+ * 11. Loaded extent maps are found by inode number through their own hash
+ *     table (ebuckets, mc_hash_ino), chained through the first chunk's tail
+ *     (mc_echunk_tail.hnext). A map is linked only once it is whole (loaded
+ *     from the store), and unlinked before it is freed. A reader validates
+ *     the chain with the bucket's seq and the records with the tree head's
+ *     seq (the record seqs do not move when a tree is freed whole).
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H
@@ -71,6 +77,7 @@ enum mc_page_type {
 	MC_PT_DIRX = 4,
 	MC_PT_BLOB32 = 5, /* MC_PT_BLOB32 + k holds slots of 32 << k bytes */
 	MC_PT_BLOB_LAST = MC_PT_BLOB32 + 7, /* 4096-byte slots */
+	MC_PT_EXTENT = MC_PT_BLOB_LAST + 1, /* extent chunks (struct mc_echunk_tail) */
 };
 #define MC_BLOB_CLASSES 8u
 
@@ -97,7 +104,10 @@ struct mc_shm_header {
 	uint32_t area_refbits_bytes; /* a multiple of 8 */
 	uint32_t pad;
 	_Atomic uint64_t heartbeat_ms; /* note 10 */
-	uint8_t reserved[32];
+	/* The index of loaded extent maps (note 11); 0: none. */
+	uint32_t ebuckets_off;     /* byte offset of struct mc_bucket[ebucket_mask + 1] */
+	uint32_t ebucket_mask;
+	uint8_t reserved[24];
 };
 
 /* The server's heartbeat period, and the age past which a reader checks
@@ -183,6 +193,79 @@ struct mc_dirx {
 	uint32_t rm_seq;          /* server bookkeeping (note 8): low 32 bits of the batch
 	                           * of the last removal freed from it while complete */
 };
+
+/* Extent trees (server/extent.c, server/extent_state.c). Each inode's tree
+ * lives in its own arena: a list of MC_ECHUNK_SIZE-byte chunks carved from
+ * MC_PT_EXTENT pages, each chunk MC_ECHUNK_SLOTS 48-byte slots then a tail.
+ * Slot 0 of the arena's first chunk is the tree head (struct mc_etree), so
+ * the tree's offset is its first chunk's. Freeing a tree hands its whole
+ * chunk list back at once: record seqs do not move then; the head's seq
+ * does, and readers validate records against the head's seq (bumped around
+ * every change of the tree), never against a record's own. */
+#define MC_ECHUNK_SIZE  4096u
+#define MC_ECHUNK_SLOT  48u
+#define MC_ECHUNK_SLOTS (MC_ECHUNK_SIZE / MC_ECHUNK_SLOT)   /* 85 */
+
+/* Extent-state bits; bits 8..31 are the application's. */
+#define MC_ES_DIRTY     (1u << 0)  /* data newer than its backing store */
+#define MC_ES_DELALLOC  (1u << 1)  /* dirty, physical space not allocated yet */
+#define MC_ES_LOCKED    (1u << 2)  /* exclusive range lock held by `owner` */
+#define MC_ES_WRITEBACK (1u << 3)  /* being written back */
+#define MC_ES_UPTODATE  (1u << 4)  /* cached contents valid */
+#define MC_ES_APP_FIRST (1u << 8)  /* first bit left to applications */
+
+/* 48 bytes: one record of an extent tree over the inclusive [start, end]:
+ * in a state tree, bits over the range; in an extent map, the range's
+ * physical location. */
+struct mc_estate {
+	_Atomic uint32_t seq;
+	uint32_t bits;            /* state: MC_ES_*, never 0 while linked; map: the extent's flags */
+	uint64_t start;
+	uint64_t end;             /* inclusive */
+	mc_off_t left, right;     /* treap children, keyed by start */
+	mc_off_t prev, next;      /* neighbours in start order (next: free-list link) */
+	union {
+		struct {
+			uint32_t owner;   /* state, LOCKED: the holder's id; else 0 */
+			uint32_t pad;
+		};
+		uint64_t phys;        /* map: physical location of start */
+	};
+};
+
+/* 48 bytes: the head of one inode's tree, slot 0 of its first chunk. */
+struct mc_etree {
+	_Atomic uint32_t seq;     /* odd while the tree changes */
+	mc_off_t root;            /* treap root */
+	mc_off_t first, last;     /* records in start order */
+	mc_off_t hint;            /* the record last touched (sequential calls) */
+	mc_off_t free;            /* freed record slots, linked through next */
+	mc_off_t chunk_tail;      /* last chunk of the arena (the head's is first) */
+	uint32_t bump;            /* slots handed out of chunk_tail */
+	uint32_t count;           /* linked records */
+	uint32_t nchunks;
+	uint64_t ino;
+};
+
+/* The last 16 bytes of a chunk. */
+struct mc_echunk_tail {
+	mc_off_t next;            /* next chunk of the arena or of the free list */
+	mc_off_t hnext;           /* first chunk of a linked map: next tree in its ebucket chain */
+	uint32_t pad[2];
+};
+#define MC_ECHUNK_TAIL_OFF (MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT)
+
+/* Is off a slot of an extent chunk (a record or a tree head)? */
+static inline int mc_eslot_ok(mc_off_t off)
+{
+	uint32_t in = (uint32_t)(((uint64_t)off << MC_OFF_SHIFT) % MC_ECHUNK_SIZE);
+	return in % MC_ECHUNK_SLOT == 0 && in < MC_ECHUNK_TAIL_OFF;
+}
+
+_Static_assert(sizeof(struct mc_estate) == MC_ECHUNK_SLOT, "state record is 48 bytes");
+_Static_assert(sizeof(struct mc_etree) == MC_ECHUNK_SLOT, "tree head fits a slot");
+_Static_assert(MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT + sizeof(struct mc_echunk_tail) <= MC_ECHUNK_SIZE,
+               "slots and tail fit a chunk");
 
 _Static_assert(sizeof(struct mc_dentry) == 48, "dentry slot is 48 bytes");
 _Static_assert(sizeof(struct mc_inode) == 64, "inode slot is 64 bytes");

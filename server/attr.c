@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -173,6 +174,8 @@ static int do_truncate(struct ns *ns, const struct cred *c, mc_off_t off, const 
 	if (!S_ISREG(i->mode))
 		return -EINVAL;
 	int rc = permission(c, i, MAY_WRITE);
+	if (rc == 0)
+		rc = do_extent_truncate(ns, off, *(const uint64_t *)arg);
 	if (rc < 0)
 		return rc;
 	set_size(ns, off, *(const uint64_t *)arg);
@@ -198,7 +201,7 @@ int ns_truncate_ino(struct ns *ns, uint64_t ino, bool writable, int64_t size)
 		rc = -EBADF;
 	else if (rc == 0 && (!writable || !S_ISREG(inode_at(ns->shm, off)->mode)))
 		rc = -EINVAL;
-	else if (rc == 0)
+	else if (rc == 0 && (rc = do_extent_truncate(ns, off, (uint64_t)size)) == 0)
 		set_size(ns, off, (uint64_t)size);
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

@@ -219,6 +219,37 @@ int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *nam
 	return 0;
 }
 
+int journal_set_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end,
+                       uint64_t phys, uint32_t flags)
+{
+	if (ino == 0 || start > end)
+		return -EINVAL;
+	uint8_t *p = journal_begin(b, JR_EXTENT_SET, 0, 0, 36);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, ino);
+	put_le64(p + 8, start);
+	put_le64(p + 16, end);
+	put_le64(p + 24, phys);
+	put_le32(p + 32, flags);
+	journal_end(b, 36);
+	return 0;
+}
+
+int journal_punch_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end)
+{
+	if (ino == 0 || start > end)
+		return -EINVAL;
+	uint8_t *p = journal_begin(b, JR_EXTENT_PUNCH, 0, 0, 24);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, ino);
+	put_le64(p + 8, start);
+	put_le64(p + 16, end);
+	journal_end(b, 24);
+	return 0;
+}
+
 int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec *out)
 {
 	size_t at = *pos;
@@ -280,6 +311,20 @@ int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec
 		r.name = (const char *)body + 8;
 		r.namelen = namelen;
 		if (r.parent == 0 || !journal_name_ok(r.name, namelen))
+			return -EPROTO;
+		break;
+	case JR_EXTENT_SET:
+	case JR_EXTENT_PUNCH:
+		if (dtype != 0 || namelen != 0 || body_len != (type == JR_EXTENT_SET ? 36u : 24u))
+			return -EPROTO;
+		r.ino = get_le64(body);
+		r.start = get_le64(body + 8);
+		r.end = get_le64(body + 16);
+		if (type == JR_EXTENT_SET) {
+			r.phys = get_le64(body + 24);
+			r.flags = get_le32(body + 32);
+		}
+		if (r.ino == 0 || r.start > r.end)
 			return -EPROTO;
 		break;
 	default:

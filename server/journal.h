@@ -11,6 +11,8 @@
  *   INODE_DEL:  u64 ino
  *   DENTRY_PUT: u64 parent, u64 ino, name
  *   DENTRY_DEL: u64 parent, name
+ *   EXTENT_SET: u64 ino, u64 start, u64 end (inclusive), u64 phys, u32 flags
+ *   EXTENT_PUNCH: u64 ino, u64 start, u64 end (inclusive)
  */
 #ifndef MC_JOURNAL_H
 #define MC_JOURNAL_H
@@ -37,6 +39,8 @@ enum journal_type {
 	JR_INODE_DEL = 2,
 	JR_DENTRY_PUT = 3,
 	JR_DENTRY_DEL = 4,
+	JR_EXTENT_SET = 5,
+	JR_EXTENT_PUNCH = 6,
 };
 
 /* One group-commit batch. */
@@ -60,6 +64,9 @@ struct journal_rec {
 	const char *name;
 	size_t namelen;
 	uint8_t dtype;               /* DENTRY_PUT: DT_* */
+	uint64_t start, end;         /* EXTENT_*: the range, inclusive; ino is the file */
+	uint64_t phys;               /* EXTENT_SET */
+	uint32_t flags;
 };
 
 void journal_batch_init(struct journal_batch *b, uint64_t seq);
@@ -85,6 +92,13 @@ int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *nam
                        size_t namelen, uint64_t ino, uint8_t dtype);
 int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *name,
                        size_t namelen);
+
+/* Map [start, end] of file ino to phys (replacing what overlaps), or unmap
+ * it. 0, -ENOMEM, or -EINVAL (ino 0, start > end); the batch unchanged on
+ * error. */
+int journal_set_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end,
+                       uint64_t phys, uint32_t flags);
+int journal_punch_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end);
 
 /* Decode the record at *pos of buf[0..len). Returns 1 and advances *pos, 0 at
  * the end, -EPROTO if the bytes are not a valid record (truncated, bad

@@ -9,6 +9,7 @@
 #include "area.h"
 #include "clock.h"
 #include "commit.h"
+#include "extent_ns.h"
 #include "mc_config.h"
 #include "ns.h"
 #include "rpc.h"
@@ -64,6 +65,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 
 	struct ns_counts nc;
 	ns_get_counts(m->ns, &nc);
+	ns_extent_stats(m->ns, &out->extents);
 	out->dentries_positive = nc.positive;
 	out->dentries_negative = nc.negative;
 	out->dentries_dirty = nc.dentries_dirty;

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -78,6 +79,7 @@ void inode_maybe_free(struct ns *ns, mc_off_t off)
 		return;
 	if (S_ISDIR(i->mode))
 		dcache_prune(ns->shm, off);
+	extent_ino_drop(&ns->ext, i->ino);
 	inode_del(ns->shm, off);
 }
 
@@ -157,6 +159,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
+	extent_cache_init(&ns->ext, shm);
 	ns->next_ino = meta.next_ino;
 	ns->neg_max = o && o->neg_max ? o->neg_max : shm->size / 112 / 8;
 	ns->neg_dir_max = o && o->neg_dir_max ? o->neg_dir_max : NS_NEG_DIR_MAX;
@@ -202,6 +205,7 @@ void ns_free(struct ns *ns)
 		map_free(&ns->recs[p]);
 	}
 	map_free(&ns->holds);
+	extent_cache_fini(&ns->ext);
 	shrink_fini(ns);
 	ns_listing_free(ns);
 	ns_journal_fini(ns);
@@ -467,8 +471,12 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 		rc = permission(nd->cred, i, acc);
 		if (rc < 0)
 			return rc;
-		if ((flags & O_TRUNC) && S_ISREG(i->mode))
+		if ((flags & O_TRUNC) && S_ISREG(i->mode)) {
+			rc = do_extent_truncate(ns, target, 0);
+			if (rc < 0)
+				return rc;
 			set_size(ns, target, 0);
+		}
 	}
 	*out = target;
 	return 0;

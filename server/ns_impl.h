@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "dcache.h"
+#include "extent.h"
 #include "mc_path.h"
 #include "inode.h"
 #include "journal.h"
@@ -66,6 +67,7 @@ struct ns {
 	struct map recs[2];              /* inode slot -> offset of its INODE_PUT record, in the
 	                                  * batches of even/odd seq (one record per inode) */
 	struct map holds;                /* ino -> open handles holding it */
+	struct extent_cache ext;         /* per-inode extent trees (extent.h) */
 	/* The journal bound (ns.h): limits, waiters, the committer's kick. */
 	uint64_t jmax_recs, jmax_bytes;
 	unsigned jwait_ms;

@@ -4,6 +4,13 @@
  * Handles: a session keeps a table of the inodes it opened (mc_open), each
  * holding its inode in the cache (ns_open(hold)) until closed or until the
  * session ends. A handle id is its table index plus one.
+ *
+ * Range locks: a session locks extent-state ranges (MC_ES_LOCKED) under its
+ * owner id, unique in the server's life, and remembers the inodes it locked
+ * in; as with POSIX record locks, closing its last handle of a file
+ * releases its locks there, so a locked range always has an open handle
+ * (which keeps the inode and its state cached). When the session ends, its
+ * locks are released before its handles.
  */
 #include "ops.h"
 
@@ -16,8 +23,11 @@
 
 #include "area.h"
 #include "commit.h"
+#include "extent_map.h"
+#include "extent_ns.h"
 #include "mc_shm.h"
 #include "mcd.h"
+#include "map.h"
 #include "ns.h"
 
 struct handle {
@@ -32,7 +42,11 @@ struct session {
 	struct handle *h;
 	size_t nh, caph;
 	uint32_t slot;               /* client-area slot, UINT32_MAX: none */
+	uint32_t owner;              /* range-lock owner id */
+	struct map locked;           /* inos this session took range locks in */
 };
+
+static _Atomic uint32_t next_owner = 1;
 
 #define SESSION_MAX_HANDLES 65536
 #define READDIR_DEFAULT 512u
@@ -48,6 +62,9 @@ struct session *session_new(struct mcd *m, const struct cred *cred)
 	if (s->cred.ngroups > SESSION_MAX_GROUPS)
 		s->cred.ngroups = SESSION_MAX_GROUPS;
 	s->slot = UINT32_MAX;
+	s->owner = atomic_fetch_add(&next_owner, 1);
+	if (s->owner == 0) /* wrapped after 2^32 sessions */
+		s->owner = atomic_fetch_add(&next_owner, 1);
 	if (m->area && area_slot_get(m->area, (int32_t)cred->pid, &s->slot) < 0)
 		s->slot = UINT32_MAX;
 	return s;
@@ -62,6 +79,10 @@ void session_free(struct session *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < s->locked.cap; i++)
+		if (s->locked.keys[i])
+			ns_range_release(s->m->ns, s->locked.keys[i], s->owner);
+	map_free(&s->locked);
 	for (size_t i = 0; i < s->nh; i++)
 		if (s->h[i].ino)
 			ns_release(s->m->ns, s->h[i].ino);
@@ -274,6 +295,110 @@ done:
 	return rc;
 }
 
+/* The session closed a handle of ino: with none left, its locks there go. */
+static void session_unlock_closed(struct session *s, uint64_t ino)
+{
+	if (!map_find(&s->locked, ino))
+		return;
+	for (size_t i = 0; i < s->nh; i++)
+		if (s->h[i].ino == ino)
+			return;
+	ns_range_release(s->m->ns, ino, s->owner);
+	map_del(&s->locked, ino);
+}
+
+/* The extent-state ops, on a handle of a regular file. */
+static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	struct handle *h = handle_get(s, op->handle);
+	if (!h)
+		return -EBADF;
+	if (h->dir)
+		return -EISDIR;
+	struct ns *ns = s->m->ns;
+	int rc;
+	switch (op->code) {
+	case MCACHE__OP_CODE__OP_RANGE_SET:
+		if (op->bits & MC_ES_LOCKED) {
+			/* Room to remember the inode first: failing after the
+			 * lock was taken would leave it held past the session. */
+			rc = map_reserve(&s->locked);
+			if (rc < 0)
+				return rc;
+		}
+		bool first = !map_find(&s->locked, h->ino);
+		rc = ns_range_set(ns, h->ino, op->start, op->end, op->bits, s->owner, first);
+		if (rc == 0 && (op->bits & MC_ES_LOCKED))
+			map_put(&s->locked, h->ino, 1);
+		return rc;
+	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
+		return ns_range_clear(ns, h->ino, op->start, op->end, op->bits, s->owner);
+	case MCACHE__OP_CODE__OP_RANGE_TEST:
+		rc = ns_range_test(ns, h->ino, op->start, op->end, op->bits, op->all);
+		if (rc >= 0) {
+			out->res.test = (uint32_t)rc;
+			rc = 0;
+		}
+		return rc;
+	default: {
+		uint64_t st, en;
+		rc = ns_range_find(ns, h->ino, op->start, op->bits, &st, &en);
+		if (rc == 0) {
+			out->res.start = st;
+			out->res.end = en;
+		}
+		return rc;
+	}
+	}
+}
+
+#define EXTENT_MAP_DEFAULT 512u
+#define EXTENT_MAP_MAX 8192u
+
+/* The extent-map ops, on a handle of a regular file. */
+static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	struct handle *h = handle_get(s, op->handle);
+	if (!h)
+		return -EBADF;
+	if (h->dir)
+		return -EISDIR;
+	struct ns *ns = s->m->ns;
+	if (op->code == MCACHE__OP_CODE__OP_EXTENT_SET)
+		return ns_extent_set(ns, h->ino, h->writable, op->start, op->len, op->phys, op->flags);
+	if (op->code == MCACHE__OP_CODE__OP_EXTENT_PUNCH)
+		return ns_extent_punch(ns, h->ino, h->writable, op->start, op->len);
+	size_t max = op->count ? op->count : EXTENT_MAP_DEFAULT, n;
+	if (max > EXTENT_MAP_MAX)
+		max = EXTENT_MAP_MAX;
+	struct emap_ext *e = malloc(max * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int rc = ns_extent_map(ns, h->ino, op->start, op->len, e, max, &n);
+	if (rc == 0 && n > max)
+		n = max;
+	if (rc == 0 && n) {
+		out->exts = malloc(n * sizeof(*out->exts));
+		out->extp = malloc(n * sizeof(*out->extp));
+		if (!out->exts || !out->extp)
+			rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		for (size_t i = 0; i < n; i++) {
+			mcache__extent__init(&out->exts[i]);
+			out->exts[i].off = e[i].off;
+			out->exts[i].len = e[i].len;
+			out->exts[i].phys = e[i].phys;
+			out->exts[i].flags = e[i].flags;
+			out->extp[i] = &out->exts[i];
+		}
+		out->res.n_extents = n;
+		out->res.extents = out->extp;
+	}
+	free(e);
+	return rc;
+}
+
 static bool is_mutation(Mcache__OpCode code)
 {
 	switch (code) {
@@ -291,6 +416,8 @@ static bool is_mutation(Mcache__OpCode code)
 	case MCACHE__OP_CODE__OP_FTRUNCATE:
 	case MCACHE__OP_CODE__OP_RMTREE:
 	case MCACHE__OP_CODE__OP_CREATE:
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 		return true;
 	default:
 		return false;
@@ -316,6 +443,13 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_FSYNC:
 	case MCACHE__OP_CODE__OP_SYNC:
 	case MCACHE__OP_CODE__OP_STATS:
+	case MCACHE__OP_CODE__OP_RANGE_SET:
+	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
+	case MCACHE__OP_CODE__OP_RANGE_TEST:
+	case MCACHE__OP_CODE__OP_RANGE_FIND:
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_EXTENT_MAP:
 		break;
 	case MCACHE__OP_CODE__OP_SYMLINK:
 	case MCACHE__OP_CODE__OP_RENAME:
@@ -359,6 +493,7 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 			return -EBADF;
 		uint64_t ino = h->ino;
 		h->ino = 0;
+		session_unlock_closed(s, ino);
 		ns_release(ns, ino);
 		return 0;
 	}
@@ -415,6 +550,17 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		return ns_rmtree(ns, c, p, plen, 1024);
 	case MCACHE__OP_CODE__OP_STATS:
 		return op_stats(s, out);
+	case MCACHE__OP_CODE__OP_RANGE_SET:
+	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
+	case MCACHE__OP_CODE__OP_RANGE_TEST:
+	case MCACHE__OP_CODE__OP_RANGE_FIND:
+		return op_range(s, op, out);
+	case MCACHE__OP_CODE__OP_EVICT:
+		return ns_evict(ns, c, p, plen);
+	case MCACHE__OP_CODE__OP_EXTENT_SET:
+	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_EXTENT_MAP:
+		return op_extent(s, op, out);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -440,5 +586,7 @@ void op_out_release(struct op_out *out)
 	free(out->entp);
 	free(out->names);
 	free(out->data);
+	free(out->exts);
+	free(out->extp);
 	memset(out, 0, sizeof(*out));
 }

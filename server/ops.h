@@ -42,6 +42,8 @@ struct op_out {
 	Mcache__Dirent **entp;
 	char *names;                 /* dirent names, packed */
 	uint8_t *data;
+	Mcache__Extent *exts;        /* OP_EXTENT_MAP */
+	Mcache__Extent **extp;
 	/* Nonzero: the reply must wait until this journal batch is durable
 	 * (mc_sync, mc_fsync, or any mutation under --sync). */
 	uint64_t wait_seq;

@@ -115,6 +115,10 @@ int shm_create(uint64_t size, struct shm **out)
 	off += (uint64_t)nd * sizeof(struct mc_bucket);
 	uint64_t ib_off = off;
 	off += (uint64_t)ni * sizeof(struct mc_bucket);
+	/* Extent maps: one bucket per 16 KiB (a map holds 4 KiB at least). */
+	uint32_t ne = pow2_floor(size / 16384);
+	uint64_t eb_off = off;
+	off += (uint64_t)ne * sizeof(struct mc_bucket);
 	uint64_t meta_pages = (off + MC_PAGE_SIZE - 1) >> MC_PAGE_SHIFT;
 	if (meta_pages + 8 > npages) {
 		err = -EINVAL;
@@ -131,6 +135,8 @@ int shm_create(uint64_t size, struct shm **out)
 	h->dbucket_mask = nd - 1;
 	h->ibuckets_off = (uint32_t)ib_off;
 	h->ibucket_mask = ni - 1;
+	h->ebuckets_off = (uint32_t)eb_off;
+	h->ebucket_mask = ne - 1;
 	if (getrandom(&h->hash_seed, sizeof(h->hash_seed), 0) != sizeof(h->hash_seed))
 		h->hash_seed = 0x6d6361636865ull ^ (uint64_t)getpid();
 	h->server_pid = (uint32_t)getpid();
@@ -140,6 +146,7 @@ int shm_create(uint64_t size, struct shm **out)
 	s->page_types = (uint8_t *)s->base + pt_off;
 	s->dbuckets = (struct mc_bucket *)((char *)s->base + db_off);
 	s->ibuckets = (struct mc_bucket *)((char *)s->base + ib_off);
+	s->ebuckets = (struct mc_bucket *)((char *)s->base + eb_off);
 	for (uint32_t p = 0; p < meta_pages; p++)
 		s->page_types[p] = MC_PT_META;
 	s->next_page = (uint32_t)meta_pages;
@@ -293,6 +300,18 @@ void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
 	st->live--;
 }
 
+mc_off_t shm_page_new(struct shm *s, uint8_t type)
+{
+	if (s->next_page >= s->hdr->npages) {
+		s->alloc_failures++;
+		return 0;
+	}
+	uint32_t p = s->next_page++;
+	s->page_types[p] = type;
+	s->raw_pages++;
+	return (mc_off_t)(((uint64_t)p << MC_PAGE_SHIFT) >> MC_OFF_SHIFT);
+}
+
 static enum shm_slab blob_slab(size_t len)
 {
 	unsigned cls = 0;
@@ -325,7 +344,7 @@ void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
 
 uint64_t shm_bytes_used(const struct shm *s)
 {
-	uint64_t b = s->meta_bytes;
+	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT);
 	for (unsigned i = 0; i < SLAB_COUNT; i++)
 		b += s->slab[i].live * s->slab[i].slot_size;
 	return b;

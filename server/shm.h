@@ -41,11 +41,13 @@ struct shm {
 	uint8_t *page_types;
 	struct mc_bucket *dbuckets;
 	struct mc_bucket *ibuckets;
+	struct mc_bucket *ebuckets;   /* loaded extent maps (proto/mc_shm.h, note 11) */
 	uint32_t next_page;       /* first page never handed out */
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];
 	uint64_t alloc_failures;
-	enum shm_slab fail_slab;  /* the slab of the last failed allocation */
+	enum shm_slab fail_slab;
+	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */  /* the slab of the last failed allocation */
 	/* The referenced bitmap of the client area (shm_set_refbits); NULL:
 	 * none. Clients set bits at will: a bit is a hint, never trusted. */
 	_Atomic uint64_t *refbits;
@@ -83,6 +85,11 @@ void shm_beat_stop(struct shm *s);
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
 /* Return a slot; bumps its seq so stale readers notice. */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);
+
+/* A never-used page given for good to page type `type`, for a module that
+ * carves it itself (extent chunks); its offset, 0 when the segment is full.
+ * Its bytes are zero. Counted in shm_bytes_used from now on. */
+mc_off_t shm_page_new(struct shm *s, uint8_t type);
 
 /* Blobs: len bytes (1..4096) copied in; 0 when full. */
 mc_off_t shm_blob_new(struct shm *s, const void *data, size_t len);

@@ -207,6 +207,7 @@ static uint64_t do_orphans(struct ns *ns)
 			k->orph[kept++] = o;
 			continue;
 		}
+		extent_ino_drop(&ns->ext, o.ino);
 		inode_del(s, o.off);
 		freed++;
 	}
@@ -249,10 +250,12 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 	dcache_del(s, d);
 	if (pos) {
 		struct mc_inode *i = inode_at(s, ioff);
-		if (S_ISDIR(i->mode) || i->nlink <= 1)
+		if (S_ISDIR(i->mode) || i->nlink <= 1) {
+			extent_ino_drop(&ns->ext, i->ino);
 			inode_del(s, ioff);
-		else
+		} else {
 			orphan_note(&ns->shr, ioff, i->ino);
+		}
 	} else {
 		ns->shr.st.neg_evicted++;
 	}

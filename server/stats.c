@@ -202,6 +202,9 @@ const char *stats_op_label(unsigned code, char buf[16])
 /* The cache's bound (server/shrink.h): one row per counter or gauge. */
 #define CACHE_COUNTER(k, help) COUNTER("cache." #k, "mcache_cache_" #k "_total", NULL, cache.k, help)
 #define CACHE_GAUGE(k, help) GAUGE("cache." #k, "mcache_cache_" #k, NULL, cache.k, help)
+/* The extent cache (server/extent.h). */
+#define EXT_COUNTER(k, help) COUNTER("extents." #k, "mcache_extents_" #k "_total", NULL, extents.k, help)
+#define EXT_GAUGE(k, help) GAUGE("extents." #k, "mcache_extents_" #k, NULL, extents.k, help)
 #define LIMIT(id, name) \
 	COUNTER("rpc.limits." name, "mcache_rpc_limit_events_total", "event=\"" name "\"", \
 	        rpc.limits[id], "Times a limit protected the server, by event.")
@@ -256,6 +259,19 @@ const struct stats_metric stats_metrics[] = {
 	CACHE_GAUGE(bytes_dirs, "Segment bytes in directory state slots."),
 	CACHE_GAUGE(bytes_names, "Segment bytes in long names and symlink targets."),
 	CACHE_GAUGE(bytes_meta, "Segment bytes in the header, page table and hash buckets."),
+
+	EXT_GAUGE(trees, "Inodes with an extent-state tree."),
+	EXT_GAUGE(states, "Extent-state records."),
+	EXT_GAUGE(mapped, "Extent-map records of the maps loaded."),
+	EXT_COUNTER(splits, "Extent-state records split at a range edge."),
+	EXT_COUNTER(merges, "Extent-state records merged into an equal neighbour."),
+	EXT_COUNTER(evictions, "Extent trees freed whole."),
+	EXT_COUNTER(evicted_states, "Extent-state records freed with their trees."),
+	GAUGE("extents.bytes", "mcache_extents_bytes", NULL, extents.bytes,
+	      "Segment bytes held by extent trees."),
+	/* Nanoseconds: /stats only (a tree goes in about a microsecond). */
+	HIST("extents.evict_ns", NULL, STATS_UNIT_NONE, extents.evict_ns,
+	     "Time to free one extent tree, nanoseconds."),
 
 	COUNTER("commits.count", "mcache_commits_total", NULL, commits.count,
 	        "Group commits completed."),

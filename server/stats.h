@@ -37,7 +37,7 @@ uint64_t hist_quantile(const struct hist *h, double q);
 uint64_t hist_count_le(const struct hist *h, uint64_t v);
 
 /* Operation codes as in proto/mcache.proto (OP_* values). */
-#define STATS_OPS 32
+#define STATS_OPS 48
 
 /* Events where a limit protected the server (rendered under rpc.limits and
  * as mcache_rpc_limit_events_total{event=...}); names in stats_limit_name. */
@@ -101,6 +101,18 @@ struct stats_cache {
 	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 
+/* The extent cache (server/extent.h). */
+struct stats_extents {
+	uint64_t trees;           /* inodes with an extent-state tree */
+	uint64_t states;          /* state records in them */
+	uint64_t mapped;          /* extent-map records of the maps loaded */
+	uint64_t splits, merges;  /* records split at range edges, merged into neighbours */
+	uint64_t evictions;       /* trees freed whole (eviction, unlink, truncate to 0) */
+	uint64_t evicted_states;  /* records those held */
+	uint64_t bytes;           /* segment bytes held by extent trees */
+	struct hist evict_ns;     /* time to free one tree, nanoseconds */
+};
+
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
@@ -141,6 +153,8 @@ struct stats_snapshot {
 		int32_t pid;
 		struct stats_readpath rp;
 	} clients_rp[STATS_CLIENTS_MAX];
+	/* extent cache */
+	struct stats_extents extents;
 };
 
 /* Version of the /stats document's layout: raised when a key changes meaning

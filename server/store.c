@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "mc_shm.h"
 #include "store.h"
+#include "store_extent.h"
 
 #define STORE_MAP_DEFAULT      (256ull << 20)
 #define STORE_MAP_MAX_DEFAULT  (64ull << 30)
@@ -503,6 +504,19 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 	return err;
 }
 
+int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg)
+{
+	MDB_txn *txn;
+	int fn_rc, err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	int rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
+	store_rtxn_end(s, txn);
+	if (fn_rc)
+		return fn_rc;
+	return rc == MDB_CORRUPTED ? -EIO : store_errno(rc);
+}
+
 int store_scan_dir(struct store *s, uint64_t parent, store_dirent_fn fn, void *arg)
 {
 	return store_scan_dir_after(s, parent, NULL, 0, fn, arg);
@@ -607,7 +621,12 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 	case JR_INODE_DEL:
 		put_be64(key, r->ino);
 		rc = mdb_del(txn, s->inodes, &k, NULL);
-		return rc == MDB_NOTFOUND ? 0 : rc;
+		if (rc && rc != MDB_NOTFOUND)
+			return rc;
+		return store_ext_del_ino(txn, s->extents, r->ino);
+	case JR_EXTENT_SET:
+	case JR_EXTENT_PUNCH:
+		return store_ext_apply(txn, s->extents, r);
 	case JR_DENTRY_PUT: {
 		uint8_t val[STORE_DENTRY_VAL_SIZE];
 		put_be64(key, r->parent);

@@ -92,6 +92,14 @@ typedef int (*store_dirent_attr_fn)(void *arg, const char *name, size_t namelen,
 int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, size_t after_len,
                          store_dirent_attr_fn fn, void *arg);
 
+/* Call fn for each extent of file ino (the `extents` table) in order, from
+ * one snapshot: start, length, physical location, flags. fn returns 0 to go
+ * on; anything else stops the scan and is returned. -EIO for a malformed
+ * entry, -EAGAIN when LMDB's reader table is full. */
+typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t phys,
+                               uint32_t flags);
+int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
+
 /* Write batch b in one write transaction: log[b->seq] = records, apply them,
  * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the
  * retention bound, commit (durable on return). MDB_MAP_FULL grows the map

@@ -1,0 +1,193 @@
+/* extent.c - libmcache's extent-state calls (mcache.h, "Extent state"):
+ * each is one request on a descriptor's handle; mc_evict one on a path. */
+#include "client_impl.h"
+
+#include <stdlib.h>
+
+#include "mc_shm.h"
+#include "shmview.h"
+
+_Static_assert(MC_RANGE_DIRTY == MC_ES_DIRTY && MC_RANGE_DELALLOC == MC_ES_DELALLOC &&
+               MC_RANGE_LOCKED == MC_ES_LOCKED && MC_RANGE_WRITEBACK == MC_ES_WRITEBACK &&
+               MC_RANGE_UPTODATE == MC_ES_UPTODATE, "the public bits are the segment's");
+
+static int range_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
+{
+	int err = client_check(c);
+	if (err < 0)
+		return err;
+	err = client_fd_handle(c, fd, &op->handle, NULL);
+	if (err < 0)
+		return err;
+	return client_op(c, op, out);
+}
+
+static int range_change(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits,
+                        Mcache__OpCode code)
+{
+	if (start > end || bits == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = code;
+	op.start = start;
+	op.end = end;
+	op.bits = bits;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_range_set(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits)
+{
+	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_SET);
+}
+
+int mc_range_clear(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits)
+{
+	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_CLEAR);
+}
+
+int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits, int all)
+{
+	if (start > end || bits == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_RANGE_TEST;
+	op.start = start;
+	op.end = end;
+	op.bits = bits;
+	op.all = all != 0;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	int yes = rsp->results[0]->test != 0;
+	mcache__response__free_unpacked(rsp, NULL);
+	return yes;
+}
+
+int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *start,
+                  uint64_t *end)
+{
+	if (bits == 0 || !start || !end)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_RANGE_FIND;
+	op.start = from;
+	op.bits = bits;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	*start = rsp->results[0]->start;
+	*end = rsp->results[0]->end;
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_evict(mc_client *c, const char *path)
+{
+	int err = client_check(c);
+	if (err == 0)
+		err = path_check(path, NULL);
+	if (err < 0)
+		return client_fail(err);
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_EVICT;
+	path_set(&op.path, path);
+	err = client_op_simple(c, &op);
+	return err < 0 ? client_fail(err) : 0;
+}
+
+int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e)
+{
+	if (!e)
+		return client_fail(-EINVAL);
+	if (e->len == 0 || e->off + (e->len - 1) < e->off)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_SET;
+	op.start = e->off;
+	op.len = e->len;
+	op.phys = e->phys;
+	op.flags = e->flags;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return client_fail(-EINVAL);
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_PUNCH;
+	op.start = off;
+	op.len = len;
+	int err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
+/* Most extents one request asks for; the server caps it the same way. */
+#define EXTENT_MAP_BATCH 8192u
+
+ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct mc_extent *out,
+                      size_t max)
+{
+	if (len == 0 || (max && !out))
+		return client_fail(-EINVAL);
+	if (max == 0)
+		return 0;
+	int err = client_check(c);
+	uint64_t handle, ino = 0;
+	if (err == 0 && client_fd_handle(c, fd, &handle, &ino) == 0 && ino && client_local(c)) {
+		/* A loaded map answers from shared memory: no request. */
+		size_t n = 0, cap = max < EXTENT_MAP_BATCH ? max : EXTENT_MAP_BATCH;
+		struct view_extent small[64];
+		struct view_extent *ve = cap <= 64 ? small : malloc(cap * sizeof(*ve));
+		if (!ve)
+			return client_fail(-ENOMEM);
+		err = client_view_result(c, view_extent_map(c->view, ino, off, len, ve, cap, &n));
+		if (err == 0) {
+			n = n < cap ? n : cap;
+			for (size_t i = 0; i < n; i++)
+				out[i] = (struct mc_extent){ ve[i].off, ve[i].len, ve[i].phys, ve[i].flags };
+		}
+		if (ve != small)
+			free(ve);
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0)
+			return (ssize_t)n;
+	}
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Response *rsp = NULL;
+	op.code = MCACHE__OP_CODE__OP_EXTENT_MAP;
+	op.start = off;
+	op.len = len;
+	op.count = max < EXTENT_MAP_BATCH ? (uint32_t)max : EXTENT_MAP_BATCH;
+	err = range_op(c, fd, &op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	const Mcache__Result *r = rsp->results[0];
+	if (r->n_extents > op.count) {
+		mcache__response__free_unpacked(rsp, NULL);
+		return client_fail(-EPROTO);
+	}
+	for (size_t i = 0; i < r->n_extents; i++)
+		out[i] = (struct mc_extent){ r->extents[i]->off, r->extents[i]->len,
+		                             r->extents[i]->phys, r->extents[i]->flags };
+	ssize_t n = (ssize_t)r->n_extents;
+	mcache__response__free_unpacked(rsp, NULL);
+	return n;
+}

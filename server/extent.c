@@ -1,0 +1,475 @@
+/* extent.c - the extent cache's arenas. Each inode's tree owns a list of
+ * 4 KiB chunks (85 slots of 48 bytes and a 16-byte tail); slot 0 of the
+ * first chunk is the tree's head. Chunks come from MC_PT_EXTENT pages, 16 to
+ * a page, and go back to one free list.
+ *
+ * Invariants:
+ *  1. A chunk belongs to one tree or to the free list, never both; pages of
+ *     type MC_PT_EXTENT hold chunks only (type-stable: a slot that held a
+ *     record or a head only ever holds a record or a head again).
+ *  2. The arena of tree T is T's first chunk, then each tail's next, up to
+ *     T->chunk_tail; slots [0, T->bump) of chunk_tail and every slot of the
+ *     other chunks have been handed out (to a record, T's free list, or the
+ *     head).
+ *  3. Freeing a tree is O(1): the head's seq moves (odd, cleared, even) and
+ *     the chunk list is spliced whole onto the free list. Record seqs do not
+ *     move then: readers check records against the head's seq.
+ *  4. A slot's seq only counts up: allocation and freeing each move it by 2.
+ *  5. A tree's records are in a treap keyed by start (priorities: a hash of
+ *     the slot offset, so they cost no memory and need no random source)
+ *     and in a doubly linked list in start order; both hold the same
+ *     records, which never overlap. A record's start may change in place as
+ *     long as the order stays the same (the treap's in-order sequence is
+ *     the list's).
+ */
+#include "extent.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "clock.h"
+
+#define SLOT_UNITS  (MC_ECHUNK_SLOT >> MC_OFF_SHIFT)
+#define TAIL_UNITS  ((MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT) >> MC_OFF_SHIFT)
+#define CHUNK_UNITS (MC_ECHUNK_SIZE >> MC_OFF_SHIFT)
+
+static struct mc_echunk_tail *tail_of(const struct extent_cache *c, mc_off_t chunk)
+{
+	return shm_at(c->s, chunk + TAIL_UNITS);
+}
+
+void extent_cache_init(struct extent_cache *c, struct shm *s)
+{
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+}
+
+/* A chunk off the free list or carved from a new page; 0 when full. */
+void extent_cache_fini(struct extent_cache *c)
+{
+	map_free(&c->state_trees);
+	map_free(&c->map_trees);
+}
+
+/* The tree of ino in index m, made when absent and create. */
+static int tree_of(struct extent_cache *c, struct map *m, uint64_t ino, bool create,
+                   mc_off_t *out)
+{
+	uint64_t *v = map_find(m, ino);
+	if (v) {
+		*out = (mc_off_t)*v;
+		return 0;
+	}
+	if (!create)
+		return -ENOENT;
+	int rc = map_reserve(m);
+	if (rc < 0)
+		return rc;
+	mc_off_t t;
+	rc = extent_tree_new(c, ino, &t);
+	if (rc < 0)
+		return rc;
+	rc = map_put(m, ino, t);
+	(void)rc; /* reserved above */
+	*out = t;
+	return 0;
+}
+
+int extent_state_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+{
+	return tree_of(c, &c->state_trees, ino, create, out);
+}
+
+int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t *out)
+{
+	return tree_of(c, &c->map_trees, ino, create, out);
+}
+
+/* ---- the index of loaded maps in the segment (mc_shm.h, note 11) ------ */
+
+#define MAP_LINKED (1ull << 32)   /* in map_trees' value: the map is in its chain */
+
+static struct mc_bucket *ebucket(const struct extent_cache *c, uint64_t ino)
+{
+	const struct mc_shm_header *h = c->s->hdr;
+	return &c->s->ebuckets[mc_hash_ino(h->hash_seed, ino) & h->ebucket_mask];
+}
+
+static void map_link(struct extent_cache *c, uint64_t ino, mc_off_t t)
+{
+	struct mc_bucket *b = ebucket(c, ino);
+	shm_write_begin(&b->seq);
+	tail_of(c, t)->hnext = b->head;
+	b->head = t;
+	shm_write_end(&b->seq);
+}
+
+static void map_unlink(struct extent_cache *c, uint64_t ino, mc_off_t t)
+{
+	struct mc_bucket *b = ebucket(c, ino);
+	mc_off_t *link = &b->head;
+	while (*link && *link != t)
+		link = &tail_of(c, *link)->hnext;
+	if (!*link)
+		return;
+	shm_write_begin(&b->seq);
+	*link = tail_of(c, t)->hnext;
+	shm_write_end(&b->seq);
+	tail_of(c, t)->hnext = 0;
+}
+
+void extent_map_publish(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v || (*v & MAP_LINKED))
+		return;
+	map_link(c, ino, (mc_off_t)*v);
+	*v |= MAP_LINKED;
+}
+
+void extent_map_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v)
+		return;
+	mc_off_t t = (mc_off_t)*v;
+	if (*v & MAP_LINKED)
+		map_unlink(c, ino, t);
+	map_del(&c->map_trees, ino);
+	c->mapped -= extent_tree_free(c, t);
+}
+
+void extent_map_clear(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->map_trees, ino);
+	if (!v)
+		return;
+	bool linked = *v & MAP_LINKED;
+	if (linked)
+		map_unlink(c, ino, (mc_off_t)*v);
+	c->mapped -= extent_tree_free(c, (mc_off_t)*v);
+	mc_off_t t;
+	int rc = extent_tree_new(c, ino, &t); /* takes the chunk just freed */
+	assert(rc == 0);
+	(void)rc;
+	*v = t;
+	if (linked) {
+		map_link(c, ino, t);
+		*v |= MAP_LINKED;
+	}
+}
+
+uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (!v)
+		return 0;
+	uint32_t n = (uint32_t)((int64_t)(*v >> 32) + delta);
+	*v = (*v & UINT32_MAX) | (uint64_t)n << 32;
+	return n;
+}
+
+uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (!v)
+		return 0;
+	mc_off_t t = (mc_off_t)*v;
+	map_del(&c->state_trees, ino);
+	uint32_t n = extent_tree_free(c, t);
+	c->states -= n;
+	c->evicted_states += n;
+	return n;
+}
+
+uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t n = extent_state_drop(c, ino);
+	extent_map_drop(c, ino);
+	return n;
+}
+
+static mc_off_t chunk_get(struct extent_cache *c)
+{
+	if (!c->free_chunks) {
+		mc_off_t page = shm_page_new(c->s, MC_PT_EXTENT);
+		if (!page)
+			return 0;
+		uint32_t n = MC_PAGE_SIZE / MC_ECHUNK_SIZE;
+		for (uint32_t i = n; i-- > 0;) {
+			mc_off_t ch = page + i * CHUNK_UNITS;
+			tail_of(c, ch)->next = c->free_chunks;
+			c->free_chunks = ch;
+		}
+		c->chunks += n;
+		c->chunks_free += n;
+	}
+	mc_off_t ch = c->free_chunks;
+	c->free_chunks = tail_of(c, ch)->next;
+	tail_of(c, ch)->next = 0;
+	tail_of(c, ch)->hnext = 0;
+	c->chunks_free--;
+	return ch;
+}
+
+static void slot_init(struct extent_cache *c, mc_off_t slot)
+{
+	_Atomic uint32_t *seq = shm_at(c->s, slot);
+	shm_write_begin(seq);
+	memset((char *)seq + sizeof(*seq), 0, MC_ECHUNK_SLOT - sizeof(*seq));
+	shm_write_end(seq);
+}
+
+int extent_tree_new(struct extent_cache *c, uint64_t ino, mc_off_t *out)
+{
+	mc_off_t ch = chunk_get(c);
+	if (!ch)
+		return -ENOSPC;
+	struct mc_etree *t = etree_at(c, ch);
+	shm_write_begin(&t->seq);
+	memset((char *)t + sizeof(t->seq), 0, sizeof(*t) - sizeof(t->seq));
+	t->chunk_tail = ch;
+	t->bump = 1;
+	t->nchunks = 1;
+	t->ino = ino;
+	shm_write_end(&t->seq);
+	c->trees++;
+	*out = ch;
+	return 0;
+}
+
+uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree)
+{
+	uint64_t t0 = mono_ns();
+	struct mc_etree *t = etree_at(c, tree);
+	mc_off_t last = t->chunk_tail;
+	uint32_t nchunks = t->nchunks;
+	uint32_t count = t->count;
+	shm_write_begin(&t->seq);
+	t->root = t->first = t->last = t->hint = t->free = 0;
+	t->count = 0;
+	t->chunk_tail = 0;
+	shm_write_end(&t->seq);
+	tail_of(c, last)->next = c->free_chunks;
+	c->free_chunks = tree;
+	c->chunks_free += nchunks;
+	c->trees--;
+	c->evictions++;
+	hist_add(&c->evict_ns, mono_ns() - t0);
+	return count;
+}
+
+/* Append a chunk to the tree's arena. */
+static int arena_grow(struct extent_cache *c, struct mc_etree *t)
+{
+	mc_off_t ch = chunk_get(c);
+	if (!ch)
+		return -ENOSPC;
+	tail_of(c, t->chunk_tail)->next = ch;
+	t->chunk_tail = ch;
+	t->bump = 0;
+	t->nchunks++;
+	return 0;
+}
+
+int extent_slot_alloc(struct extent_cache *c, mc_off_t tree, mc_off_t *out)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	mc_off_t slot = t->free;
+	if (slot) {
+		struct mc_estate *r = shm_at(c->s, slot);
+		t->free = r->next;
+	} else {
+		if (t->bump == MC_ECHUNK_SLOTS && arena_grow(c, t) < 0)
+			return -ENOSPC;
+		slot = t->chunk_tail + t->bump++ * SLOT_UNITS;
+	}
+	slot_init(c, slot);
+	*out = slot;
+	return 0;
+}
+
+void extent_slot_free(struct extent_cache *c, mc_off_t tree, mc_off_t slot)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	struct mc_estate *r = shm_at(c->s, slot);
+	shm_write_begin(&r->seq);
+	r->next = t->free;
+	shm_write_end(&r->seq);
+	t->free = slot;
+}
+
+/* ---- record trees: a treap keyed by start, a list in start order ------ */
+
+static uint32_t prio(mc_off_t o)
+{
+	uint32_t x = o;
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+/* ---- treap ------------------------------------------------------------- */
+
+/* The record with the greatest start <= pos, 0 if none. */
+static mc_off_t treap_floor(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos)
+{
+	mc_off_t best = 0;
+	for (mc_off_t n = t->root; n;) {
+		const struct mc_estate *r = erec_at(c, n);
+		if (r->start <= pos) {
+			best = n;
+			n = r->right;
+		} else {
+			n = r->left;
+		}
+	}
+	return best;
+}
+
+static void treap_insert(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
+{
+	struct mc_estate *nr = erec_at(c, n);
+	uint32_t np = prio(n);
+	mc_off_t *link = &t->root;
+	while (*link && prio(*link) > np) {
+		struct mc_estate *r = erec_at(c, *link);
+		link = nr->start < r->start ? &r->left : &r->right;
+	}
+	/* Split the subtree at *link by key into n's children. */
+	mc_off_t cur = *link;
+	mc_off_t *lp = &nr->left, *rp = &nr->right;
+	while (cur) {
+		struct mc_estate *r = erec_at(c, cur);
+		if (r->start < nr->start) {
+			*lp = cur;
+			lp = &r->right;
+			cur = r->right;
+		} else {
+			*rp = cur;
+			rp = &r->left;
+			cur = r->left;
+		}
+	}
+	*lp = 0;
+	*rp = 0;
+	*link = n;
+}
+
+static void treap_remove(struct extent_cache *c, struct mc_etree *t, mc_off_t n)
+{
+	struct mc_estate *nr = erec_at(c, n);
+	mc_off_t *link = &t->root;
+	while (*link != n) {
+		struct mc_estate *r = erec_at(c, *link);
+		link = nr->start < r->start ? &r->left : &r->right;
+	}
+	mc_off_t a = nr->left, b = nr->right;
+	while (a && b) {
+		if (prio(a) > prio(b)) {
+			*link = a;
+			link = &erec_at(c, a)->right;
+			a = *link;
+		} else {
+			*link = b;
+			link = &erec_at(c, b)->left;
+			b = *link;
+		}
+	}
+	*link = a ? a : b;
+}
+
+mc_off_t erec_first_from(const struct extent_cache *c, const struct mc_etree *t, uint64_t pos,
+                           mc_off_t *prevp)
+{
+	mc_off_t f = 0;
+	if (t->hint) {
+		const struct mc_estate *h = erec_at(c, t->hint);
+		if (h->start <= pos && (h->end >= pos || !h->next || erec_at(c, h->next)->start > pos))
+			f = t->hint;
+	}
+	if (!f)
+		f = treap_floor(c, t, pos);
+	mc_off_t cur;
+	if (!f) {
+		cur = t->first;
+	} else if (erec_at(c, f)->end >= pos) {
+		cur = f;
+	} else {
+		cur = erec_at(c, f)->next;
+	}
+	if (prevp)
+		*prevp = cur ? erec_at(c, cur)->prev : t->last;
+	return cur;
+}
+
+mc_off_t erec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
+                     uint64_t end, uint32_t bits)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	mc_off_t n;
+	int rc = extent_slot_alloc(c, tree, &n);
+	assert(rc == 0); /* reserved by the caller */
+	(void)rc;
+	struct mc_estate *r = erec_at(c, n);
+	r->start = start;
+	r->end = end;
+	r->bits = bits;
+	r->prev = prev;
+	r->next = prev ? erec_at(c, prev)->next : t->first;
+	if (r->next)
+		erec_at(c, r->next)->prev = n;
+	else
+		t->last = n;
+	if (prev)
+		erec_at(c, prev)->next = n;
+	else
+		t->first = n;
+	treap_insert(c, t, n);
+	t->count++;
+	return n;
+}
+
+void erec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	struct mc_estate *r = erec_at(c, n);
+	treap_remove(c, t, n);
+	if (r->prev)
+		erec_at(c, r->prev)->next = r->next;
+	else
+		t->first = r->next;
+	if (r->next)
+		erec_at(c, r->next)->prev = r->prev;
+	else
+		t->last = r->prev;
+	if (t->hint == n)
+		t->hint = r->prev ? r->prev : r->next;
+	t->count--;
+	extent_slot_free(c, tree, n);
+}
+
+int extent_reserve(struct extent_cache *c, mc_off_t tree, uint32_t n)
+{
+	struct mc_etree *t = etree_at(c, tree);
+	uint64_t have = MC_ECHUNK_SLOTS - t->bump;
+	for (mc_off_t f = t->free; f && have < n; f = ((struct mc_estate *)shm_at(c->s, f))->next)
+		have++;
+	while (have < n) {
+		/* Grow now; the new chunk's slots are handed out by bump, so move
+		 * the old tail's unused slots to the free list first. */
+		while (t->bump < MC_ECHUNK_SLOTS) {
+			mc_off_t slot = t->chunk_tail + t->bump++ * SLOT_UNITS;
+			slot_init(c, slot);
+			extent_slot_free(c, tree, slot);
+		}
+		if (arena_grow(c, t) < 0)
+			return -ENOSPC;
+		have += MC_ECHUNK_SLOTS;
+	}
+	return 0;
+}

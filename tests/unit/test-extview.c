@@ -1,0 +1,207 @@
+/* test-extview.c - extent maps read from shared memory (client/extview.c)
+ * over segments the server's own modules build: what a loaded map answers,
+ * that a map is invisible until published and gone once dropped, hostile
+ * offsets, and a reader racing a writer that rebuilds, clears and drops
+ * the map: never a torn record, never a mixture of two versions. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "extent.h"
+#include "extent_map.h"
+#include "shm.h"
+#include "shmview.h"
+
+#define MIB (1ull << 20)
+#define BS 4096u
+
+struct fx {
+	struct shm *s;
+	struct extent_cache c;
+	struct view v;
+	mc_off_t t;
+};
+
+static struct fx *fx_new(void)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(shm_create(4 * MIB, &f->s), 0);
+	extent_cache_init(&f->c, f->s);
+	assert_int_equal(view_init(&f->v, f->s->base, f->s->size), 0);
+	view_default_limits(&f->v.lim);
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	extent_cache_fini(&f->c);
+	shm_destroy(f->s);
+	free(f);
+}
+
+static void test_lookup(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new();
+	struct view_extent e[32];
+	size_t n = 99;
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 32, &n), VIEW_MISS);
+	assert_int_equal(extent_map_tree(&f->c, 9, true, &f->t), 0);
+	for (uint64_t i = 0; i < 20; i++)
+		assert_int_equal(emap_set(&f->c, f->t, i * 2 * BS, BS, 100 + i, (uint32_t)i), 0);
+	/* Not published yet (still loading): the server must answer. */
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 32, &n), VIEW_MISS);
+	extent_map_publish(&f->c, 9);
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 32, &n), 0);
+	assert_int_equal(n, 20);
+	for (uint64_t i = 0; i < 20; i++)
+		assert_true(e[i].off == i * 2 * BS && e[i].len == BS && e[i].phys == 100 + i &&
+		            e[i].flags == i);
+	/* A range: whole extents over it; more than max counted. */
+	assert_int_equal(view_extent_map(&f->v, 9, 3 * BS, 4 * BS, e, 32, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(e[0].off == 4 * BS && e[1].off == 6 * BS);
+	assert_int_equal(view_extent_map(&f->v, 9, BS + 10, 1, e, 32, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 4, &n), 0);
+	assert_int_equal(n, 20);
+	/* Another inode in the same index is not this one's. */
+	assert_int_equal(view_extent_map(&f->v, 10, 0, 0, e, 32, &n), VIEW_MISS);
+	/* Cleared whole: still loaded, empty. Dropped: gone. */
+	extent_map_clear(&f->c, 9);
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 32, &n), 0);
+	assert_int_equal(n, 0);
+	extent_map_drop(&f->c, 9);
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 32, &n), VIEW_MISS);
+	fx_free(f);
+}
+
+/* Offsets that lead outside the extent pages make the reader give up
+ * (VIEW_MISS after its retries), never read out of place. */
+static void test_hostile(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new();
+	assert_int_equal(extent_map_tree(&f->c, 9, true, &f->t), 0);
+	for (uint64_t i = 0; i < 5; i++)
+		assert_int_equal(emap_set(&f->c, f->t, i * BS, BS, i, 0), 0);
+	extent_map_publish(&f->c, 9);
+	struct mc_etree *h = etree_at(&f->c, f->t);
+	struct view_extent e[8];
+	size_t n;
+	mc_off_t root = h->root, first = h->first;
+	static const mc_off_t bad[] = { 1, 0xffffffffu, 16 /* the header's page */, 3 };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		h->root = bad[k];
+		assert_int_equal(view_extent_map(&f->v, 9, 2 * BS, 1, e, 8, &n), VIEW_MISS);
+		h->root = root;
+		h->root = 0;               /* no floor: the walk starts at first */
+		h->first = bad[k];
+		assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 8, &n), VIEW_MISS);
+		h->root = root;
+		h->first = first;
+	}
+	/* A cycle in the list is cut by the count. */
+	struct mc_estate *last = erec_at(&f->c, h->last);
+	last->next = first;
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 8, &n), VIEW_MISS);
+	last->next = 0;
+	assert_int_equal(view_extent_map(&f->v, 9, 0, 0, e, 8, &n), 0);
+	assert_int_equal(n, 5);
+	fx_free(f);
+}
+
+/* ---- a reader racing a writer ------------------------------------------ */
+
+#define NEXT 48u
+
+struct race {
+	struct fx *f;
+	_Atomic bool stop;
+	_Atomic uint64_t reads, misses;
+};
+
+/* The writer: version g of the map is NEXT extents with flags g and phys
+ * (g << 32) | i, built one at a time after a clear; now and then the map is
+ * dropped and built anew, as an eviction and a reload. */
+static void *writer(void *arg)
+{
+	struct race *r = arg;
+	struct fx *f = r->f;
+	for (uint32_t g = 1; g < 3000; g++) {
+		if (g % 7 == 0) {
+			extent_map_drop(&f->c, 9);
+			assert_int_equal(extent_map_tree(&f->c, 9, true, &f->t), 0);
+			extent_map_publish(&f->c, 9);
+		} else {
+			extent_map_clear(&f->c, 9);
+			assert_int_equal(extent_map_tree(&f->c, 9, false, &f->t), 0);
+		}
+		for (uint32_t i = 0; i < NEXT; i++) {
+			uint32_t k = (i * 7) % NEXT;   /* out of order: the treap moves */
+			assert_int_equal(emap_set(&f->c, f->t, (uint64_t)k * BS, BS,
+			                          ((uint64_t)g << 32) | k, g), 0);
+		}
+	}
+	atomic_store(&r->stop, true);
+	return NULL;
+}
+
+static void test_race(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new();
+	assert_int_equal(extent_map_tree(&f->c, 9, true, &f->t), 0);
+	extent_map_publish(&f->c, 9);
+	struct race r = { .f = f };
+	pthread_t w;
+	assert_int_equal(pthread_create(&w, NULL, writer, &r), 0);
+	struct view_extent e[NEXT + 1];
+	while (!atomic_load(&r.stop)) {
+		size_t n;
+		int rc = view_extent_map(&f->v, 9, 0, 0, e, NEXT + 1, &n);
+		if (rc == VIEW_MISS) {
+			r.misses++;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(n <= NEXT);
+		for (size_t k = 0; k < n; k++) {
+			/* Whole records, all of one version, in order. */
+			uint64_t i = e[k].off / BS;
+			assert_int_equal(e[k].off % BS, 0);
+			assert_int_equal(e[k].len, BS);
+			assert_int_equal(e[k].phys, ((uint64_t)e[0].flags << 32) | i);
+			assert_int_equal(e[k].flags, e[0].flags);
+			if (k)
+				assert_true(e[k - 1].off < e[k].off);
+		}
+		r.reads++;
+	}
+	pthread_join(w, NULL);
+	print_message("# %llu consistent reads, %llu misses\n", (unsigned long long)r.reads,
+	              (unsigned long long)r.misses);
+	assert_true(r.reads > 0);
+	fx_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_race),
+	};
+	return cmocka_run_group_tests_name("extview", tests, NULL, NULL);
+}
