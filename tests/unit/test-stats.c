@@ -231,7 +231,8 @@ static void t_op_names(void **state)
 	assert_string_equal(stats_op_name(10), "rename");
 	assert_string_equal(stats_op_name(22), "rmtree");
 	assert_string_equal(stats_op_name(24), "stats");
-	assert_string_equal(stats_op_name(31), "unknown");
+	assert_string_equal(stats_op_name(31), "extent_punch");
+	assert_string_equal(stats_op_name(40), "unknown");
 	assert_string_equal(stats_op_name(1000), "unknown");
 	/* Cached: the same pointer every time. */
 	assert_ptr_equal(stats_op_name(5), stats_op_name(5));
