@@ -264,6 +264,7 @@ static void test_journal_bound(void **state)
 		fail_msg("60000 creates accepted: the journal is not bounded");
 	assert_int_equal(errno, ENOSPC);
 	assert_true(now_ms() - t0 >= 150);             /* after waiting for room */
+	uint64_t commits0 = stat_u64(c, "\"commits\"", "count");
 	char p[300];
 	struct stat st;
 	name_of(p, sizeof(p), n);
@@ -290,7 +291,13 @@ static void test_journal_bound(void **state)
 	assert_int_equal(mc_stat(c2, "/d", &st), 0);
 	mc_disconnect(c2);
 	assert_true(stat_u64(c, "\"journal\"", "full_refusals") >= 3);
-	assert_int_equal(stat_u64(c, "\"journal\"", "full_waits"), 1);
+	/* One wait, unless a retry got through meanwhile: LMDB may find room
+	 * in pages it already holds on the full file system, and a commit that
+	 * succeeds rightly lets the next mutation wait again. */
+	uint64_t waits = stat_u64(c, "\"journal\"", "full_waits");
+	if (waits != 1 && stat_u64(c, "\"commits\"", "count") == commits0)
+		fail_msg("%llu waits for room with no commit in between",
+		         (unsigned long long)waits);
 
 	grow(f);
 	double took;
