@@ -382,7 +382,10 @@ static int touch_one(mc_client *c, const char *path)
 		mc_close(c, fd);
 		return 0;
 	}
-	if (errno != EEXIST)
+	/* As touch(1): when the create fails because the name exists (or, for
+	 * "file/", because open says EISDIR), setting the times decides, and
+	 * its error is the one reported ("file/": Not a directory). */
+	if (errno != EEXIST && errno != EISDIR)
 		return fail(path);
 	if (mc_utimens(c, path, NULL) < 0)
 		return fail(path);

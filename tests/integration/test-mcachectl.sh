@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=78
+PLAN=80
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -266,6 +266,8 @@ both() { # both DESCRIPTION MCACHECTL-ARGS... -- COREUTILS-COMMAND...
 }
 
 "$MCACHECTL" mkdir -p /x/y && "$MCACHECTL" touch /x/y/f /x/g && mkdir -p "$L/x/y" && touch "$L/x/y/f" "$L/x/g"
+both "touch FILE/ on a regular file: Not a directory" touch /x/g/ -- touch x/g/
+both "touch DIR/ on a directory: no error" touch /x/y/ -- touch x/y/
 both "rm DIR without -r: Is a directory" rm /x -- rm x
 both "rm -r DIR removes the tree (-r is an option, not a path)" rm -r /x -- rm -r x
 run ls /x
