@@ -33,7 +33,7 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype);
 /* Forget d: unhash, unlink from its parent's list, free. */
 void dcache_del(struct shm *s, mc_off_t d);
 
-/* Free every cached child of dir (rule 1 of DESIGN.md: a removed directory's
+/* Free every cached child of dir (a removed directory's
  * children go at once, in O(children)); clears the complete flag. Returns the
  * number freed. The children must not be positive directories with cached
  * children of their own (the caller prunes bottom-up). Counted as a subtree

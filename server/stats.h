@@ -74,7 +74,7 @@ struct commit_stats {
 	struct hist batch_records;         /* records per batch */
 	struct hist latency_us;            /* swap to publish */
 	struct hist blocked_us;            /* time writers waited on the journal swap */
-	/* Phase totals in microseconds (the seed's commit breakdown). */
+	/* Phase totals in microseconds (each commit's breakdown). */
 	_Atomic uint64_t swap_us, log_us, apply_us, sync_us, publish_us;
 	/* Phases of the last commit. */
 	_Atomic uint64_t last_swap_us, last_log_us, last_apply_us, last_sync_us, last_publish_us;

@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	uint64_t splits = c.splits - splits0, merges = c.merges - merges0;
 	extent_tree_free(&c, t);
 
-	/* The same by 4 KiB pages, as the seed's invalidatepage went: each
+	/* The same by 4 KiB pages, as a page-by-page invalidation goes: each
 	 * lock splits a record, each clear leaves the rest of it. */
 	build(&c, &t, n);
 	splits0 = c.splits;

@@ -362,7 +362,7 @@ static void test_readonly_reopen(void **state)
 	shm_destroy(s);
 }
 
-/* DESIGN.md: clients map the segment read-only, and a bad client "can only
+/* The design: clients map the segment read-only, and a bad client "can only
  * skew eviction, never corrupt the cache". The descriptor passed to clients
  * at hello is shm->fd itself (server/main.c: .shm_fd = m.shm->fd), so a
  * client receiving it must not be able to get a writable shared map of it
