@@ -125,7 +125,8 @@ static int dump_names(mc_client *c, const char *path, char ***out, size_t *n)
 		free(v);
 		return rc;
 	}
-	qsort(v, nv, sizeof(*v), cmp_name);
+	if (nv > 0) /* v is NULL for an empty directory */
+		qsort(v, nv, sizeof(*v), cmp_name);
 	*out = v;
 	*n = nv;
 	return 0;
