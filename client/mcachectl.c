@@ -657,38 +657,35 @@ static int cmd_stat(int argc, char **argv)
 	}
 	return each_path(argc, argv, stat_one, optind);
 }
+
+/* A module's 0 or -errno as an exit status, the error named after what. */
+static int exit_rc(int rc, const char *what)
+{
+	errno = -rc;
+	return rc ? fail(what) : 0;
+}
+
 static int cmd_extents(int argc, char **argv)
 {
 	int rc = need_args(argc, argv, 1, "PATH");
-	if (rc)
-		return rc;
-	rc = extents_print(conn(), argv[1], json_doc);
-	if (rc)
-		errno = -rc;
-	return rc ? fail(argv[1]) : 0;
+	return rc ? rc : exit_rc(extents_print(conn(), argv[1], json_doc), argv[1]);
 }
 
 static int cmd_dump(int argc, char **argv)
 {
-	if (argc > 2) {
-		usage_error("dump: expected at most one PATH");
-		return EXIT_USAGE;
-	}
+	if (argc > 2)
+		return need_args(argc, argv, 1, "[PATH]");
 	const char *path = argc == 2 ? argv[1] : "/";
-	int rc = dump_tree(conn(), path, stdout);
-	if (rc)
-		errno = -rc;
-	return rc ? fail(path) : 0;
+	return exit_rc(dump_tree(conn(), path, stdout), path);
 }
 
 static int cmd_load(int argc, char **argv)
 {
-	if (argc > 2) {
-		usage_error("load: expected at most one DIR");
-		return EXIT_USAGE;
-	}
+	if (argc > 2)
+		return need_args(argc, argv, 1, "[DIR]");
 	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
 }
+
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
