@@ -2,9 +2,9 @@
  * tree as JSON lines, and back (see mcachectl_dump.h).
  *
  * Load keeps two lists while it reads:
- *   1. links: for each dumped "ino" of a regular file it created, the path
- *      it created it at, so a later entry with that "ino" becomes a hard
- *      link to it instead of a new file;
+ *   1. links: for each dumped "ino" of a regular file it created with an
+ *      "nlink" above 1 (or none), the path it created it at, so a later
+ *      entry with that "ino" becomes a hard link to it, not a new file;
  *   2. dirs: each directory it loaded with its dumped times, set only after
  *      the whole stream is read (creating entries in a directory changes its
  *      modification time), deepest first (reverse order of a pre-order). */
@@ -240,8 +240,9 @@ static int load_make(struct load *l, const char *dest, const char *type, json_t 
 	int rc = size > 0 && mc_ftruncate(c, fd, size) < 0 ? -errno : 0;
 	if (mc_close(c, fd) < 0 && rc == 0)
 		rc = -errno;
-	if (rc)
-		return rc;
+	json_t *nlink = json_object_get(o, "nlink");
+	if (rc || (json_is_integer(nlink) && json_integer_value(nlink) < 2))
+		return rc; /* no other name will link to it */
 	struct link_ent *e = malloc(sizeof(*e) + strlen(dest) + 1);
 	if (!e)
 		return -ENOMEM;
