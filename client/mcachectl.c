@@ -1,6 +1,7 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
  * namespace through libmcache (ls, stat, mkdir, rm, mv, chown, truncate,
- * rmtree, sync, stats), with the options and exit statuses of coreutils. */
+ * rmtree, sync, stats, extents, dump, load), with the options and exit
+ * statuses of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -17,6 +18,8 @@
 
 #include "mc_config.h"
 #include "mc_socket.h"
+#include "mcachectl_dump.h"
+#include "mcachectl_extents.h"
 #include "mcachectl_fmt.h"
 #include "mcachectl_help.h"
 #include "mcache.h"
@@ -654,6 +657,35 @@ static int cmd_stat(int argc, char **argv)
 	}
 	return each_path(argc, argv, stat_one, optind);
 }
+
+/* A module's 0 or -errno as an exit status, the error named after what. */
+static int exit_rc(int rc, const char *what)
+{
+	errno = -rc;
+	return rc ? fail(what) : 0;
+}
+
+static int cmd_extents(int argc, char **argv)
+{
+	int rc = need_args(argc, argv, 1, "PATH");
+	return rc ? rc : exit_rc(extents_print(conn(), argv[1], json_doc), argv[1]);
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	if (argc > 2)
+		return need_args(argc, argv, 1, "[PATH]");
+	const char *path = argc == 2 ? argv[1] : "/";
+	return exit_rc(dump_tree(conn(), path, stdout), path);
+}
+
+static int cmd_load(int argc, char **argv)
+{
+	if (argc > 2)
+		return need_args(argc, argv, 1, "[DIR]");
+	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
+}
+
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -704,6 +736,18 @@ static const struct command {
 	{ "sync", cmd_sync, "",
 	  "Wait until every change acknowledged so far is durable on the server.\n" },
 	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
+	{ "extents", cmd_extents, "PATH",
+	  "Print the extent map of the file PATH (OFF LEN PHYS FLAGS) and its\n"
+	  "extent-state ranges (START END BITS, END inclusive); --json: one object.\n" },
+	{ "dump", cmd_dump, "[PATH]",
+	  "Write the tree at PATH (default /) to stdout as JSON lines, one entry\n"
+	  "per line in pre-order: path, type, mode, uid, gid, size, mtime, atime\n"
+	  "(ns), ino, nlink and a symlink's target. Files have no data to dump.\n" },
+	{ "load", cmd_load, "[DIR]",
+	  "Recreate the entries of a dump read from stdin, each at DIR + its path\n"
+	  "(default: at its path): directories, files of their size, symlinks,\n"
+	  "hard links (same ino), then mode, times and, as root, owner. Bad lines\n"
+	  "and failed entries are reported as \"line N: ...\" and skipped (exit 1).\n" },
 };
 
 /* `mcachectl CMD --help` anywhere before "--": the command's usage. */
