@@ -22,22 +22,29 @@ static int range_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out
 	return client_op(c, op, out);
 }
 
+/* range_op for an op whose result carries nothing but its error: 0, or -1
+ * with errno (the public convention). */
+static int range_op_simple(mc_client *c, int fd, Mcache__Op *op)
+{
+	Mcache__Response *rsp = NULL;
+	int err = range_op(c, fd, op, &rsp);
+	if (err < 0)
+		return client_fail(err);
+	mcache__response__free_unpacked(rsp, NULL);
+	return 0;
+}
+
 static int range_change(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits,
                         Mcache__OpCode code)
 {
 	if (start > end || bits == 0)
 		return client_fail(-EINVAL);
 	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
 	op.code = code;
 	op.start = start;
 	op.end = end;
 	op.bits = bits;
-	int err = range_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	return range_op_simple(c, fd, &op);
 }
 
 int mc_range_set(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits)
@@ -109,17 +116,12 @@ int mc_extent_set(mc_client *c, int fd, const struct mc_extent *e)
 	if (e->len == 0 || e->off + (e->len - 1) < e->off)
 		return client_fail(-EINVAL);
 	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_EXTENT_SET;
 	op.start = e->off;
 	op.len = e->len;
 	op.phys = e->phys;
 	op.flags = e->flags;
-	int err = range_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	return range_op_simple(c, fd, &op);
 }
 
 int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len)
@@ -127,15 +129,10 @@ int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len)
 	if (len == 0)
 		return client_fail(-EINVAL);
 	Mcache__Op op = MCACHE__OP__INIT;
-	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_EXTENT_PUNCH;
 	op.start = off;
 	op.len = len;
-	int err = range_op(c, fd, &op, &rsp);
-	if (err < 0)
-		return client_fail(err);
-	mcache__response__free_unpacked(rsp, NULL);
-	return 0;
+	return range_op_simple(c, fd, &op);
 }
 
 /* Most extents one request asks for; the server caps it the same way. */
