@@ -215,3 +215,12 @@ void server_cleanup(struct mc_server *s)
 		nftw(s->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	s->dir[0] = 0;
 }
+
+int server_finish(struct mc_server *s)
+{
+	int st = server_stop(s, SIGTERM);
+	if (st != 0)
+		fprintf(stderr, "mcached exited with status %d; its log: %s\n", st, s->log);
+	server_cleanup(s);
+	return st == 0 ? 0 : -1;
+}

@@ -40,4 +40,8 @@ int harness_json_u64(const char *json, const char *section, const char *key, uin
 /* Remove the temporary directory and everything in it. */
 void server_cleanup(struct mc_server *s);
 
+/* The end of a test group: stop s with SIGTERM (naming its log when it did
+ * not exit 0), then server_cleanup. 0 when it exited 0, else -1. */
+int server_finish(struct mc_server *s);
+
 #endif

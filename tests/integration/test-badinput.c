@@ -553,11 +553,8 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	int st = server_stop(&srv, SIGTERM);
-	if (st != 0)
-		print_message("# mcached exited with status %d; log in %s\n", st, srv.log);
-	server_cleanup(&srv);
-	return st == 0 ? 0 : -1;
+	(void)state;
+	return server_finish(&srv);
 }
 
 int main(void)

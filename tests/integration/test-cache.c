@@ -404,9 +404,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	int st = server_stop(&srv, SIGTERM);
-	server_cleanup(&srv);
-	return st == 0 ? 0 : -1;
+	return server_finish(&srv);
 }
 
 int main(void)

@@ -71,9 +71,7 @@ static int group_teardown(void **state)
 	(void)state;
 	mc_close(cl, fd);
 	mc_disconnect(cl);
-	int st = server_stop(&srv, SIGTERM);
-	server_cleanup(&srv);
-	return st == 0 ? 0 : -1;
+	return server_finish(&srv);
 }
 
 static void test_table(void **state)

@@ -239,9 +239,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	int rc = server_stop(&srv, SIGTERM);
-	server_cleanup(&srv);
-	return rc == 0 ? 0 : -1;
+	return server_finish(&srv);
 }
 
 int main(void)
