@@ -17,6 +17,13 @@
 
 #include <jansson.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "frame.h"
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -223,4 +230,43 @@ int server_finish(struct mc_server *s)
 		fprintf(stderr, "mcached exited with status %d; its log: %s\n", st, s->log);
 	server_cleanup(s);
 	return st == 0 ? 0 : -1;
+}
+
+mc_client *harness_client(const struct mc_server *s)
+{
+	mc_client *c = mc_connect(s->socket);
+	if (!c)
+		fail_msg("mc_connect(%s): %s", s->socket, strerror(errno));
+	return c;
+}
+
+uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key)
+{
+	char *js = mc_server_stats(c);
+	if (!js)
+		fail_msg("mc_server_stats: %s", strerror(errno));
+	uint64_t v = 0;
+	if (harness_json_u64(js, section, key, &v) != 0)
+		fail_msg("no %s %s in the statistics: %s", section, key, js);
+	free(js);
+	return v;
+}
+
+Mcache__Response *harness_read_response(int fd, int *err)
+{
+	uint8_t *payload;
+	size_t len;
+	int passfd = -1;
+	int rc = frame_read(fd, MC_FRAME_MAX, &payload, &len, &passfd);
+	if (rc < 0) {
+		*err = rc;
+		return NULL;
+	}
+	if (passfd >= 0)
+		close(passfd);
+	Mcache__Response *rsp = mcache__response__unpack(NULL, len, payload);
+	free(payload);
+	if (!rsp)
+		*err = -EPROTO;
+	return rsp;
 }

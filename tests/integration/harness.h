@@ -6,6 +6,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mcache.h"
+#include "mcache.pb-c.h"
+
+/* Assert that call fails with -1 and errno e (cmocka). */
+#define EXPECT_ERR(call, e)                                                   \
+	do {                                                                  \
+		errno = 0;                                                    \
+		assert_int_equal((long)(call), -1);                           \
+		assert_int_equal(errno, (e));                                 \
+	} while (0)
+
 struct mc_server {
 	pid_t pid;
 	char dir[256];       /* temporary directory holding everything below */
@@ -36,6 +47,20 @@ int harness_connect(const char *path);
  * server's statistics JSON, parsed with jansson (duplicate keys rejected).
  * 0 and *out, or -1 when the JSON is invalid or either is missing. */
 int harness_json_u64(const char *json, const char *section, const char *key, uint64_t *out);
+
+/* The functions below fail the running cmocka test instead of returning an
+ * error. */
+
+/* mc_connect to s. */
+mc_client *harness_client(const struct mc_server *s);
+/* harness_json_u64 of the server's statistics, read through c. */
+uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key);
+
+/* The next Response read from a raw connection, or NULL with *err
+ * (-ECONNRESET: the server closed, -EAGAIN: nothing in the socket's receive
+ * timeout, -EPROTO: not a Response). A descriptor passed with it (the
+ * segment, after hello) is closed. */
+Mcache__Response *harness_read_response(int fd, int *err);
 
 /* Remove the temporary directory and everything in it. */
 void server_cleanup(struct mc_server *s);

@@ -26,12 +26,6 @@
 static struct mc_server srv;
 
 /* errno-checking assertions: the call fails with -1 (or NULL) and errno e. */
-#define EXPECT_ERR(call, e)                                                   \
-	do {                                                                  \
-		errno = 0;                                                    \
-		assert_int_equal((long)(call), -1);                           \
-		assert_int_equal(errno, (e));                                 \
-	} while (0)
 #define EXPECT_NULL_ERR(call, e)                                              \
 	do {                                                                  \
 		errno = 0;                                                    \
@@ -50,14 +44,6 @@ static int group_teardown(void **state)
 {
 	(void)state;
 	return server_finish(&srv);
-}
-
-static mc_client *conn(void)
-{
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("mc_connect(%s): %s", srv.socket, strerror(errno));
-	return c;
 }
 
 static void mkfile(mc_client *c, const char *path, mode_t mode)
@@ -128,7 +114,7 @@ static void test_connect(void **state)
 	/* Many clients at once, each working. */
 	mc_client *cs[16];
 	for (int i = 0; i < 16; i++)
-		cs[i] = conn();
+		cs[i] = harness_client(&srv);
 	for (int i = 0; i < 16; i++) {
 		assert_int_equal(mc_stat(cs[i], "/", &st), 0);
 		mc_disconnect(cs[i]);
@@ -138,7 +124,7 @@ static void test_connect(void **state)
 static void test_path_checks(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, NULL, &st), EFAULT);
 	EXPECT_ERR(mc_stat(c, "", &st), ENOENT);
@@ -161,7 +147,7 @@ static void test_path_checks(void **state)
 static void test_mkdir_rmdir(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	char path[8300];
 	mkdir_ok(c, "/mk", 0750);
 	struct stat st = stat_ok(c, "/mk");
@@ -205,7 +191,7 @@ static void test_mkdir_rmdir(void **state)
 static void test_open_close(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	mkdir_ok(c, "/op", 0755);
 	EXPECT_ERR(mc_open(c, "/op/f", O_RDONLY, 0), ENOENT);
@@ -279,7 +265,7 @@ static void test_open_close(void **state)
 static void test_unlinked_open(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	mkdir_ok(c, "/ul", 0755);
 	int fd = mc_open(c, "/ul/f", O_CREAT | O_RDWR, 0644);
@@ -303,7 +289,7 @@ static void test_unlinked_open(void **state)
 static void test_unlink(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	mkdir_ok(c, "/un", 0755);
 	mkfile(c, "/un/f", 0644);
@@ -320,7 +306,7 @@ static void test_unlink(void **state)
 static void test_rename(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	mkdir_ok(c, "/rn", 0755);
 
@@ -372,7 +358,7 @@ static void test_rename(void **state)
 static void test_links(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkdir_ok(c, "/ln", 0755);
 	mkfile(c, "/ln/a", 0644);
 	assert_int_equal(mc_link(c, "/ln/a", "/ln/b"), 0);
@@ -397,7 +383,7 @@ static void test_links(void **state)
 static void test_symlinks(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	char buf[64];
 	mkdir_ok(c, "/sy", 0755);
@@ -448,7 +434,7 @@ static void test_symlinks(void **state)
 static void test_attrs(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	mkdir_ok(c, "/at", 0755);
 	mkfile(c, "/at/f", 0644);
@@ -503,7 +489,7 @@ static void test_attrs(void **state)
 	EXPECT_ERR(mc_truncate(c, "/at", 0), EISDIR);
 	EXPECT_ERR(mc_truncate(c, "/at/missing", 0), ENOENT);
 	mc_disconnect(c);
-	c = conn();
+	c = harness_client(&srv);
 	assert_int_equal(mc_rmtree(c, "/at"), 0);
 	mc_disconnect(c);
 }
@@ -511,7 +497,7 @@ static void test_attrs(void **state)
 static void test_parent_times(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkdir_ok(c, "/pt", 0755);
 	struct stat p0 = stat_ok(c, "/pt");
 	sleep_ms(20);
@@ -561,7 +547,7 @@ static void batch_creates(mc_client *c, const char *prefix, int from, int to)
 static void test_readdir_1000(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	enum { N = 1000 };
 	mkdir_ok(c, "/rd", 0755);
 	batch_creates(c, "/rd/f", 0, N);
@@ -624,7 +610,7 @@ static void test_readdir_1000(void **state)
 static void test_readdir_concurrent(void **state)
 {
 	(void)state;
-	mc_client *c = conn(), *other = conn();
+	mc_client *c = harness_client(&srv), *other = harness_client(&srv);
 	enum { KEEP = 1200, TMP = 200, NEW = 200 };
 	mkdir_ok(c, "/rc", 0755);
 	batch_creates(c, "/rc/keep", 0, KEEP);
@@ -689,7 +675,7 @@ static void test_readdir_concurrent(void **state)
 static void test_batch(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkdir_ok(c, "/bt", 0755);
 	mc_batch *b = mc_batch_new(c);
 	assert_non_null(b);
@@ -781,7 +767,7 @@ static void test_batch(void **state)
 static void test_sync(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkfile(c, "/syncf", 0644);
 	assert_int_equal(mc_sync(c), 0);
 	int fd = mc_open(c, "/syncf", O_RDWR, 0);
@@ -796,7 +782,7 @@ static void test_sync(void **state)
 static void test_rmtree(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	struct stat st;
 	char p[128];
 	mkdir_ok(c, "/rt", 0755);
@@ -829,7 +815,7 @@ static void test_rmtree(void **state)
 static void test_stats(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	char *s = mc_server_stats(c);
 	assert_non_null(s);
 	assert_true(s[0] == '{');
@@ -838,7 +824,7 @@ static void test_stats(void **state)
 
 	/* Two clients in one process (a client per thread): valid JSON, each
 	 * client its own element of readpath.clients with this pid. */
-	mc_client *c2 = conn();
+	mc_client *c2 = harness_client(&srv);
 	struct stat st;
 	assert_int_equal(mc_stat(c, "/", &st), 0);
 	assert_int_equal(mc_stat(c2, "/", &st), 0);
@@ -914,7 +900,7 @@ static void test_permissions(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	/* Let an unprivileged process reach the socket. */
 	assert_int_equal(chmod(srv.dir, 0755), 0);
 	assert_int_equal(chmod(srv.socket, 0666), 0);
@@ -963,7 +949,7 @@ static int fork_child(mc_client *parent)
 static void test_fork(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkdir_ok(c, "/fk", 0755);
 	int fd = mc_open(c, "/fk", O_RDONLY, 0);
 	assert_true(fd >= 0);
@@ -996,7 +982,7 @@ static void test_fork(void **state)
 static void test_disconnect_frees(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	mkdir_ok(c, "/dc", 0755);
 	mkfile(c, "/dc/f", 0644);
 	for (int i = 0; i < 40; i++)
@@ -1011,7 +997,7 @@ static void test_disconnect_frees(void **state)
 	assert_int_equal(mc_batch_run(b2), 0);
 	mc_disconnect(c);
 
-	c = conn();
+	c = harness_client(&srv);
 	struct stat st;
 	EXPECT_ERR(mc_lstat(c, "/dc/never", &st), ENOENT);
 	assert_int_equal(mc_unlink(c, "/dc/f"), 0);

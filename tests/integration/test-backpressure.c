@@ -101,17 +101,6 @@ static void grow(struct fx *f)
 		fail_msg("remount: %s", strerror(errno));
 }
 
-static uint64_t stat_u64(mc_client *c, const char *section, const char *key)
-{
-	char *js = mc_server_stats(c);
-	assert_non_null(js);
-	uint64_t v = 0;
-	if (harness_json_u64(js, section, key, &v) != 0)
-		fail_msg("no %s.%s in %s", section, key, js);
-	free(js);
-	return v;
-}
-
 static bool log_has(const struct fx *f, const char *what)
 {
 	char buf[1 << 16];
@@ -151,7 +140,7 @@ static int fill_until_failing(mc_client *c)
 		if (create(c, n) < 0)
 			fail_msg("create %d: %s", n, strerror(errno));
 		n++;
-		if (n % 200 == 0 && stat_u64(c, "\"commits\"", "failures") > 0)
+		if (n % 200 == 0 && harness_stat_u64(c, "\"commits\"", "failures") > 0)
 			return n;
 	}
 	fail_msg("commits never failed");
@@ -224,7 +213,7 @@ static void test_sync_eio(void **state)
 			         e < 0 ? "no answer" : strerror(e), took);
 		assert_true(took < 2000);
 	}
-	assert_true(stat_u64(c, "\"commits\"", "sync_failures") >= 3);
+	assert_true(harness_stat_u64(c, "\"commits\"", "sync_failures") >= 3);
 	/* Still applied and visible. */
 	struct stat st;
 	char p[300];
@@ -265,8 +254,8 @@ static void test_journal_bound(void **state)
 	assert_int_equal(errno, ENOSPC);
 	assert_true(now_ms() - t0 >= 150);             /* after waiting for room */
 	/* Waits before this one may have found room (a retry got through). */
-	uint64_t commits0 = stat_u64(c, "\"commits\"", "count");
-	uint64_t waits0 = stat_u64(c, "\"journal\"", "full_waits");
+	uint64_t commits0 = harness_stat_u64(c, "\"commits\"", "count");
+	uint64_t waits0 = harness_stat_u64(c, "\"journal\"", "full_waits");
 	assert_true(waits0 >= 1);
 	print_message("# refused after %llu waits for room, %llu commits\n",
 	              (unsigned long long)waits0, (unsigned long long)commits0);
@@ -275,8 +264,8 @@ static void test_journal_bound(void **state)
 	name_of(p, sizeof(p), n);
 	assert_int_equal(mc_stat(c, p, &st), -1);      /* the refused create left nothing */
 	assert_int_equal(errno, ENOENT);
-	assert_true(stat_u64(c, "\"commits\"", "failures") > 0);
-	uint64_t backlog = stat_u64(c, "\"journal\"", "backlog_records");
+	assert_true(harness_stat_u64(c, "\"commits\"", "failures") > 0);
+	uint64_t backlog = harness_stat_u64(c, "\"journal\"", "backlog_records");
 	assert_true(backlog >= 3000 && backlog < 3010);
 
 	/* The next ones fail at once until a commit succeeds: full_waits
@@ -295,13 +284,13 @@ static void test_journal_bound(void **state)
 	assert_non_null(c2);
 	assert_int_equal(mc_stat(c2, "/d", &st), 0);
 	mc_disconnect(c2);
-	assert_true(stat_u64(c, "\"journal\"", "full_refusals") >= 3);
+	assert_true(harness_stat_u64(c, "\"journal\"", "full_refusals") >= 3);
 	/* No wait since the refusal, unless a retry got through meanwhile:
 	 * LMDB may find room in pages it already holds on the full file
 	 * system, and a commit that succeeds rightly lets the next mutation
 	 * wait again. */
-	uint64_t waits = stat_u64(c, "\"journal\"", "full_waits");
-	if (waits != waits0 && stat_u64(c, "\"commits\"", "count") == commits0)
+	uint64_t waits = harness_stat_u64(c, "\"journal\"", "full_waits");
+	if (waits != waits0 && harness_stat_u64(c, "\"commits\"", "count") == commits0)
 		fail_msg("%llu waits for room after the refusal with no commit in between",
 		         (unsigned long long)(waits - waits0));
 

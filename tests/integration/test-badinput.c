@@ -64,28 +64,6 @@ static void raw_send_request(int fd, const Mcache__Request *req)
 	free(buf);
 }
 
-/* The next Response, or NULL with *err set (-ECONNRESET: the server closed,
- * -EAGAIN: nothing within IO_TIMEOUT). A descriptor that comes with it (the
- * segment, after hello) is closed. */
-static Mcache__Response *raw_read_response(int fd, int *err)
-{
-	uint8_t *payload;
-	size_t len;
-	int passfd = -1;
-	int rc = frame_read(fd, MC_FRAME_MAX, &payload, &len, &passfd);
-	if (rc < 0) {
-		*err = rc;
-		return NULL;
-	}
-	if (passfd >= 0)
-		close(passfd);
-	Mcache__Response *rsp = mcache__response__unpack(NULL, len, payload);
-	free(payload);
-	if (!rsp)
-		*err = -EPROTO;
-	return rsp;
-}
-
 static void raw_hello(int fd, uint32_t version, uint64_t id)
 {
 	Mcache__Hello hello = MCACHE__HELLO__INIT;
@@ -102,7 +80,7 @@ static int raw_connect_ready(void)
 	int fd = raw_connect();
 	raw_hello(fd, MC_PROTO_VERSION, 1);
 	int err = 0;
-	Mcache__Response *rsp = raw_read_response(fd, &err);
+	Mcache__Response *rsp = harness_read_response(fd, &err);
 	if (!rsp)
 		fail_msg("hello: no reply: %s", strerror(-err));
 	assert_int_equal(rsp->err, 0);
@@ -116,7 +94,7 @@ static int raw_connect_ready(void)
 static void expect_error_then_close(int fd, int want)
 {
 	int err = 0;
-	Mcache__Response *rsp = raw_read_response(fd, &err);
+	Mcache__Response *rsp = harness_read_response(fd, &err);
 	if (!rsp)
 		fail_msg("expected a Response with err %s, got none: %s", strerrorname_np(want),
 		         strerror(-err));
@@ -305,7 +283,7 @@ static void nul_in_path(void **state)
 	raw_send_request(fd, &req);
 
 	int err = 0;
-	Mcache__Response *rsp = raw_read_response(fd, &err);
+	Mcache__Response *rsp = harness_read_response(fd, &err);
 	if (!rsp)
 		fail_msg("no reply to an Op with a NUL in its path: %s", strerror(-err));
 	assert_int_equal(rsp->err, 0);
@@ -325,7 +303,7 @@ static void nul_in_path(void **state)
 	req.n_ops = 1;
 	req.ops = ops2;
 	raw_send_request(fd, &req);
-	rsp = raw_read_response(fd, &err);
+	rsp = harness_read_response(fd, &err);
 	if (!rsp)
 		fail_msg("no reply after the NUL path: %s", strerror(-err));
 	assert_int_equal(rsp->n_results, 1);
@@ -352,7 +330,7 @@ static void relative_path_raw(void **state)
 	req.ops = ops;
 	raw_send_request(fd, &req);
 	int err = 0;
-	Mcache__Response *rsp = raw_read_response(fd, &err);
+	Mcache__Response *rsp = harness_read_response(fd, &err);
 	if (!rsp)
 		fail_msg("no reply: %s", strerror(-err));
 	assert_int_equal(rsp->n_results, 1);

@@ -36,22 +36,11 @@ static struct mc_server srv;
 static const char *const small_cache[] = { "--cache-size", cache_size, "--negative-dir-max", "64",
                                            "--negative-max", "1000", NULL };
 
-static uint64_t stat_u64(mc_client *c, const char *section, const char *key)
-{
-	char *js = mc_server_stats(c);
-	assert_non_null(js);
-	uint64_t v = 0;
-	if (harness_json_u64(js, section, key, &v) != 0)
-		fail_msg("no %s.%s in the statistics", section, key);
-	free(js);
-	return v;
-}
-
 /* The cap: bytes_used never above the segment, and at most the segment. */
 static void check_cap(mc_client *c)
 {
-	uint64_t used = stat_u64(c, "\"shm\"", "bytes_used");
-	uint64_t total = stat_u64(c, "\"shm\"", "bytes_total");
+	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
+	uint64_t total = harness_stat_u64(c, "\"shm\"", "bytes_total");
 	assert_true(used <= total);
 }
 
@@ -131,9 +120,9 @@ static void test_cap_holds(void **state)
 	assert_int_equal(mc_sync(c), 0);
 	check_tree(c);
 	check_cap(c);
-	uint64_t evicted = stat_u64(c, "\"cache\"", "evicted");
-	uint64_t reloads = stat_u64(c, "\"cache\"", "reloads");
-	uint64_t enospc = stat_u64(c, "\"cache\"", "enospc");
+	uint64_t evicted = harness_stat_u64(c, "\"cache\"", "evicted");
+	uint64_t reloads = harness_stat_u64(c, "\"cache\"", "reloads");
+	uint64_t enospc = harness_stat_u64(c, "\"cache\"", "enospc");
 	print_message("# %d entries in a %s cache: %llu evicted, %llu reloaded, %llu ENOSPC\n",
 	              ndirs * nfiles, cache_size, (unsigned long long)evicted, (unsigned long long)reloads,
 	              (unsigned long long)enospc);
@@ -176,7 +165,7 @@ static void test_negative_storm(void **state)
 		assert_int_equal(mc_stat(c, p, &st), -1);
 		assert_int_equal(errno, ENOENT);
 	}
-	uint64_t neg = stat_u64(c, "\"dentries\"", "negative");
+	uint64_t neg = harness_stat_u64(c, "\"dentries\"", "negative");
 	print_message("# 20000 missing names in 4 directories: %llu negatives cached\n",
 	              (unsigned long long)neg);
 	assert_true(neg <= 4 * 64);
@@ -184,7 +173,7 @@ static void test_negative_storm(void **state)
 		snprintf(p, sizeof(p), "/d%02d/nope-%d", 4 + i % (ndirs - 4), i);
 		assert_int_equal(mc_stat(c, p, &st), -1);
 	}
-	neg = stat_u64(c, "\"dentries\"", "negative");
+	neg = harness_stat_u64(c, "\"dentries\"", "negative");
 	print_message("# then 20000 over 26 directories: %llu negatives cached\n",
 	              (unsigned long long)neg);
 	assert_true(neg <= 1000);
@@ -228,9 +217,9 @@ static void test_rm_rf_leaves_nothing(void **state)
 	assert_int_equal(mc_sync(c), 0);
 	/* Give the commit's publish a moment to drop what it unpinned. */
 	assert_int_equal(mc_sync(c), 0);
-	uint64_t neg = stat_u64(c, "\"dentries\"", "negative");
-	uint64_t pos = stat_u64(c, "\"dentries\"", "positive");
-	uint64_t inodes = stat_u64(c, "\"inodes\"", "cached");
+	uint64_t neg = harness_stat_u64(c, "\"dentries\"", "negative");
+	uint64_t pos = harness_stat_u64(c, "\"dentries\"", "positive");
+	uint64_t inodes = harness_stat_u64(c, "\"inodes\"", "cached");
 	print_message("# after rm -rf: %llu positive, %llu negative dentries, %llu inodes\n",
 	              (unsigned long long)pos, (unsigned long long)neg,
 	              (unsigned long long)inodes);
@@ -368,10 +357,10 @@ static void test_local_listing_survives_eviction(void **state)
 	memset(s1, 0, sizeof(s1));
 	memset(s2, 0, sizeof(s2));
 	int n1 = read_some(d1, s1, N1, 700), n2 = read_some(d2, s2, N2, 700);
-	uint64_t before = stat_u64(c, "\"cache\"", "evicted");
+	uint64_t before = harness_stat_u64(c, "\"cache\"", "evicted");
 	create_n(c, "/filler", 40000);
 	assert_int_equal(mc_sync(c), 0);
-	uint64_t evicted = stat_u64(c, "\"cache\"", "evicted") - before;
+	uint64_t evicted = harness_stat_u64(c, "\"cache\"", "evicted") - before;
 	n1 += read_some(d1, s1, N1, N1);
 	n2 += read_some(d2, s2, N2, N2);
 	print_message("# local listings across %llu evictions: %d and %d names\n",

@@ -24,13 +24,6 @@
 
 static struct mc_server srv;
 
-#define EXPECT_ERR(call, e)                                                   \
-	do {                                                                  \
-		errno = 0;                                                    \
-		assert_int_equal((long)(call), -1);                           \
-		assert_int_equal(errno, (e));                                 \
-	} while (0)
-
 static int group_setup(void **state)
 {
 	(void)state;
@@ -44,14 +37,6 @@ static int group_teardown(void **state)
 	return server_finish(&srv);
 }
 
-static mc_client *conn(void)
-{
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("mc_connect(%s): %s", srv.socket, strerror(errno));
-	return c;
-}
-
 static int open_file(mc_client *c, const char *path)
 {
 	int fd = mc_open(c, path, O_CREAT | O_RDWR, 0644);
@@ -62,13 +47,7 @@ static int open_file(mc_client *c, const char *path)
 
 static uint64_t ext_stat(mc_client *c, const char *key)
 {
-	char *js = mc_server_stats(c);
-	assert_non_null(js);
-	uint64_t v = 0;
-	if (harness_json_u64(js, "\"extents\"", key, &v) != 0)
-		fail_msg("no extents.%s in the statistics", key);
-	free(js);
-	return v;
+	return harness_stat_u64(c, "\"extents\"", key);
 }
 
 /* n alternating 16 KiB ranges from 0: nothing merges. */
@@ -96,7 +75,7 @@ static int lock_eventually(mc_client *c, int fd, uint64_t start, uint64_t end)
 static void test_ranges(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_file(c, "/ranges");
 	uint64_t s = 0, e = 0;
 	assert_int_equal(mc_range_test(c, fd, 0, 100, MC_RANGE_DIRTY, 0), 0);
@@ -138,7 +117,7 @@ static void test_ranges(void **state)
 static void test_locks_two_clients(void **state)
 {
 	(void)state;
-	mc_client *a = conn(), *b = conn();
+	mc_client *a = harness_client(&srv), *b = harness_client(&srv);
 	int fa = open_file(a, "/locked"), fb = open_file(b, "/locked");
 	assert_int_equal(mc_range_set(a, fa, 0, 4095, MC_RANGE_LOCKED), 0);
 	EXPECT_ERR(mc_range_set(b, fb, 100, 200, MC_RANGE_LOCKED), EAGAIN);
@@ -188,7 +167,7 @@ static void test_lock_release_on_death(void **state)
 	assert_int_equal(read(pfd[0], &ok, 1), 1);
 	close(pfd[0]);
 	assert_true(ok);
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_file(c, "/dying");
 	EXPECT_ERR(mc_range_set(c, fd, 10, 10, MC_RANGE_LOCKED), EAGAIN);
 	kill(pid, SIGKILL);
@@ -203,7 +182,7 @@ static void test_lock_release_on_death(void **state)
 static void test_evict(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_file(c, "/evicted");
 	for (uint64_t i = 0; i < 2000; i++)
 		assert_int_equal(mc_range_set(c, fd, i * 16384, i * 16384 + 16383,
@@ -228,7 +207,7 @@ static void test_evict(void **state)
 static void test_teardown(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_file(c, "/gone");
 	fill(c, fd, 1000);
 	uint64_t ev = ext_stat(c, "evictions"), evs = ext_stat(c, "evicted_states");
@@ -251,7 +230,7 @@ static void test_teardown(void **state)
 	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
 
 	/* Another client's lock survives the truncation; the rest goes. */
-	mc_client *b = conn();
+	mc_client *b = harness_client(&srv);
 	int fb = open_file(b, "/trunc");
 	fill(c, fd, 10);
 	assert_int_equal(mc_range_set(b, fb, 0, 99, MC_RANGE_LOCKED), 0);

@@ -23,13 +23,6 @@
 
 static struct mc_server srv;
 
-#define EXPECT_ERR(call, e)                                                   \
-	do {                                                                  \
-		errno = 0;                                                    \
-		assert_int_equal((long)(call), -1);                           \
-		assert_int_equal(errno, (e));                                 \
-	} while (0)
-
 static int group_setup(void **state)
 {
 	(void)state;
@@ -43,14 +36,6 @@ static int group_teardown(void **state)
 	return server_finish(&srv);
 }
 
-static mc_client *conn(void)
-{
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("mc_connect(%s): %s", srv.socket, strerror(errno));
-	return c;
-}
-
 static int open_rw(mc_client *c, const char *path)
 {
 	int fd = mc_open(c, path, O_CREAT | O_RDWR, 0644);
@@ -61,13 +46,7 @@ static int open_rw(mc_client *c, const char *path)
 
 static uint64_t ext_stat(mc_client *c, const char *key)
 {
-	char *js = mc_server_stats(c);
-	assert_non_null(js);
-	uint64_t v = 0;
-	if (harness_json_u64(js, "\"extents\"", key, &v) != 0)
-		fail_msg("no extents.%s in the statistics", key);
-	free(js);
-	return v;
+	return harness_stat_u64(c, "\"extents\"", key);
 }
 
 static uint64_t op_count(mc_client *c, const char *op)
@@ -84,7 +63,7 @@ static uint64_t op_count(mc_client *c, const char *op)
 static void test_local_reads(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_rw(c, "/local");
 	for (uint64_t i = 0; i < 16; i++) {
 		struct mc_extent e = { i * 8192, 4096, 77 + i, 1 };
@@ -112,7 +91,7 @@ static void test_local_reads(void **state)
 static void test_basics(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_rw(c, "/basic");
 	struct mc_extent out[8];
 	assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 8), 0);
@@ -266,18 +245,18 @@ static void test_model_restarts(void **state)
 {
 	(void)state;
 	for (int round = 0; round < 4; round++) {
-		mc_client *c = conn();
+		mc_client *c = harness_client(&srv);
 		random_ops(c, 300);
 		check_model(c);
 		assert_int_equal(mc_sync(c), 0);
 		mc_disconnect(c);
 		restart(round & 1 ? SIGKILL : SIGTERM);
-		c = conn();
+		c = harness_client(&srv);
 		check_model(c);
 		/* Truncate a file whose map is not loaded yet. */
 		mc_disconnect(c);
 		restart(SIGTERM);
-		c = conn();
+		c = harness_client(&srv);
 		char p[32];
 		file_name(p, sizeof(p), (unsigned)round % NF);
 		uint32_t at = rnd() % NB;
@@ -288,7 +267,7 @@ static void test_model_restarts(void **state)
 		assert_int_equal(mc_sync(c), 0);
 		mc_disconnect(c);
 		restart(SIGTERM);
-		c = conn();
+		c = harness_client(&srv);
 		check_model(c);
 		mc_disconnect(c);
 	}
@@ -299,7 +278,7 @@ static void test_model_restarts(void **state)
 static void test_evict_reload_unlink(void **state)
 {
 	(void)state;
-	mc_client *c = conn();
+	mc_client *c = harness_client(&srv);
 	int fd = open_rw(c, "/ev");
 	for (uint64_t i = 0; i < 100; i++) {
 		struct mc_extent e = { i * 2 * BS, BS, 1000 + i, (uint32_t)i };
@@ -326,7 +305,7 @@ static void test_evict_reload_unlink(void **state)
 	assert_int_equal(mc_sync(c), 0);
 	mc_disconnect(c);
 	restart(SIGTERM);
-	c = conn();
+	c = harness_client(&srv);
 	fd = open_rw(c, "/ev");
 	assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 128), 0);
 	assert_int_equal(mc_close(c, fd), 0);

@@ -99,15 +99,8 @@ static void check_hwm_growth(uint64_t before, uint64_t bound, const char *what)
 /* A statistic from rpc.limits (or another section). */
 static uint64_t stat_u64(const char *section, const char *key)
 {
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("mc_connect: %s", strerror(errno));
-	char *json = mc_server_stats(c);
-	assert_non_null(json);
-	uint64_t v = 0;
-	if (harness_json_u64(json, section, key, &v) < 0)
-		fail_msg("no %s %s in /stats", section, key);
-	free(json);
+	mc_client *c = harness_client(&srv);
+	uint64_t v = harness_stat_u64(c, section, key);
 	mc_disconnect(c);
 	return v;
 }
@@ -154,19 +147,9 @@ static void raw_send(int fd, const Mcache__Request *req)
  * in time). */
 static Mcache__Response *raw_recv(int fd, int *err)
 {
-	uint8_t *payload;
-	size_t len;
-	int passfd = -1;
-	int rc = frame_read(fd, MC_FRAME_MAX, &payload, &len, &passfd);
-	if (rc < 0) {
-		*err = rc;
-		return NULL;
-	}
-	if (passfd >= 0)
-		close(passfd);
-	Mcache__Response *rsp = mcache__response__unpack(NULL, len, payload);
-	free(payload);
-	assert_non_null(rsp);
+	Mcache__Response *rsp = harness_read_response(fd, err);
+	if (!rsp)
+		assert_int_not_equal(*err, -EPROTO);
 	return rsp;
 }
 
