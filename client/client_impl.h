@@ -225,6 +225,9 @@ int client_fd_reserve(mc_client *c, int *fd);
 void client_fd_take(mc_client *c, int fd, uint64_t handle, uint64_t ino);
 int client_fd_handle(mc_client *c, int fd, uint64_t *handle, uint64_t *ino);
 void client_fd_release(mc_client *c, int fd);
+/* client_op() for an op on descriptor fd's server handle (set in op):
+ * -EBADF for a descriptor not open, else as client_op(). */
+int client_fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out);
 
 /* Free a directory / batch without talking to the server (used by
  * mc_disconnect and in forked children). */

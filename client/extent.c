@@ -11,23 +11,12 @@ _Static_assert(MC_RANGE_DIRTY == MC_ES_DIRTY && MC_RANGE_DELALLOC == MC_ES_DELAL
                MC_RANGE_LOCKED == MC_ES_LOCKED && MC_RANGE_WRITEBACK == MC_ES_WRITEBACK &&
                MC_RANGE_UPTODATE == MC_ES_UPTODATE, "the public bits are the segment's");
 
-static int range_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
-{
-	int err = client_check(c);
-	if (err < 0)
-		return err;
-	err = client_fd_handle(c, fd, &op->handle, NULL);
-	if (err < 0)
-		return err;
-	return client_op(c, op, out);
-}
-
-/* range_op for an op whose result carries nothing but its error: 0, or -1
+/* client_fd_op for an op whose result carries nothing but its error: 0, or -1
  * with errno (the public convention). */
 static int range_op_simple(mc_client *c, int fd, Mcache__Op *op)
 {
 	Mcache__Response *rsp = NULL;
-	int err = range_op(c, fd, op, &rsp);
+	int err = client_fd_op(c, fd, op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	mcache__response__free_unpacked(rsp, NULL);
@@ -68,7 +57,7 @@ int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t b
 	op.end = end;
 	op.bits = bits;
 	op.all = all != 0;
-	int err = range_op(c, fd, &op, &rsp);
+	int err = client_fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	int yes = rsp->results[0]->test != 0;
@@ -86,7 +75,7 @@ int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *
 	op.code = MCACHE__OP_CODE__OP_RANGE_FIND;
 	op.start = from;
 	op.bits = bits;
-	int err = range_op(c, fd, &op, &rsp);
+	int err = client_fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	*start = rsp->results[0]->start;
@@ -173,7 +162,7 @@ ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct m
 	op.start = off;
 	op.len = len;
 	op.count = max < EXTENT_MAP_BATCH ? (uint32_t)max : EXTENT_MAP_BATCH;
-	err = range_op(c, fd, &op, &rsp);
+	err = client_fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	const Mcache__Result *r = rsp->results[0];

@@ -118,8 +118,7 @@ int mc_creat(mc_client *c, const char *path, mode_t mode)
 	return mc_open(c, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
-/* Run a handle op on descriptor fd. */
-static int fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
+int client_fd_op(mc_client *c, int fd, Mcache__Op *op, Mcache__Response **out)
 {
 	int err = client_check(c);
 	if (err < 0)
@@ -165,7 +164,7 @@ int mc_fstat(mc_client *c, int fd, struct stat *st)
 		err = 0;
 	}
 	op.code = MCACHE__OP_CODE__OP_FSTAT;
-	err = fd_op(c, fd, &op, &rsp);
+	err = client_fd_op(c, fd, &op, &rsp);
 	if (err == 0)
 		err = client_take_attr(rsp, st);
 	return err < 0 ? client_fail(err) : 0;
@@ -182,7 +181,7 @@ int mc_ftruncate(mc_client *c, int fd, off_t length)
 		return client_fail(-EINVAL);
 	op.code = MCACHE__OP_CODE__OP_FTRUNCATE;
 	op.size = (uint64_t)length;
-	err = fd_op(c, fd, &op, &rsp);
+	err = client_fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	mcache__response__free_unpacked(rsp, NULL);
@@ -194,7 +193,7 @@ int mc_fsync(mc_client *c, int fd)
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_FSYNC;
-	int err = fd_op(c, fd, &op, &rsp);
+	int err = client_fd_op(c, fd, &op, &rsp);
 	if (err < 0)
 		return client_fail(err);
 	mcache__response__free_unpacked(rsp, NULL);

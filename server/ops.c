@@ -125,6 +125,19 @@ static struct handle *handle_get(struct session *s, uint64_t id)
 	return &s->h[id - 1];
 }
 
+/* The handle id of a regular file, for the extent ops: 0 and *out, or
+ * -EBADF (not open) or -EISDIR. */
+static int file_handle_get(struct session *s, uint64_t id, struct handle **out)
+{
+	struct handle *h = handle_get(s, id);
+	if (!h)
+		return -EBADF;
+	if (h->dir)
+		return -EISDIR;
+	*out = h;
+	return 0;
+}
+
 /* A path argument: absolute or not is the namespace's business; here only
  * what a C string could not carry and what is too long. */
 static int check_path(const ProtobufCBinaryData *p)
@@ -310,13 +323,11 @@ static void session_unlock_closed(struct session *s, uint64_t ino)
 /* The extent-state ops, on a handle of a regular file. */
 static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
-	struct handle *h = handle_get(s, op->handle);
-	if (!h)
-		return -EBADF;
-	if (h->dir)
-		return -EISDIR;
+	struct handle *h;
+	int rc = file_handle_get(s, op->handle, &h);
+	if (rc < 0)
+		return rc;
 	struct ns *ns = s->m->ns;
-	int rc;
 	switch (op->code) {
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 		if (op->bits & MC_ES_LOCKED) {
@@ -358,11 +369,10 @@ static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
 /* The extent-map ops, on a handle of a regular file. */
 static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
-	struct handle *h = handle_get(s, op->handle);
-	if (!h)
-		return -EBADF;
-	if (h->dir)
-		return -EISDIR;
+	struct handle *h;
+	int rc = file_handle_get(s, op->handle, &h);
+	if (rc < 0)
+		return rc;
 	struct ns *ns = s->m->ns;
 	if (op->code == MCACHE__OP_CODE__OP_EXTENT_SET)
 		return ns_extent_set(ns, h->ino, h->writable, op->start, op->len, op->phys, op->flags);
@@ -374,7 +384,7 @@ static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out
 	struct emap_ext *e = malloc(max * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	int rc = ns_extent_map(ns, h->ino, op->start, op->len, e, max, &n);
+	rc = ns_extent_map(ns, h->ino, op->start, op->len, e, max, &n);
 	if (rc == 0 && n > max)
 		n = max;
 	if (rc == 0 && n) {
