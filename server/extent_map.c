@@ -6,16 +6,11 @@
 
 #include <errno.h>
 
-static struct mc_estate *rec(const struct extent_cache *c, mc_off_t off)
-{
-	return erec_at(c, off);
-}
-
 static mc_off_t map_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
                            uint64_t end, uint64_t phys, uint32_t flags)
 {
 	mc_off_t n = erec_insert(c, tree, prev, start, end, flags);
-	rec(c, n)->phys = phys;
+	erec_at(c, n)->phys = phys;
 	c->mapped++;
 	return n;
 }
@@ -26,7 +21,7 @@ static void do_punch(struct extent_cache *c, mc_off_t tree, uint64_t start, uint
 	struct mc_etree *t = etree_at(c, tree);
 	mc_off_t cur = erec_first_from(c, t, start, NULL);
 	while (cur) {
-		struct mc_estate *r = rec(c, cur);
+		struct mc_estate *r = erec_at(c, cur);
 		if (r->start > end)
 			break;
 		mc_off_t next = r->next;
@@ -55,7 +50,7 @@ static uint32_t punch_need(const struct extent_cache *c, mc_off_t tree, uint64_t
                            uint64_t end)
 {
 	mc_off_t n = erec_first_from(c, etree_at(c, tree), start, NULL);
-	return n && rec(c, n)->start < start && rec(c, n)->end > end;
+	return n && erec_at(c, n)->start < start && erec_at(c, n)->end > end;
 }
 
 int emap_punch(struct extent_cache *c, mc_off_t tree, uint64_t start, uint64_t end)
@@ -97,8 +92,8 @@ size_t emap_lookup(const struct extent_cache *c, mc_off_t tree, uint64_t off, ui
 	const struct mc_etree *t = etree_at(c, tree);
 	uint64_t end = len == 0 || off + (len - 1) < off ? UINT64_MAX : off + (len - 1);
 	size_t n = 0;
-	for (mc_off_t m = erec_first_from(c, t, off, NULL); m; m = rec(c, m)->next) {
-		const struct mc_estate *r = rec(c, m);
+	for (mc_off_t m = erec_first_from(c, t, off, NULL); m; m = erec_at(c, m)->next) {
+		const struct mc_estate *r = erec_at(c, m);
 		if (r->start > end)
 			break;
 		if (n < max)

@@ -12,17 +12,12 @@
 #include <assert.h>
 #include <errno.h>
 
-static struct mc_estate *rec(const struct extent_cache *c, mc_off_t off)
-{
-	return erec_at(c, off);
-}
-
 /* Link a reserved state record after prev (0: at the front). */
 static mc_off_t rec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
                            uint64_t end, uint32_t bits, uint32_t owner)
 {
 	mc_off_t n = erec_insert(c, tree, prev, start, end, bits);
-	rec(c, n)->owner = owner;
+	erec_at(c, n)->owner = owner;
 	c->states++;
 	return n;
 }
@@ -37,7 +32,7 @@ static void rec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
  * record [at, end] is returned. */
 static mc_off_t rec_split(struct extent_cache *c, mc_off_t tree, mc_off_t n, uint64_t at)
 {
-	struct mc_estate *r = rec(c, n);
+	struct mc_estate *r = erec_at(c, n);
 	uint64_t end = r->end;
 	r->end = at - 1;
 	c->splits++;
@@ -50,7 +45,7 @@ static mc_off_t rec_merge(struct extent_cache *c, mc_off_t tree, mc_off_t a, mc_
 {
 	if (!a || !b)
 		return b;
-	struct mc_estate *ra = rec(c, a), *rb = rec(c, b);
+	struct mc_estate *ra = erec_at(c, a), *rb = erec_at(c, b);
 	if (ra->end + 1 != rb->start || ra->bits != rb->bits || ra->owner != rb->owner)
 		return b;
 	ra->end = rb->end;
@@ -68,8 +63,8 @@ static int range_check(const struct extent_cache *c, const struct mc_etree *t, u
 	uint32_t gaps = 0;
 	uint64_t pos = start;
 	bool covered = false;
-	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
-		const struct mc_estate *r = rec(c, n);
+	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
+		const struct mc_estate *r = erec_at(c, n);
 		if (r->start > end)
 			break;
 		if (r->start > pos)
@@ -112,15 +107,15 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 	uint64_t pos = start;
 	for (;;) {
 		uint64_t upto; /* last byte handled in this step */
-		if (!cur || rec(c, cur)->start > pos) {
-			upto = cur && rec(c, cur)->start - 1 < end ? rec(c, cur)->start - 1 : end;
+		if (!cur || erec_at(c, cur)->start > pos) {
+			upto = cur && erec_at(c, cur)->start - 1 < end ? erec_at(c, cur)->start - 1 : end;
 			if (set) {
 				uint32_t o = bits & MC_ES_LOCKED ? owner : 0;
 				mc_off_t n = rec_insert(c, tree, prev, pos, upto, bits, o);
 				prev = rec_merge(c, tree, prev, n);
 			}
 		} else {
-			struct mc_estate *r = rec(c, cur);
+			struct mc_estate *r = erec_at(c, cur);
 			uint32_t nb = set ? r->bits | bits : r->bits & ~bits;
 			uint32_t no = 0;
 			if (nb & MC_ES_LOCKED)
@@ -129,7 +124,7 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 				if (r->start < pos) {
 					prev = cur;
 					cur = rec_split(c, tree, cur, pos);
-					r = rec(c, cur);
+					r = erec_at(c, cur);
 				}
 				if (r->end > end)
 					rec_split(c, tree, cur, end + 1);
@@ -145,14 +140,14 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 			}
 			prev = rec_merge(c, tree, prev, cur);
 		}
-		cur = prev ? rec(c, prev)->next : t->first;
+		cur = prev ? erec_at(c, prev)->next : t->first;
 step:
 		if (upto >= end)
 			break;
 		pos = upto + 1;
 	}
 	if (prev) {
-		rec_merge(c, tree, prev, rec(c, prev)->next);
+		rec_merge(c, tree, prev, erec_at(c, prev)->next);
 		t->hint = prev;
 	}
 	shm_write_end(&t->seq);
@@ -180,8 +175,8 @@ int estate_test(struct extent_cache *c, mc_off_t tree, uint64_t start, uint64_t 
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
 	uint64_t pos = start;
-	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = rec(c, n)->next) {
-		const struct mc_estate *r = rec(c, n);
+	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
+		const struct mc_estate *r = erec_at(c, n);
 		if (r->start > end)
 			break;
 		if (all) {
@@ -204,15 +199,15 @@ int estate_find(struct extent_cache *c, mc_off_t tree, uint64_t from, uint32_t b
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
 	mc_off_t n = erec_first_from(c, t, from, NULL);
-	while (n && !(rec(c, n)->bits & bits))
-		n = rec(c, n)->next;
+	while (n && !(erec_at(c, n)->bits & bits))
+		n = erec_at(c, n)->next;
 	if (!n)
 		return -ENOENT;
-	const struct mc_estate *r = rec(c, n);
+	const struct mc_estate *r = erec_at(c, n);
 	uint64_t s = r->start > from ? r->start : from;
 	uint64_t e = r->end;
-	for (mc_off_t m = r->next; m; m = rec(c, m)->next) {
-		const struct mc_estate *q = rec(c, m);
+	for (mc_off_t m = r->next; m; m = erec_at(c, m)->next) {
+		const struct mc_estate *q = erec_at(c, m);
 		if (q->start != e + 1 || !(q->bits & bits))
 			break;
 		e = q->end;
@@ -229,7 +224,7 @@ uint64_t estate_unlock_owner(struct extent_cache *c, mc_off_t tree, uint32_t own
 	shm_write_begin(&t->seq);
 	mc_off_t n = t->first;
 	while (n) {
-		struct mc_estate *r = rec(c, n);
+		struct mc_estate *r = erec_at(c, n);
 		if (!(r->bits & MC_ES_LOCKED) || r->owner != owner) {
 			n = r->next;
 			continue;
@@ -244,8 +239,8 @@ uint64_t estate_unlock_owner(struct extent_cache *c, mc_off_t tree, uint32_t own
 			continue;
 		}
 		mc_off_t m = rec_merge(c, tree, r->prev, n);
-		rec_merge(c, tree, m, rec(c, m)->next);
-		n = rec(c, m)->next;
+		rec_merge(c, tree, m, erec_at(c, m)->next);
+		n = erec_at(c, m)->next;
 	}
 	shm_write_end(&t->seq);
 	return released;
