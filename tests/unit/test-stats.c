@@ -582,8 +582,8 @@ static void t_prometheus(void **state)
 static void t_promtool(void **state)
 {
 	if (system("command -v promtool >/dev/null 2>&1") != 0) {
-		printf("# promtool not installed (Debian: prometheus)\n");
-		skip();
+		print_message("# skipped: promtool not installed (Debian: prometheus)\n");
+		return;
 	}
 	struct stats_snapshot *s = snapshot_sample();
 	s->version = "0.1.0";
