@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clients.h"
 #include "clock.h"
 #include "commit.h"
 #include "frame.h"
@@ -111,6 +112,7 @@ struct conn {
 	uint64_t held_id;
 	size_t held_nres;
 	size_t job_nops;             /* ops of the request being run */
+	struct client_ent ent;       /* in r->m->clients from Hello to conn_close */
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -234,6 +236,7 @@ static void conn_close(struct conn *c)
 	if (c->sess)
 		session_free(c->sess);
 	c->sess = NULL;
+	clients_remove(c->w->r->m->clients, &c->ent);
 	c->st = CONN_CLOSED;
 	atomic_fetch_sub(&c->w->r->nconns, 1);
 	conn_unref(c);
@@ -574,6 +577,7 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		return;
 	}
 	c->st = CONN_READY;
+	clients_add(r->m->clients, &c->ent, c->pid, c->cred.uid, c->cred.gid);
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 
@@ -639,6 +643,7 @@ static void conn_request(struct conn *c, Mcache__Request *req)
 		return;
 	}
 	stat_inc(&w->stats.requests);
+	client_ent_request(&c->ent);
 	c->job_nops = req->n_ops;
 	err = request_job_new(req, w->r->o.max_reply, &c->job);
 	if (err) {
@@ -646,6 +651,7 @@ static void conn_request(struct conn *c, Mcache__Request *req)
 		conn_fail(c, id, -err, "out of memory");
 		return;
 	}
+	request_job_trace(c->job, w->r->m->slowlog, c->pid, c->cred.uid);
 	conn_job_run(c, CONN_SLICE_US);
 }
 
