@@ -1,7 +1,7 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
  * namespace through libmcache (ls, stat, mkdir, rm, mv, chown, truncate,
- * rmtree, sync, stats, extents, dump, load), with the options and exit
- * statuses of coreutils. */
+ * rmtree, sync, extents, dump, load; stats, clients and slowlog live in
+ * mcachectl_admin.c), with the options and exit statuses of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -18,19 +18,18 @@
 
 #include "mc_config.h"
 #include "mc_socket.h"
+#include "mcachectl.h"
+#include "mcachectl_admin.h"
 #include "mcachectl_dump.h"
 #include "mcachectl_extents.h"
 #include "mcachectl_fmt.h"
 #include "mcachectl_help.h"
 #include "mcache.h"
 
-#define EXIT_FAIL  1
-#define EXIT_USAGE 2
-
-static const char *prog = "mcachectl";
+const char *prog = "mcachectl";
+json_t *json_doc;                /* --json: the array the command fills */
 static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
-static json_t *json_doc;         /* --json: the array the command fills */
 
 /* --json: append the attributes of path (listed as name) to json_doc. */
 static void json_entry(mc_client *c, const char *name, const char *path, const struct stat *st)
@@ -55,7 +54,7 @@ static void json_entry(mc_client *c, const char *name, const char *path, const s
  * errors never depend on the server. Exits 1 when it cannot connect, saying
  * what to do: a path that is not a socket is named as such, and when nothing
  * listens there the hint says how to start mcached or name its socket. */
-static mc_client *conn(void)
+mc_client *conn(void)
 {
 	if (client)
 		return client;
@@ -79,8 +78,7 @@ static mc_client *conn(void)
 	return client;
 }
 
-__attribute__((format(printf, 1, 2)))
-static void usage_error(const char *fmt, ...)
+void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "%s: ", prog);
@@ -90,7 +88,7 @@ static void usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
 }
 
-static int fail(const char *what)
+int fail(const char *what)
 {
 	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
 	return EXIT_FAIL;
@@ -627,23 +625,6 @@ static int cmd_sync(int argc, char **argv)
 	return mc_sync(c) < 0 ? fail("sync") : 0;
 }
 
-static int cmd_stats(int argc, char **argv)
-{
-	int rc = need_args(argc, argv, 0, "");
-	if (rc)
-		return rc;
-	mc_client *c = conn();
-	char *s = mc_server_stats(c);
-	if (!s)
-		return fail("stats");
-	size_t n = strlen(s);
-	fputs(s, stdout);
-	if (n == 0 || s[n - 1] != '\n')
-		putchar('\n');
-	free(s);
-	return 0;
-}
-
 static int cmd_stat(int argc, char **argv)
 {
 	int opt;
@@ -735,7 +716,23 @@ static const struct command {
 	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
 	{ "sync", cmd_sync, "",
 	  "Wait until every change acknowledged so far is durable on the server.\n" },
-	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
+	{ "stats", cmd_stats, "[--watch [INTERVAL] [--count N]]",
+	  "Print the server's statistics (JSON, as GET /stats).\n"
+	  "  -w, --watch [INTERVAL]  instead, every INTERVAL seconds (default 1),\n"
+	  "                          a line of rates per second: requests, ops,\n"
+	  "                          errors, commits, committed records, read-path\n"
+	  "                          hits and misses, and the cache's used bytes and\n"
+	  "                          connections; until interrupted (SIGINT)\n"
+	  "  -n, --count N           stop after N lines\n"
+	  "With --json, each line is a JSON object (JSON lines).\n" },
+	{ "clients", cmd_clients, "",
+	  "List the server's connected clients, oldest first: pid, user, group,\n"
+	  "requests received, age and connection time (this mcachectl too).\n" },
+	{ "slowlog", cmd_slowlog, "[N]",
+	  "Print the newest N (default 10; 0: all kept) entries of the server's\n"
+	  "slow-operation log, newest first: id, time, service time in ms, op,\n"
+	  "client pid and path. An op enters it when its service time on the\n"
+	  "server reaches --slowlog-threshold-ms; the log keeps --slowlog-max-len.\n" },
 	{ "extents", cmd_extents, "PATH",
 	  "Print the extent map of the file PATH (OFF LEN PHYS FLAGS) and its\n"
 	  "extent-state ranges (START END BITS, END inclusive); --json: one object.\n" },
