@@ -21,5 +21,13 @@ __attribute__((format(printf, 1, 2)))
 void usage_error(const char *fmt, ...);
 /* "mcachectl: WHAT: strerror(errno)" on stderr; returns EXIT_FAIL. */
 int fail(const char *what);
+typedef int (*path_fn)(mc_client *c, const char *path);
+/* fn on each of argv[first..]: connects, goes on after a failure; exit 2
+ * (usage) when there is none, else 1 if any failed, else 0. */
+int each_path(int argc, char **argv, path_fn fn, int first);
+/* "mcachectl: FMT...: strerror(errno)", as coreutils word errors
+ * ("cannot remove '/x': No such file or directory"); returns EXIT_FAIL. */
+__attribute__((format(printf, 1, 2)))
+int failf(const char *fmt, ...);
 
 #endif
