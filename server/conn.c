@@ -47,6 +47,9 @@
  *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
  *     them the conn is RUNNING, reads and parses nothing, and its next slice
  *     waits behind the worker's other ready events (a zero timer).
+ *  8. c->ent is listed in r->m->clients (clients.c) from a good Hello
+ *     (conn_hello) until conn_close, and counts each request received; each
+ *     request's job records its slow ops in r->m->slowlog (slowlog.c).
  */
 #include "conn.h"
 

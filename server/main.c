@@ -187,12 +187,12 @@ int main(int argc, char **argv)
 			 * changes now, other settings at the next start. */
 			if (config_reload(&cfg, argc, argv, stderr) == 0) {
 				log_set_level((enum log_level)cfg.log_level);
-				rc = slowlog_configure(m.slowlog, cfg.slowlog_ms * 1000ull,
-				                       cfg.slowlog_len);
+				int src = slowlog_configure(m.slowlog, cfg.slowlog_ms * 1000ull,
+				                            cfg.slowlog_len);
 				log_info("SIGHUP: settings re-read; log level %s; slow log %u ms, "
 				         "%u entries%s",
 				         log_level_name((enum log_level)cfg.log_level), cfg.slowlog_ms,
-				         cfg.slowlog_len, rc < 0 ? " (out of memory: not changed)" : "");
+				         cfg.slowlog_len, src < 0 ? " (out of memory: not changed)" : "");
 			} else {
 				log_error("SIGHUP: settings not re-read (see above); nothing changed");
 			}
