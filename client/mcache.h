@@ -188,6 +188,24 @@ MC_EXPORT int mc_rmtree(mc_client *c, const char *path);
  * Returns a malloc'd NUL-terminated string the caller frees, or NULL. */
 MC_EXPORT char *mc_server_stats(mc_client *c);
 
+/* The server's connected clients, oldest first, as a JSON array of
+ * objects: "pid", "uid", "gid" (the peer's credentials at connect),
+ * "requests" (received so far), "connected" (Unix time, seconds) and
+ * "age_seconds". Returns a malloc'd NUL-terminated string the caller
+ * frees, or NULL with errno: ENOTCONN, ENOMEM, EMSGSIZE (the list is larger
+ * than the server's --max-reply), EOPNOTSUPP (a server without it). */
+MC_EXPORT char *mc_server_clients(mc_client *c);
+/* The server's slow-operation log: its newest n entries (0: all it keeps,
+ * --slowlog-max-len), newest first, as a JSON array of objects: "id"
+ * (entries ever logged, counting from 1), "time" (Unix time the op ended,
+ * seconds), "duration_seconds" (service time on the server, not the wait
+ * for durability), "op" ("mkdir"...), "path" (its first 128 bytes;
+ * "path_truncated" says when cut), "pid" and "uid" of the client. An op
+ * enters it when its service time reaches --slowlog-threshold-ms. Returns
+ * a malloc'd NUL-terminated string the caller frees, or NULL with errno as
+ * mc_server_clients. */
+MC_EXPORT char *mc_server_slowlog(mc_client *c, unsigned n);
+
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
  * each result with mc_batch_error(). Operations run in order on the server;

@@ -743,7 +743,7 @@ done:
 /* Settings a running server takes on SIGHUP; the others need a restart. */
 static bool reloadable(int row)
 {
-	return row == OPT_LOG_LEVEL;
+	return row == OPT_LOG_LEVEL || row == OPT_SLOWLOG_MS || row == OPT_SLOWLOG_LEN;
 }
 
 /* Does row's field differ between a and b? */

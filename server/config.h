@@ -38,6 +38,8 @@ struct mcd_config {
 	unsigned cache_low_pct;     /* --cache-low; ... low watermark; default 80 */
 	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
 	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
+	unsigned slowlog_ms;        /* --slowlog-threshold-ms; default 10 */
+	unsigned slowlog_len;       /* --slowlog-max-len; entries kept; default 128 */
 };
 
 /* Set defaults. */

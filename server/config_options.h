@@ -102,6 +102,12 @@
 	  "cache holds.") \
 	X(NEG_DIR_MAX, "negative-dir-max", 0, CK_UINT, F(neg_dir_max), "N", 1, UINT32_MAX, "256", \
 	  "Cached negative entries at most per directory.") \
+	X(SLOWLOG_MS, "slowlog-threshold-ms", 0, CK_UINT, F(slowlog_ms), "MS", 0, 3600000, "10", \
+	  "Operations whose service time reaches this enter the slow log\n" \
+	  "(mcachectl slowlog); 0 logs every operation. SIGHUP re-reads it.") \
+	X(SLOWLOG_LEN, "slowlog-max-len", 0, CK_UINT, F(slowlog_len), "N", 0, 100000, "128", \
+	  "Entries the slow log keeps, the oldest dropped first; 0 keeps none.\n" \
+	  "SIGHUP re-reads it (a new length empties the log).") \
 	X(CONFIG, "config", 'c', CK_CONFIG, NOFIELD, "FILE", 0, 0, NULL, \
 	  "Read settings from FILE first; options on the command line win.") \
 	X(HELP, "help", 'h', CK_HELP, NOFIELD, NULL, 0, 0, NULL, \

@@ -19,6 +19,7 @@
 
 #include "admin.h"
 #include "area.h"
+#include "clients.h"
 #include "clock.h"
 #include "commit.h"
 #include "config.h"
@@ -30,6 +31,7 @@
 #include "rpc.h"
 #include "shm.h"
 #include "shrink.h"
+#include "slowlog.h"
 #include "store.h"
 
 int main(int argc, char **argv)
@@ -119,6 +121,12 @@ int main(int argc, char **argv)
 		log_error("cannot start the shrinker: %s", strerror(-rc));
 		goto out;
 	}
+	if (clients_new(&m.clients) < 0 ||
+	    slowlog_new(cfg.slowlog_ms * 1000ull, cfg.slowlog_len, &m.slowlog) < 0) {
+		rc = -ENOMEM;
+		log_error("cannot start: out of memory");
+		goto out;
+	}
 	struct rpc_opts ro = {
 		.socket_path = cfg.socket_path,
 		.workers = cfg.workers,
@@ -179,8 +187,12 @@ int main(int argc, char **argv)
 			 * changes now, other settings at the next start. */
 			if (config_reload(&cfg, argc, argv, stderr) == 0) {
 				log_set_level((enum log_level)cfg.log_level);
-				log_info("SIGHUP: settings re-read; log level %s",
-				         log_level_name((enum log_level)cfg.log_level));
+				int src = slowlog_configure(m.slowlog, cfg.slowlog_ms * 1000ull,
+				                            cfg.slowlog_len);
+				log_info("SIGHUP: settings re-read; log level %s; slow log %u ms, "
+				         "%u entries%s",
+				         log_level_name((enum log_level)cfg.log_level), cfg.slowlog_ms,
+				         cfg.slowlog_len, src < 0 ? " (out of memory: not changed)" : "");
 			} else {
 				log_error("SIGHUP: settings not re-read (see above); nothing changed");
 			}
@@ -229,6 +241,8 @@ out:
 	area_destroy(m.area);
 	shm_destroy(m.shm);
 	store_close(m.store);
+	slowlog_free(m.slowlog);
+	clients_free(m.clients);
 	config_free(&cfg);
 	return status;
 }

@@ -20,6 +20,8 @@ struct mcd {
 	struct admin *_Atomic admin;
 	uint64_t start_ns;           /* CLOCK_MONOTONIC at start */
 	uint64_t start_time_s;       /* Unix time at start (/metrics' start time) */
+	struct clients *clients;     /* connected clients (OP_CLIENTS); may be NULL */
+	struct slowlog *slowlog;     /* slow operations (OP_SLOWLOG); may be NULL */
 };
 
 /* Gather a statistics snapshot of the whole server (admin_fill_fn). */

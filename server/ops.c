@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "area.h"
+#include "clients.h"
 #include "commit.h"
 #include "extent_map.h"
 #include "extent_ns.h"
@@ -29,6 +30,7 @@
 #include "mcd.h"
 #include "map.h"
 #include "ns.h"
+#include "slowlog.h"
 
 struct handle {
 	uint64_t ino;                /* 0: free slot */
@@ -308,6 +310,14 @@ done:
 	return rc;
 }
 
+/* A result whose data a renderer put in out->data (rc 0) or did not. */
+static int op_text(struct op_out *out, int rc)
+{
+	if (rc == 0)
+		out->res.data.data = out->data;
+	return rc;
+}
+
 /* The session closed a handle of ino: with none left, its locks there go. */
 static void session_unlock_closed(struct session *s, uint64_t ino)
 {
@@ -460,6 +470,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_EXTENT_SET:
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 	case MCACHE__OP_CODE__OP_EXTENT_MAP:
+	case MCACHE__OP_CODE__OP_CLIENTS:
+	case MCACHE__OP_CODE__OP_SLOWLOG:
 		break;
 	case MCACHE__OP_CODE__OP_SYMLINK:
 	case MCACHE__OP_CODE__OP_RENAME:
@@ -560,6 +572,12 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		return ns_rmtree(ns, c, p, plen, 1024);
 	case MCACHE__OP_CODE__OP_STATS:
 		return op_stats(s, out);
+	case MCACHE__OP_CODE__OP_CLIENTS:
+		return op_text(out, clients_render(s->m->clients, (char **)&out->data,
+		                                   &out->res.data.len));
+	case MCACHE__OP_CODE__OP_SLOWLOG:
+		return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
+		                                   &out->res.data.len));
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:

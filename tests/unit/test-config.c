@@ -557,7 +557,8 @@ static void t_reload(void **state)
 
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n", f);
+	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n"
+	      "slowlog-threshold-ms = 250\nslowlog-max-len = 7\n", f);
 	fclose(f);
 	char *err = NULL;
 	size_t en = 0;
@@ -565,6 +566,8 @@ static void t_reload(void **state)
 	assert_int_equal(config_reload(&r.c, 5, argv, e), 0);
 	fclose(e);
 	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(r.c.slowlog_ms, 250);     /* the slow log's settings now */
+	assert_int_equal(r.c.slowlog_len, 7);
 	assert_int_equal(r.c.workers, 2);          /* at the next start */
 	assert_int_equal(r.c.idle_timeout_s, 5);   /* the command line still wins */
 	assert_string_equal(err, "mcached: --workers changed; it takes effect at the next start\n");
