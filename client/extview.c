@@ -25,13 +25,24 @@ static bool seq_same(const _Atomic uint32_t *s, uint32_t s0)
 	return atomic_load_explicit(s, memory_order_relaxed) == s0;
 }
 
-/* A record or tree head slot at off, or NULL. */
-static const struct mc_estate *slot_at(const struct view *v, mc_off_t off)
+/* The record ref names, of a map (MC_EREF_MAP) or a state tree as kind
+ * says, or NULL. */
+static const struct mc_estate *slot_at(const struct view *v, mc_eref ref, mc_eref kind)
 {
-	if (!mc_eslot_ok(off) ||
-	    !mc_shm_valid(v->base, v->size, v->ptypes, off, MC_ECHUNK_SLOT, MC_PT_EXTENT))
+	uint64_t b = mc_eref_byte(ref);
+	if (b == 0 || (ref & MC_EREF_MAP) != kind || b + MC_EM_SLOT > v->size ||
+	    v->ptypes[b >> MC_PAGE_SHIFT] != MC_PT_EXTENT)
 		return NULL;
-	return (const struct mc_estate *)(v->base + ((size_t)off << MC_OFF_SHIFT));
+	return (const struct mc_estate *)(v->base + b);
+}
+
+/* The head of the tree whose first chunk is at off, or NULL. */
+static const struct mc_etree *head_at(const struct view *v, mc_off_t off)
+{
+	if (((uint64_t)off << MC_OFF_SHIFT) % MC_ECHUNK_SIZE != 0 ||
+	    !mc_shm_valid(v->base, v->size, v->ptypes, off, sizeof(struct mc_etree), MC_PT_EXTENT))
+		return NULL;
+	return (const struct mc_etree *)(v->base + ((size_t)off << MC_OFF_SHIFT));
 }
 
 static const struct mc_echunk_tail *tail_at(const struct view *v, mc_off_t chunk)
@@ -54,9 +65,7 @@ static int find_map(const struct view *v, uint64_t ino, const struct mc_etree **
 	for (unsigned n = 0; t; n++) {
 		if (n >= v->lim.chain)
 			return VIEW_MISS;
-		if (((uint64_t)t << MC_OFF_SHIFT) % MC_ECHUNK_SIZE != 0)
-			return AGAIN;
-		const struct mc_etree *h = (const struct mc_etree *)slot_at(v, t);
+		const struct mc_etree *h = head_at(v, t);
 		const struct mc_echunk_tail *tl = tail_at(v, t);
 		if (!h || !tl)
 			return AGAIN;
@@ -79,9 +88,9 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
                     uint64_t end, struct view_extent *out, size_t max, size_t *np)
 {
 	/* The record with the greatest start <= off. */
-	mc_off_t best = 0, m = LD(h->root);
+	mc_eref best = 0, m = LD(h->root);
 	for (unsigned d = 0; m; d++) {
-		const struct mc_estate *r = slot_at(v, m);
+		const struct mc_estate *r = slot_at(v, m, MC_EREF_MAP);
 		if (!r || d >= EXT_DEPTH_MAX)
 			return AGAIN;
 		if (LD(r->start) <= off) {
@@ -96,7 +105,7 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
 	uint32_t count = LD(h->count);
 	size_t n = 0;
 	for (uint32_t k = 0; best; k++) {
-		const struct mc_estate *r = slot_at(v, best);
+		const struct mc_estate *r = slot_at(v, best, MC_EREF_MAP);
 		if (!r || k > count)
 			return AGAIN;
 		uint64_t s = LD(r->start), e = LD(r->end);
@@ -104,7 +113,9 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
 			break;
 		if (e >= off) {
 			if (n < max)
-				out[n] = (struct view_extent){ s, e - s + 1, LD(r->phys), LD(r->bits) };
+				out[n] = (struct view_extent){ s, e - s + 1,
+				                               LD(((const struct mc_emap *)r)->phys),
+				                               LD(r->bits) };
 			n++;
 		}
 		best = LD(r->next);

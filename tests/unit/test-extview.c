@@ -100,8 +100,8 @@ static void test_hostile(void **state)
 	struct mc_etree *h = etree_at(&f->c, f->t);
 	struct view_extent e[8];
 	size_t n;
-	mc_off_t root = h->root, first = h->first;
-	static const mc_off_t bad[] = { 1, 0xffffffffu, 16 /* the header's page */, 3 };
+	mc_eref root = h->root, first = h->first;
+	static const mc_eref bad[] = { 1, 0xffffffffu, 16 /* the header's page */, 3 };
 	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 		h->root = bad[k];
 		assert_int_equal(view_extent_map(&f->v, 9, 2 * BS, 1, e, 8, &n), VIEW_MISS);
