@@ -1,5 +1,7 @@
 /* extent.c - libmcache's extent-state calls (mcache.h, "Extent state"):
- * each is one request on a descriptor's handle; mc_evict one on a path. */
+ * each is one request on a descriptor's handle; mc_evict one on a path.
+ * The vector forms (mc_range_set_v, ...) send one op per element, up to
+ * VEC_BATCH (or the server's max-ops) in a request. */
 #include "client_impl.h"
 
 #include <stdlib.h>
@@ -176,4 +178,130 @@ ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct m
 	ssize_t n = (ssize_t)r->n_extents;
 	mcache__response__free_unpacked(rsp, NULL);
 	return n;
+}
+
+/* ---- vector forms ------------------------------------------------------ */
+
+/* Most ops a request of a vector call carries (fewer when the server's
+ * max-ops says so): about 170 KiB of frame. */
+#define VEC_BATCH 4096u
+
+/* Run ops[0..n) on fd's handle, VEC_BATCH or max_ops to a request, in order.
+ * errs (when not NULL) gets each op's errno, 0 when it took effect. The
+ * number of ops that failed, or -errno when a request could not be made
+ * (then errs gets that errno for it and every later op). */
+static int vec_run(mc_client *c, int fd, Mcache__Op *ops, size_t n, int *errs)
+{
+	uint64_t handle;
+	int err = client_check(c);
+	if (err == 0)
+		err = client_fd_handle(c, fd, &handle, NULL);
+	if (err < 0)
+		return err;
+	size_t per = VEC_BATCH;
+	if (c->max_ops && c->max_ops < per)
+		per = c->max_ops;
+	Mcache__Op **p = malloc((n < per ? n : per) * sizeof(*p) + 1);
+	if (!p)
+		return -ENOMEM;
+	int failed = 0;
+	size_t off = 0;
+	while (off < n) {
+		size_t k = n - off < per ? n - off : per;
+		for (size_t i = 0; i < k; i++) {
+			ops[off + i].handle = handle;
+			p[i] = &ops[off + i];
+		}
+		Mcache__Response *rsp = NULL;
+		err = client_call(c, p, k, &rsp);
+		if (err < 0)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			int e = rsp->results[i]->err;
+			if (errs)
+				errs[off + i] = e;
+			failed += e != 0;
+		}
+		mcache__response__free_unpacked(rsp, NULL);
+		off += k;
+	}
+	free(p);
+	if (err < 0 && errs)
+		for (size_t i = off; i < n; i++)
+			errs[i] = -err;
+	return err < 0 ? err : failed;
+}
+
+static int range_change_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs,
+                          Mcache__OpCode code)
+{
+	if (n == 0)
+		return 0;
+	if (!r || n > INT32_MAX)
+		return client_fail(-EINVAL);
+	for (size_t i = 0; i < n; i++)
+		if (r[i].start > r[i].end || r[i].bits == 0)
+			return client_fail(-EINVAL);
+	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	if (!ops)
+		return client_fail(-ENOMEM);
+	for (size_t i = 0; i < n; i++) {
+		mcache__op__init(&ops[i]);
+		ops[i].code = code;
+		ops[i].start = r[i].start;
+		ops[i].end = r[i].end;
+		ops[i].bits = r[i].bits;
+	}
+	int rc = vec_run(c, fd, ops, n, errs);
+	free(ops);
+	return rc < 0 ? client_fail(rc) : rc;
+}
+
+int mc_range_set_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs)
+{
+	return range_change_v(c, fd, r, n, errs, MCACHE__OP_CODE__OP_RANGE_SET);
+}
+
+int mc_range_clear_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs)
+{
+	return range_change_v(c, fd, r, n, errs, MCACHE__OP_CODE__OP_RANGE_CLEAR);
+}
+
+static int extent_change_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs,
+                           Mcache__OpCode code)
+{
+	if (n == 0)
+		return 0;
+	if (!e || n > INT32_MAX)
+		return client_fail(-EINVAL);
+	for (size_t i = 0; i < n; i++)
+		if (e[i].len == 0 ||
+		    (code == MCACHE__OP_CODE__OP_EXTENT_SET && e[i].off + (e[i].len - 1) < e[i].off))
+			return client_fail(-EINVAL);
+	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	if (!ops)
+		return client_fail(-ENOMEM);
+	for (size_t i = 0; i < n; i++) {
+		mcache__op__init(&ops[i]);
+		ops[i].code = code;
+		ops[i].start = e[i].off;
+		ops[i].len = e[i].len;
+		if (code == MCACHE__OP_CODE__OP_EXTENT_SET) {
+			ops[i].phys = e[i].phys;
+			ops[i].flags = e[i].flags;
+		}
+	}
+	int rc = vec_run(c, fd, ops, n, errs);
+	free(ops);
+	return rc < 0 ? client_fail(rc) : rc;
+}
+
+int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs)
+{
+	return extent_change_v(c, fd, e, n, errs, MCACHE__OP_CODE__OP_EXTENT_SET);
+}
+
+int mc_extent_punch_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs)
+{
+	return extent_change_v(c, fd, e, n, errs, MCACHE__OP_CODE__OP_EXTENT_PUNCH);
 }
