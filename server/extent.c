@@ -57,13 +57,14 @@ static struct mc_echunk_tail *tail_of(const struct extent_cache *c, mc_off_t chu
 	return shm_at(c->s, chunk + TAIL_UNITS);
 }
 
+static uint32_t tree_release(struct extent_cache *c, mc_off_t tree);
+
 void extent_cache_init(struct extent_cache *c, struct shm *s)
 {
 	memset(c, 0, sizeof(*c));
 	c->s = s;
 }
 
-/* A chunk off the free list or carved from a new page; 0 when full. */
 void extent_cache_fini(struct extent_cache *c)
 {
 	map_free(&c->state_trees);
@@ -178,6 +179,23 @@ void extent_map_clear(struct extent_cache *c, uint64_t ino)
 	}
 }
 
+size_t extent_idle_scan(struct extent_cache *c, uint64_t *out, size_t max)
+{
+	struct map *m[2] = { &c->state_trees, &c->map_trees };
+	size_t n = 0;
+	for (int k = 0; k < 2; k++) {
+		size_t cap = m[k]->cap;
+		for (size_t j = 0; j < cap && n < max; j++) {
+			size_t i = (c->scan_at[k] + j) & (cap - 1);
+			if (m[k]->keys[i])
+				out[n++] = m[k]->keys[i];
+			if (n == max)
+				c->scan_at[k] = i + 1;
+		}
+	}
+	return n;
+}
+
 uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
 {
 	uint64_t *v = map_find(&c->state_trees, ino);
@@ -186,6 +204,16 @@ uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta)
 	uint32_t n = (uint32_t)((int64_t)(*v >> 32) + delta);
 	*v = (*v & UINT32_MAX) | (uint64_t)n << 32;
 	return n;
+}
+
+void extent_tree_forget(struct extent_cache *c, uint64_t ino)
+{
+	uint64_t *v = map_find(&c->state_trees, ino);
+	if (!v)
+		return;
+	mc_off_t t = (mc_off_t)*v;
+	map_del(&c->state_trees, ino);
+	tree_release(c, t);
 }
 
 uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino)
@@ -208,12 +236,15 @@ uint64_t extent_ino_drop(struct extent_cache *c, uint64_t ino)
 	return n;
 }
 
+/* A chunk off the free list or carved from a new page; 0 when full. */
 static mc_off_t chunk_get(struct extent_cache *c)
 {
 	if (!c->free_chunks) {
 		mc_off_t page = shm_page_new(c->s, MC_PT_EXTENT);
-		if (!page)
+		if (!page) {
+			c->page_failed = true;
 			return 0;
+		}
 		uint32_t n = MC_PAGE_SIZE / MC_ECHUNK_SIZE;
 		for (uint32_t i = n; i-- > 0;) {
 			mc_off_t ch = page + i * CHUNK_UNITS;
@@ -228,6 +259,7 @@ static mc_off_t chunk_get(struct extent_cache *c)
 	tail_of(c, ch)->next = 0;
 	tail_of(c, ch)->hnext = 0;
 	c->chunks_free--;
+	c->s->raw_idle = c->chunks_free * MC_ECHUNK_SIZE;
 	return ch;
 }
 
@@ -255,9 +287,9 @@ int extent_tree_new(struct extent_cache *c, uint64_t ino, uint16_t kind, mc_off_
 	return 0;
 }
 
-uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree)
+/* extent_tree_free without the figures of an eviction. */
+static uint32_t tree_release(struct extent_cache *c, mc_off_t tree)
 {
-	uint64_t t0 = mono_ns();
 	struct mc_etree *t = etree_at(c, tree);
 	mc_off_t last = t->chunk_tail;
 	uint32_t nchunks = t->nchunks;
@@ -270,7 +302,15 @@ uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree)
 	tail_of(c, last)->next = c->free_chunks;
 	c->free_chunks = tree;
 	c->chunks_free += nchunks;
+	c->s->raw_idle = c->chunks_free * MC_ECHUNK_SIZE;
 	c->trees--;
+	return count;
+}
+
+uint32_t extent_tree_free(struct extent_cache *c, mc_off_t tree)
+{
+	uint64_t t0 = mono_ns();
+	uint32_t count = tree_release(c, tree);
 	c->evictions++;
 	hist_add(&c->evict_ns, mono_ns() - t0);
 	return count;

@@ -27,6 +27,9 @@ struct extent_cache {
 	uint64_t merges;          /* records merged into an equal neighbour */
 	uint64_t evictions;       /* trees freed whole */
 	uint64_t evicted_states;  /* records they held */
+	uint64_t shrunk;          /* trees the shrinker freed (idle files) */
+	bool page_failed;         /* a chunk wanted a page and the segment had none */
+	size_t scan_at[2];        /* extent_idle_scan's place in state_trees, map_trees */
 	struct hist evict_ns;     /* time to free one tree */
 	struct map state_trees;   /* ino -> offset of its extent-state tree (low 32 bits)
 	                           * and the sessions holding locks in it (high 32) */
@@ -55,6 +58,9 @@ void extent_map_drop(struct extent_cache *c, uint64_t ino);
 /* Add delta to the number of sessions holding range locks in ino's state
  * tree (which exists); the new number. */
 uint32_t extent_lockers(struct extent_cache *c, uint64_t ino, int delta);
+/* Free ino's state tree, empty and made for nothing (a first set that
+ * failed): not counted as an eviction. */
+void extent_tree_forget(struct extent_cache *c, uint64_t ino);
 /* Free ino's state tree at once: the number of records it held. */
 uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino);
 /* Free every extent tree of ino at once (the inode leaves the cache): the
@@ -105,6 +111,12 @@ mc_eref erec_insert(struct extent_cache *c, mc_off_t tree, mc_eref prev, uint64_
                      uint64_t end, uint32_t bits);
 /* Unlink a record and give its slot back to the arena. */
 void erec_remove(struct extent_cache *c, mc_off_t tree, mc_eref n);
+
+/* Idle trees the shrinker may free, lock held: up to max inode numbers
+ * with a tree into out (a state tree and a map of one inode may both be
+ * listed), starting where the last call stopped, so that every tree comes
+ * round. The number listed. */
+size_t extent_idle_scan(struct extent_cache *c, uint64_t *out, size_t max);
 
 /* Bytes of shared memory held by live trees (their chunks). */
 static inline uint64_t extent_cache_bytes(const struct extent_cache *c)
