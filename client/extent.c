@@ -1,5 +1,7 @@
 /* extent.c - libmcache's extent-state calls (mcache.h, "Extent state"):
- * each is one request on a descriptor's handle; mc_evict one on a path.
+ * each is one request on a descriptor's handle, but for mc_range_test and
+ * mc_range_find on a file whose state tree exists (read from shared
+ * memory) and mc_extent_map of a loaded map; mc_evict one on a path.
  * The vector forms (mc_range_set_v, ...) send one op per element, up to
  * VEC_BATCH (or the server's max-ops) in a request. */
 #include "client_impl.h"
@@ -48,10 +50,32 @@ int mc_range_clear(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t 
 	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_CLEAR);
 }
 
+/* The inode of descriptor fd when the read path may be used, else 0. */
+static uint64_t local_ino(mc_client *c, int fd)
+{
+	uint64_t handle, ino = 0;
+	if (client_check(c) == 0 && client_fd_handle(c, fd, &handle, &ino) == 0 && ino &&
+	    client_local(c))
+		return ino;
+	return 0;
+}
+
 int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits, int all)
 {
 	if (start > end || bits == 0)
 		return client_fail(-EINVAL);
+	uint64_t ino = local_ino(c, fd);
+	if (ino) {
+		/* The file's state tree, when it has one, answers from shared
+		 * memory: no request. */
+		struct view_range q = { .start = start, .end = end, .bits = bits, .all = all != 0 };
+		int yes = 0;
+		int err = client_view_result(c, view_range_test(c->view, ino, &q, &yes));
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0)
+			return yes;
+	}
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_RANGE_TEST;
@@ -72,6 +96,21 @@ int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *
 {
 	if (bits == 0 || !start || !end)
 		return client_fail(-EINVAL);
+	uint64_t ino = local_ino(c, fd);
+	if (ino) {
+		struct view_range q = { .from = from, .bits = bits };
+		int found = 0;
+		int err = client_view_result(c, view_range_find(c->view, ino, &q, &found));
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0 && !found)
+			return client_fail(-ENOENT);
+		if (err == 0) {
+			*start = q.start;
+			*end = q.end;
+			return 0;
+		}
+	}
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_RANGE_FIND;

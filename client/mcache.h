@@ -227,7 +227,11 @@ MC_EXPORT void mc_batch_free(mc_batch *b);
  * the application's. The state lives in the server's memory only (it is
  * not persistent) and is shared by every client; it is freed when the file
  * leaves the cache (mc_evict). Each call is one request on a descriptor
- * from mc_open of a regular file; any access mode will do.
+ * from mc_open of a regular file; any access mode will do. mc_range_test
+ * and mc_range_find send none when the file has state: they read it from
+ * shared memory, without a lock, and answer as the server would have at
+ * one instant (a tree that keeps changing under them is asked of the
+ * server).
  *
  * MC_RANGE_LOCKED is an exclusive range lock: setting it fails with EAGAIN
  * when any byte of the range is locked already, by anyone, this client

@@ -36,12 +36,14 @@
  *     rewritten every MC_HEARTBEAT_MS while it serves. A reader that finds
  *     it older than MC_HEARTBEAT_STALE_MS asks the kernel whether the
  *     server is still there before it trusts the segment again.
- * 11. Loaded extent maps are found by inode number through their own hash
- *     table (ebuckets, mc_hash_ino), chained through the first chunk's tail
- *     (mc_echunk_tail.hnext). A map is linked only once it is whole (loaded
- *     from the store), and unlinked before it is freed. A reader validates
- *     the chain with the bucket's seq and the records with the tree head's
- *     seq (the record seqs do not move when a tree is freed whole).
+ * 11. Loaded extent maps and extent-state trees are found by inode number
+ *     through their own hash table (ebuckets, mc_hash_ino), chained through
+ *     the first chunk's tail (mc_echunk_tail.hnext); the head's kind tells
+ *     a map from a state tree. A map is linked only once it is whole
+ *     (loaded from the store), a state tree as soon as it is made (empty);
+ *     each is unlinked before it is freed. A reader validates the chain
+ *     with the bucket's seq and the records with the tree head's seq
+ *     (records carry none).
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H

@@ -71,7 +71,11 @@ void extent_cache_fini(struct extent_cache *c)
 	map_free(&c->map_trees);
 }
 
-/* The tree of ino in index m, made when absent and create. */
+static void map_link(struct extent_cache *c, uint64_t ino, mc_off_t t);
+static void map_unlink(struct extent_cache *c, uint64_t ino, mc_off_t t);
+
+/* The tree of ino in index m, made when absent and create. A new state
+ * tree is linked in the ebucket index at once (mc_shm.h, note 11). */
 static int tree_of(struct extent_cache *c, struct map *m, uint64_t ino, bool create,
                    mc_off_t *out)
 {
@@ -91,6 +95,8 @@ static int tree_of(struct extent_cache *c, struct map *m, uint64_t ino, bool cre
 		return rc;
 	rc = map_put(m, ino, t);
 	(void)rc; /* reserved above */
+	if (m == &c->state_trees)
+		map_link(c, ino, t);   /* whole from the start: empty */
 	*out = t;
 	return 0;
 }
@@ -105,7 +111,8 @@ int extent_map_tree(struct extent_cache *c, uint64_t ino, bool create, mc_off_t 
 	return tree_of(c, &c->map_trees, ino, create, out);
 }
 
-/* ---- the index of loaded maps in the segment (mc_shm.h, note 11) ------ */
+/* ---- the index of loaded maps and state trees in the segment (mc_shm.h,
+ * note 11) ---------------------------------------------------------------- */
 
 #define MAP_LINKED (1ull << 32)   /* in map_trees' value: the map is in its chain */
 
@@ -213,6 +220,7 @@ void extent_tree_forget(struct extent_cache *c, uint64_t ino)
 		return;
 	mc_off_t t = (mc_off_t)*v;
 	map_del(&c->state_trees, ino);
+	map_unlink(c, ino, t);
 	tree_release(c, t);
 }
 
@@ -223,6 +231,7 @@ uint64_t extent_state_drop(struct extent_cache *c, uint64_t ino)
 		return 0;
 	mc_off_t t = (mc_off_t)*v;
 	map_del(&c->state_trees, ino);
+	map_unlink(c, ino, t);
 	uint32_t n = extent_tree_free(c, t);
 	c->states -= n;
 	c->evicted_states += n;
