@@ -1,7 +1,9 @@
 /* test-extvec.c - the vector forms of the extent calls (mc_range_set_v,
  * mc_range_clear_v, mc_extent_set_v, mc_extent_punch_v) against a real
  * mcached started with --max-ops 1000: many elements in few requests, each
- * element's own error, bad arrays refused before anything is sent. */
+ * element's own error, bad arrays refused before anything is sent. And
+ * mc_range_test and mc_range_find answered from shared memory: no request,
+ * and never a torn answer while another process changes the tree. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -198,12 +202,80 @@ static void test_extent_vec(void **state)
 	mc_disconnect(c);
 }
 
+#define NBLK 256u
+#define VBIT (1u << 12)
+#define VLO (BLK / 2)
+#define VHI (NBLK * BLK - BLK / 2 - 1)
+
+/* A writer process flips VBIT over [VLO, VHI] of a file whose 256 blocks
+ * alternate DIRTY and UPTODATE (every flip splits, changes and merges
+ * records); the reader's answers, from shared memory, are those of a tree
+ * before or after a flip, never of one half-changed. */
+static void test_range_reads(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	int fd = open_file(c, "/rr", O_RDWR);
+	static struct mc_range r[NBLK];
+	for (uint64_t k = 0; k < NBLK; k++)
+		r[k] = (struct mc_range){ k * BLK, k * BLK + BLK - 1,
+		                          k & 1 ? MC_RANGE_DIRTY : MC_RANGE_UPTODATE };
+	assert_int_equal(mc_range_set_v(c, fd, r, NBLK, NULL), 0);
+	/* Answered without a request. */
+	uint64_t q0 = requests(c);
+	uint64_t s, e;
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(mc_range_test(c, fd, 3 * BLK, 3 * BLK + 99, MC_RANGE_DIRTY, 1), 1);
+		assert_int_equal(mc_range_test(c, fd, 0, NBLK * BLK - 1, MC_RANGE_DIRTY, 1), 0);
+		assert_int_equal(mc_range_find(c, fd, 2 * BLK, MC_RANGE_DIRTY, &s, &e), 0);
+		assert_true(s == 3 * BLK && e == 4 * BLK - 1);
+		EXPECT_ERR(mc_range_find(c, fd, 0, VBIT, &s, &e), ENOENT);
+	}
+	assert_true(requests(c) - q0 <= 2);
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		mc_client *w = mc_connect(srv.socket);
+		int wfd = w ? mc_open(w, "/rr", O_RDWR, 0) : -1;
+		for (int g = 0; wfd >= 0 && g < 3000; g++)
+			if ((g & 1 ? mc_range_clear(w, wfd, VLO, VHI, VBIT)
+			           : mc_range_set(w, wfd, VLO, VHI, VBIT)) < 0)
+				_exit(2);
+		_exit(wfd >= 0 ? 0 : 1);
+	}
+	uint64_t reads = 0, runs = 0;
+	int st;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (mc_range_find(c, fd, 0, VBIT, &s, &e) == 0) {
+			assert_int_equal(s, VLO);
+			assert_int_equal(e, VHI);
+			runs++;
+		} else {
+			assert_int_equal(errno, ENOENT);
+		}
+		assert_int_equal(mc_range_test(c, fd, 0, VLO - 1, VBIT, 0), 0);
+		assert_int_equal(mc_range_test(c, fd, VHI + 1, NBLK * BLK - 1, VBIT, 0), 0);
+		assert_int_equal(mc_range_test(c, fd, 0, NBLK * BLK - 1,
+		                               MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 1);
+		assert_int_equal(mc_range_test(c, fd, 4 * BLK, 5 * BLK - 1, MC_RANGE_DIRTY, 0), 0);
+		reads++;
+	}
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	print_message("# %llu reads, %llu with the run\n", (unsigned long long)reads,
+	              (unsigned long long)runs);
+	assert_true(reads > 0);
+	assert_int_equal(mc_close(c, fd), 0);
+	mc_disconnect(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_range_vec),
 		cmocka_unit_test(test_range_vec_errors),
 		cmocka_unit_test(test_extent_vec),
+		cmocka_unit_test(test_range_reads),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
