@@ -54,7 +54,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 2u
+#define MC_SHM_VERSION 3u   /* 3: 40-byte state records named by mc_eref */
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
