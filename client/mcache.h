@@ -245,7 +245,11 @@ MC_EXPORT void mc_batch_free(mc_batch *b);
  * the application's. The state lives in the server's memory only (it is
  * not persistent) and is shared by every client; it is freed when the file
  * leaves the cache (mc_evict). Each call is one request on a descriptor
- * from mc_open of a regular file; any access mode will do.
+ * from mc_open of a regular file; any access mode will do. mc_range_test
+ * and mc_range_find send none when the file has state: they read it from
+ * shared memory, without a lock, and answer as the server would have at
+ * one instant (a tree that keeps changing under them is asked of the
+ * server).
  *
  * MC_RANGE_LOCKED is an exclusive range lock: setting it fails with EAGAIN
  * when any byte of the range is locked already, by anyone, this client
@@ -314,6 +318,33 @@ MC_EXPORT int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len);
  * for out NULL with max > 0. */
 MC_EXPORT ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len,
                                 struct mc_extent *out, size_t max);
+
+/* Vector forms: the call over each element of an array, in order, with one
+ * request for up to 4096 elements (or the server's max-ops, if lower), so a
+ * long run of changes costs a round trip per 4096 rather than one each.
+ * Each element succeeds or fails on its own, with the errors of the single
+ * call (mc_range_set, mc_range_clear, mc_extent_set, mc_extent_punch; the
+ * punch form reads off and len and ignores phys and flags); errs, when not
+ * NULL, receives each element's errno (0: it took effect). Returns the
+ * number of elements that failed (0: all took effect), or -1 with errno
+ * when the call itself failed: EINVAL (array NULL with n > 0, n past
+ * INT32_MAX, or any element invalid as for the single call; checked before
+ * anything is sent), EBADF, ENOMEM, or those listed at the top of this
+ * header, in which case the requests answered before took effect and errs
+ * holds the errno for every element from the first request that failed on.
+ * n == 0 does nothing and returns 0. */
+struct mc_range {
+	uint64_t start, end;      /* inclusive */
+	uint32_t bits;
+};
+MC_EXPORT int mc_range_set_v(mc_client *c, int fd, const struct mc_range *r, size_t n,
+                             int *errs);
+MC_EXPORT int mc_range_clear_v(mc_client *c, int fd, const struct mc_range *r, size_t n,
+                               int *errs);
+MC_EXPORT int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, size_t n,
+                              int *errs);
+MC_EXPORT int mc_extent_punch_v(mc_client *c, int fd, const struct mc_extent *e, size_t n,
+                                int *errs);
 
 #ifdef __cplusplus
 }

@@ -344,7 +344,7 @@ void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
 
 uint64_t shm_bytes_used(const struct shm *s)
 {
-	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT);
+	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT) - s->raw_idle;
 	for (unsigned i = 0; i < SLAB_COUNT; i++)
 		b += s->slab[i].live * s->slab[i].slot_size;
 	return b;

@@ -48,6 +48,8 @@ struct shm {
 	uint64_t alloc_failures;
 	enum shm_slab fail_slab;
 	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */  /* the slab of the last failed allocation */
+	uint64_t raw_idle;        /* bytes of those pages their owner holds free for reuse
+	                           * (extent chunks): not counted as used */
 	/* The referenced bitmap of the client area (shm_set_refbits); NULL:
 	 * none. Clients set bits at will: a bit is a hint, never trusted. */
 	_Atomic uint64_t *refbits;

@@ -11,6 +11,11 @@
  *           (force_commit, lock released while waiting), evict again
  *        -> room made: attempt again; none: -ENOSPC stands (mutations only
  *           in practice: a read needs a few slots, which eviction frees)
+ *     an extent chunk found no page: idle files' extent trees go first
+ *        (do_extent_shrink, extent_ns.h): their chunks serve the attempt
+ *
+ * Above the high mark the thread frees idle files' extent trees first
+ * (maps reload from the store, idle state is clean), then turns the hand.
  *
  * Invariants:
  *  1. Eviction happens only with the namespace lock held and between
@@ -44,6 +49,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -54,6 +60,7 @@
 #define FORCE_WAIT_MS 2000u
 #define ORPHAN_BATCH 256u      /* orphans noted that make do_scan free them */
 #define ORPHAN_MAX 65536u      /* orphans kept at most (then the oldest are forgotten) */
+#define EXTENT_RECLAIM_CHUNKS 16u /* extent chunks a direct reclaim frees at least (a page) */
 
 #define DENTRIES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_dentry))
 
@@ -345,6 +352,16 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 		return false;
 	}
 	k->st.direct++;
+	if (ns->ext.page_failed) {
+		/* Chunks of idle extent trees serve only extent trees. */
+		ns->ext.page_failed = false;
+		uint64_t want_free = ns->ext.chunks_free + EXTENT_RECLAIM_CHUNKS;
+		if (do_extent_shrink(ns, UINT64_MAX, want_free) ||
+		    (force_commit(ns) && do_extent_shrink(ns, UINT64_MAX, want_free))) {
+			r->fails = s->alloc_failures;
+			return true;
+		}
+	}
 	/* Only what this operation needs, and a little ahead: the thread
 	 * takes use down to the low mark without holding up an operation. */
 	int want = (int)s->fail_slab;
@@ -387,6 +404,7 @@ static void *shrink_main(void *arg)
 	while (!k->stop) {
 		if (shm_bytes_used(s) > k->high) {
 			k->st.runs++;
+			do_extent_shrink(ns, k->low, 0);
 			uint64_t idle = 0, nslots = s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE;
 			while (!k->stop && shm_bytes_used(s) > k->low && idle < 2 * nslots) {
 				if (do_scan(ns, k->low, -1, 0, SHRINK_BATCH) == 0)

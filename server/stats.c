@@ -272,6 +272,7 @@ const struct stats_metric stats_metrics[] = {
 	/* Nanoseconds: /stats only (a tree goes in about a microsecond). */
 	HIST("extents.evict_ns", NULL, STATS_UNIT_NONE, extents.evict_ns,
 	     "Time to free one extent tree, nanoseconds."),
+	EXT_COUNTER(shrunk, "Extent trees of idle files freed by the shrinker."),
 
 	COUNTER("commits.count", "mcache_commits_total", NULL, commits.count,
 	        "Group commits completed."),

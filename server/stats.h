@@ -111,6 +111,7 @@ struct stats_extents {
 	uint64_t evicted_states;  /* records those held */
 	uint64_t bytes;           /* segment bytes held by extent trees */
 	struct hist evict_ns;     /* time to free one tree, nanoseconds */
+	uint64_t shrunk;          /* idle files' trees the shrinker freed */
 };
 
 /* Everything the endpoints show, gathered at one instant. */

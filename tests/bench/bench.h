@@ -44,6 +44,7 @@ struct opts {
 	unsigned long count;         /* --count: calls per client for stat3/negstat */
 	unsigned threads;            /* --threads: lookup threads per client in stat3/negstat */
 	unsigned name_len;           /* --name-len */
+	unsigned long extents;       /* --extents: state records (0: no extent benchmark) */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
 	bool phase_on[PH_COUNT];
@@ -177,6 +178,15 @@ void mem_snapshot(mc_client *c, struct memsnap *m);
 /* The number at dotted path ("shm.bytes_used") in a stats document. 0, or
  * -ENOENT / -EINVAL. */
 int stats_lookup(const char *doc, const char *path, double *out);
+
+/* ------------------------------------------------------------------ */
+/* the extent cache (bench_extent.c) */
+
+/* mcbench --extents: one file of n 16-KiB state records through the server
+ * at O.socket (bulk eviction against range-by-range clearing, vector set
+ * and clear rates with merging, extent-map lookups from shared memory);
+ * the figures to f. 0, or -1 after a message on stderr. */
+int extent_bench(uint64_t n, FILE *f);
 
 /* ------------------------------------------------------------------ */
 /* rates over time (bench_window.c) */

@@ -317,7 +317,7 @@ static void usage(FILE *f)
 "    mcbench [-s SOCKET | --mcached PATH] [--kdir DIR] [-n FILES] [-d DIRS]\n"
 "            [-c CLIENTS] [--phases LIST] [--batch N] [--repeat R]\n"
 "            [--count N] [--name-len L] [--lmdb-dir DIR] [--kernel-only]\n"
-"            [--json]\n"
+"            [--extents RECORDS] [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    mcbench runs mdtest-style phases against a running mcached through\n"
@@ -388,6 +388,13 @@ static void usage(FILE *f)
 "    --kernel-only\n"
 "        Run only the kernel and LMDB sides (no server needed); the mcache\n"
 "        column shows \"-\".\n"
+"    --extents RECORDS\n"
+"        Instead of the phases, the extent cache: one file of RECORDS state\n"
+"        records of 16 KiB with alternating bits (1048576: 16 GiB) built with\n"
+"        mc_range_set_v; memory per record; bulk eviction (mc_evict) against\n"
+"        clearing it range by range (a lock and a clear per 16 KiB) in the\n"
+"        same run; set and clear rates with merging (vectors); mc_extent_map\n"
+"        lookups of 16 extents from shared memory.\n"
 "    --json\n"
 "        Also print the results as one JSON document on stdout; the table\n"
 "        then goes to stderr.\n"
@@ -449,6 +456,7 @@ static void usage(FILE *f)
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
+"    mcbench --mcached ./mcached --extents 1048576\n"
 "    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
 "    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
 "        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
@@ -517,7 +525,7 @@ bool need_server(void)
 static int parse_args(int argc, char **argv)
 {
 	enum { OPT_KDIR = 256, OPT_PHASES, OPT_BATCH, OPT_REPEAT, OPT_JSON, OPT_NAMELEN,
-	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS };
+	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS, OPT_EXTENTS };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
@@ -534,6 +542,7 @@ static int parse_args(int argc, char **argv)
 		{ "lmdb-dir", required_argument, NULL, OPT_LMDB },
 		{ "mcached", required_argument, NULL, OPT_MCACHED },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
+		{ "extents", required_argument, NULL, OPT_EXTENTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -563,12 +572,13 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			break;
 		case 'n': case 'd': case 'c': case OPT_BATCH: case OPT_REPEAT:
-		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: {
+		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: case OPT_EXTENTS: {
 			unsigned long lo = 1, hi = 100000000;
 			const char *name = ch == 'n' ? "-n" : ch == 'd' ? "-d" : ch == 'c' ? "-c" :
 			                   ch == OPT_BATCH ? "--batch" : ch == OPT_REPEAT ? "--repeat" :
 			                   ch == OPT_NAMELEN ? "--name-len" :
-			                   ch == OPT_THREADS ? "--threads" : "--count";
+			                   ch == OPT_THREADS ? "--threads" :
+			                   ch == OPT_EXTENTS ? "--extents" : "--count";
 			if (ch == 'c')
 				hi = MAX_CLIENTS;
 			else if (ch == OPT_BATCH)
@@ -593,6 +603,7 @@ static int parse_args(int argc, char **argv)
 			else if (ch == OPT_REPEAT) O.repeat = (unsigned)v;
 			else if (ch == OPT_NAMELEN) O.name_len = (unsigned)v;
 			else if (ch == OPT_THREADS) O.threads = (unsigned)v;
+			else if (ch == OPT_EXTENTS) O.extents = v;
 			else O.count = v;
 			break;
 		}
@@ -669,6 +680,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		mc_disconnect(c);
+	}
+	if (O.extents) {
+		status = extent_bench(O.extents, stdout) < 0;
+		goto out;
 	}
 	for (r = 0; r < O.repeat; r++) {
 		if (run_repeat(r, res[r], &mem[r]) < 0)
