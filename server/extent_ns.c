@@ -285,6 +285,17 @@ void ns_extent_stats(struct ns *ns, struct stats_extents *out)
 #define PINNED_BITS (MC_ES_DIRTY | MC_ES_DELALLOC | MC_ES_LOCKED | MC_ES_WRITEBACK)
 #define IDLE_BATCH 64u
 
+bool do_extent_state_pinned(struct ns *ns, uint64_t ino)
+{
+	struct extent_cache *c = &ns->ext;
+	mc_off_t t;
+	uint64_t s, e;
+	if (extent_state_tree(c, ino, false, &t) != 0)
+		return false;
+	return extent_lockers(c, ino, 0) != 0 ||
+	       estate_find(c, t, 0, PINNED_BITS, &s, &e) != -ENOENT;
+}
+
 /* Free ino's trees that are idle: none while the file is open (held);
  * its state tree unless a range lock counts or a record carries a bit of
  * PINNED_BITS; its map unless the inode is dirty (the store lacks some of
@@ -296,12 +307,9 @@ static uint64_t idle_drop(struct ns *ns, uint64_t ino)
 		return 0;
 	uint64_t n = 0;
 	mc_off_t t;
-	if (extent_state_tree(c, ino, false, &t) == 0 && extent_lockers(c, ino, 0) == 0) {
-		uint64_t s, e;
-		if (estate_find(c, t, 0, PINNED_BITS, &s, &e) == -ENOENT) {
-			extent_state_drop(c, ino);
-			n++;
-		}
+	if (extent_state_tree(c, ino, false, &t) == 0 && !do_extent_state_pinned(ns, ino)) {
+		extent_state_drop(c, ino);
+		n++;
 	}
 	mc_off_t ioff = inode_find(ns->shm, ino);
 	bool dirty = ioff && (inode_at(ns->shm, ioff)->flags & (MC_I_DIRTY0 | MC_I_DIRTY1));

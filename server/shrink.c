@@ -25,8 +25,10 @@
  *     flag (no removal freed from it while complete is uncommitted, ns.c
  *     note 3) and is not
  *     held by an open handle (a listing through the server) and, when
- *     positive, whose inode is clean, not held by an open handle and, for a
- *     directory, has no cached children. So eviction goes leaf first, and
+ *     positive, whose inode is clean, not held by an open handle, has no
+ *     pinned extent state (dirty, delalloc, locked or writeback ranges:
+ *     runtime state the store does not hold) and, for a directory, has no
+ *     cached children. So eviction goes leaf first, and
  *     a directory becomes a candidate once its last cached child went.
  *  3. Evicting a positive dentry clears its parent's complete flag and
  *     frees its inode unless the inode has other links (their names may be
@@ -210,7 +212,7 @@ static uint64_t do_orphans(struct ns *ns)
 		const struct mc_inode *i = inode_at(s, o.off);
 		if (S_ISDIR(i->mode))
 			continue;
-		if (dirty_i(i) || map_find(&ns->holds, o.ino)) {
+		if (dirty_i(i) || map_find(&ns->holds, o.ino) || do_extent_state_pinned(ns, o.ino)) {
 			k->orph[kept++] = o;
 			continue;
 		}
@@ -236,7 +238,7 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 	bool pos = e->flags & MC_D_POSITIVE;
 	if (pos) {
 		struct mc_inode *i = inode_at(s, ioff);
-		if (dirty_i(i) || map_find(&ns->holds, i->ino))
+		if (dirty_i(i) || map_find(&ns->holds, i->ino) || do_extent_state_pinned(ns, i->ino))
 			return false;
 		if (S_ISDIR(i->mode) && i->u.dir.dirx &&
 		    ((struct mc_dirx *)shm_at(s, i->u.dir.dirx))->ncached > 0)
