@@ -44,6 +44,7 @@ struct view {
 	uint64_t size;
 	const struct mc_shm_header *hdr;
 	const uint8_t *ptypes;
+	uint32_t npages;                  /* pages in the segment (ptypes[npages]) */
 	const struct mc_bucket *dbuckets;
 	const struct mc_bucket *ibuckets;
 	const struct mc_bucket *ebuckets; /* loaded extent maps; NULL: none */
