@@ -31,6 +31,7 @@ int view_init(struct view *v, const void *base, uint64_t size)
 		return -EPROTO; /* view_at relies on it: offset 0 is no slot */
 	v->base = base;
 	v->npages = h->npages;
+	prefix_clear(v);
 	v->size = size;
 	v->hdr = h;
 	v->ptypes = (const uint8_t *)base + h->page_types_off;

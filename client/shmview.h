@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "mc_shm.h"
+#include "shmprefix.h"
 
 #define VIEW_MISS 1
 
@@ -55,6 +56,8 @@ struct view {
 	struct mc_client_slot *slot;      /* this client's counters, or NULL */
 	struct view_limits lim;
 	struct view_cred cred;
+	/* Resolved directory prefixes (shmprefix.c), shared by the threads. */
+	struct prefix_entry prefixes[PREFIX_SLOTS];
 };
 
 /* Check the segment header and set v up over it (cred and limits are the

@@ -30,6 +30,15 @@
  *  6. The rules of the walk (components, ".", "..", symlinks, ELOOP,
  *     ENOTDIR, trailing slashes) are proto/mc_walk.h's, shared with the
  *     server; this file gives it the lock-free state (struct cwalk).
+ *  7. An absolute path's prefix up to its last slash is looked up in the
+ *     view's prefix cache (shmprefix.c) first: a hit, whose seqs all still
+ *     hold, stands the walk in the prefix's directory with the stack the
+ *     cached walk had, and only the last component is walked (by the
+ *     skeleton's mc_walk_last, so a final symlink or ".." is handled as
+ *     always). A miss walks the parent the long way and, when that walk
+ *     took no symlink and no ".." and its stack fits, caches it. What the
+ *     cache skips is re-proved by the seqs it checks; what it cannot prove
+ *     it does not answer.
  */
 #include "shmview_impl.h"
 
@@ -88,10 +97,11 @@ static int name_match(const struct view *v, const struct mc_dentry *e, uint16_t 
 	return memcmp(nm, c->name, len) == 0;
 }
 
-/* Look c up in directory ds: 0 with *cs; -ENOENT when the cache vouches
- * that the name is absent; AGAIN; VIEW_MISS; BOUND; -ENAMETOOLONG. */
+/* Look c up in directory ds: 0 with *cs, and the dentry and its seq in
+ * *dent and *dseq; -ENOENT when the cache vouches that the name is absent;
+ * AGAIN; VIEW_MISS; BOUND; -ENAMETOOLONG. */
 static int lookup(struct view *v, const struct isnap *ds, const struct mc_comp *c,
-                  struct isnap *cs)
+                  struct isnap *cs, mc_off_t *dent, uint32_t *dseq)
 {
 	size_t len = c->len;
 	if (len > MC_NAME_MAX)
@@ -140,6 +150,8 @@ static int lookup(struct view *v, const struct isnap *ds, const struct mc_comp *
 			return AGAIN;
 		if (rc == 0 && v->refbits)
 			mc_ref_mark(v->refbits, v->nbits, d);
+		*dent = d;
+		*dseq = es;
 		return rc;
 	}
 	bool complete;
@@ -161,6 +173,10 @@ struct cwalk {
 	bool top_ok;
 	struct isnap top;            /* the directory stood in: stack[depth - 1] */
 	struct isnap cur;            /* the current node */
+	mc_off_t cur_d;              /* the dentry that named cur (0: none) */
+	uint32_t cur_dseq;
+	bool plain;                  /* no symlink, no "..": the stack may be cached */
+	struct prefix_hit rec;       /* the stack as the prefix cache keeps it */
 	mc_off_t stack[VIEW_DEPTH_MAX];
 	uint64_t stack_ino[VIEW_DEPTH_MAX]; /* the inode each slot held when pushed */
 };
@@ -190,6 +206,9 @@ static inline int cw_push(struct mc_walk *mw)
 	struct cwalk *w = cw_of(mw);
 	if (w->depth >= w->v->lim.depth || w->depth >= VIEW_DEPTH_MAX)
 		return BOUND;
+	if (w->depth < PREFIX_DEPTH)
+		w->rec.lv[w->depth] = (struct prefix_level){ w->cur_d, w->cur_dseq, w->cur.off,
+		                                             w->cur.seq, w->cur.ino };
 	w->stack_ino[w->depth] = w->cur.ino;
 	w->stack[w->depth++] = w->cur.off;
 	w->top = w->cur;
@@ -201,6 +220,8 @@ static inline int cw_root(struct mc_walk *mw)
 {
 	struct cwalk *w = cw_of(mw);
 	w->depth = 0;
+	w->cur_d = 0;
+	w->cur_dseq = 0;
 	int rc = inode_snap(w->v, LD(w->v->hdr->root), &w->cur);
 	return rc ? rc : cw_push(mw);
 }
@@ -222,7 +243,7 @@ static inline int cw_lookup(struct mc_walk *mw, const struct mc_comp *c, uint32_
 	struct cwalk *w = cw_of(mw);
 	int rc = cw_top(w);
 	if (rc == 0)
-		rc = lookup(w->v, &w->top, c, &w->cur);
+		rc = lookup(w->v, &w->top, c, &w->cur, &w->cur_d, &w->cur_dseq);
 	if (rc == 0)
 		*mode = w->cur.mode;
 	return rc;
@@ -231,6 +252,7 @@ static inline int cw_lookup(struct mc_walk *mw, const struct mc_comp *c, uint32_
 static inline void cw_pop(struct mc_walk *mw)
 {
 	struct cwalk *w = cw_of(mw);
+	w->plain = false;
 	if (w->depth > 1) {
 		w->depth--;
 		w->top_ok = false;
@@ -243,6 +265,7 @@ static int cw_target(struct mc_walk *mw, unsigned level, const char **t, size_t 
 	struct cwalk *w = cw_of(mw);
 	struct view *v = w->v;
 	const struct isnap *s = &w->cur;
+	w->plain = false;
 	if (level >= v->lim.links || level >= VIEW_LINKS_MAX)
 		return BOUND;
 	size_t n = s->u.lnk.len;
@@ -276,6 +299,51 @@ static const struct mc_walk_ops cw_ops = {
 	.push = cw_push, .pop = cw_pop, .target = cw_target, .here = cw_here,
 };
 
+/* The walk proper: through the prefix cache when path has a cached
+ * prefix, else the skeleton's whole walk, caching the prefix it resolved
+ * when it may (note 7). */
+static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow, uint32_t *mode)
+{
+	struct view *v = w->v;
+	const char *sl = path[0] == '/' ? memrchr(path, '/', len) : NULL;
+	size_t klen = sl ? (size_t)(sl - path) + 1 : 0;
+	if (klen < 2 || klen == len || klen > PREFIX_KEY_MAX)
+		return mc_walk_path(&w->w, &cw_ops, path, len, follow, 0, mode);
+	uint64_t kh = prefix_hash(path, len, klen);
+	struct prefix_top t;
+	int n = prefix_find(v, path, len, klen, kh, w->stack, w->stack_ino, &t);
+	if (n) {
+		/* Stand where the prefix leads, with the stack it was walked with. */
+		w->depth = (unsigned)n;
+		w->top.off = w->stack[n - 1];
+		w->top.i = mc_shm_at(v->base, w->top.off);
+		w->top.ino = w->stack_ino[n - 1];
+		w->top.seq = t.seq;
+		w->top.mode = t.mode;
+		w->top.uid = t.uid;
+		w->top.gid = t.gid;
+		w->top.u.size = t.u;
+		w->top_ok = true;
+		mc_comp_make(path + klen, len - klen, w->w.seed, &w->w.last);
+		w->w.last_type = mc_comp_type(w->w.last.name, w->w.last.len);
+		return mc_walk_last(&w->w, &cw_ops, follow, 0, mode);
+	}
+	w->plain = true;
+	int rc = mc_walk_parent(&w->w, &cw_ops, path, len, 0);
+	if (rc)
+		return rc;
+	/* The parent walk stopped at the last slash: its stack is the prefix's. */
+	if (w->plain && w->top_ok && w->depth <= PREFIX_DEPTH) {
+		w->rec.n = w->depth;
+		w->rec.mode = w->top.mode;
+		w->rec.uid = w->top.uid;
+		w->rec.gid = w->top.gid;
+		w->rec.u = w->top.u.size;
+		prefix_add(v, path, len, klen, kh, &w->rec);
+	}
+	return mc_walk_last(&w->w, &cw_ops, follow, 0, mode);
+}
+
 /* One whole walk inside a stable rename seq (note 4); with rest, also the
  * result's other stat fields. */
 static int walk_once(struct view *v, const char *path, size_t len, bool follow,
@@ -292,8 +360,9 @@ static int walk_once(struct view *v, const char *path, size_t len, bool follow,
 	w.v = v;
 	w.depth = 0;
 	w.top_ok = false;
+	w.plain = false;
 	uint32_t mode;
-	int rc = mc_walk_path(&w.w, &cw_ops, path, len, follow, 0, &mode);
+	int rc = walk_path(&w, path, len, follow, &mode);
 	if (rc == AGAIN || rc == BOUND || rc == VIEW_MISS)
 		return rc;
 	if (rc == 0 && rest && inode_rest(&w.cur, rest))

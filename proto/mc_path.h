@@ -97,6 +97,34 @@ static inline bool mc_path_next_hash(const char **p, const char *end, uint64_t s
 	return true;
 }
 
+/* The component name[0..len) (no slash in it, nothing after it), as
+ * mc_path_next_hash would give it. */
+static inline void mc_comp_make(const char *name, size_t len, uint64_t seed, struct mc_comp *c)
+{
+	uint64_t h = seed;
+	size_t k = 0;
+	c->w[0] = c->w[1] = 0;
+	for (; k + 8 <= len; k += 8) {
+		uint64_t w;
+		memcpy(&w, name + k, 8);
+		h = mc_hash_mix(h, w);
+		if (k < 16)
+			c->w[k / 8] = w;
+	}
+	if (k < len) {
+		uint64_t w = 0;
+		memcpy(&w, name + k, len - k);
+		h = mc_hash_mix(h, w);
+		if (k < 16)
+			c->w[k / 8] = w;
+	}
+	c->name = name;
+	c->len = len;
+	c->hash = h;
+	c->last = true;
+	c->slash = false;
+}
+
 /* mc_path_next_hash with seed 0, for those who need no hash. */
 static inline bool mc_path_next(const char **p, const char *end, struct mc_comp *c)
 {
