@@ -427,19 +427,17 @@ static inline void to_timespec(int64_t ns, struct timespec *ts)
 
 static void fill_stat(const struct isnap *s, const struct irest *r, struct stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->st_ino = s->ino;
-	st->st_mode = s->mode;
-	st->st_nlink = r->nlink;
-	st->st_uid = s->uid;
-	st->st_gid = s->gid;
-	if (S_ISDIR(s->mode))
-		st->st_size = 40 + 20 * (off_t)s->u.dir.nentries;
-	else if (S_ISLNK(s->mode))
-		st->st_size = s->u.lnk.len;
-	else
-		st->st_size = (off_t)s->u.size;
-	st->st_blksize = 4096;
+	off_t size = S_ISDIR(s->mode) ? 40 + 20 * (off_t)s->u.dir.nentries
+	           : S_ISLNK(s->mode) ? (off_t)s->u.lnk.len : (off_t)s->u.size;
+	*st = (struct stat){
+		.st_ino = s->ino,
+		.st_mode = s->mode,
+		.st_nlink = r->nlink,
+		.st_uid = s->uid,
+		.st_gid = s->gid,
+		.st_size = size,
+		.st_blksize = 4096,
+	};
 	to_timespec(r->atime, &st->st_atim);
 	to_timespec(r->mtime, &st->st_mtim);
 	to_timespec(r->ctime, &st->st_ctim);
