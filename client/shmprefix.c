@@ -58,10 +58,13 @@ uint64_t prefix_hash(const char *path, size_t len, size_t klen)
 	(void)len;
 	/* The length, the first and the last 8 bytes: prefixes that differ
 	 * elsewhere only share a slot (the key compare tells them apart). */
-	uint64_t first = key_word(path, klen, 0), last = first;
-	if (klen > 8)
+	uint64_t h = mc_hash_mix(0, key_word(path, klen, 0));
+	if (klen > 8) {
+		uint64_t last;
 		memcpy(&last, path + klen - 8, 8);
-	return mc_hash_fin(mc_hash_mix(first, last), 0, klen);
+		h = mc_hash_mix(h, last);
+	}
+	return mc_hash_fin(h, 0, klen);
 }
 
 static inline struct prefix_entry *entry_of(struct view *v, uint64_t kh)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -500,6 +501,67 @@ static void test_prefix_cache(void **state)
 	assert_int_equal(st.st_ino, pa.ino);
 }
 
+/* Threads sharing one view (one client) share its prefix cache: with more
+ * prefixes than entries they keep rewriting entries under each other, and
+ * every answer must still be the file's own. */
+#define PT_DIRS 100
+#define PT_THREADS 4
+struct pt_arg {
+	struct view *v;
+	const uint64_t *ino;
+	unsigned seed;
+	unsigned bad;
+};
+
+static void *pt_main(void *arg)
+{
+	struct pt_arg *a = arg;
+	char p[64];
+	unsigned x = a->seed;
+	for (int n = 0; n < 20000; n++) {
+		x = x * 1103515245u + 12345u;
+		unsigned k = (x >> 8) % PT_DIRS;
+		snprintf(p, sizeof(p), "/t/d%u/f", k);
+		struct stat st;
+		if (view_stat(a->v, p, strlen(p), true, &st) != 0 || st.st_ino != a->ino[k])
+			a->bad++;
+	}
+	return NULL;
+}
+
+static void test_prefix_threads(void **state)
+{
+	struct fx *f = *state;
+	static uint64_t ino[PT_DIRS];
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/t"), 0755, NULL), 0);
+	for (unsigned k = 0; k < PT_DIRS; k++) {
+		snprintf(p, sizeof(p), "/t/d%u", k);
+		assert_int_equal(ns_mkdir(f->ns, &f->root, P(p), 0755, NULL), 0);
+		strcat(p, "/f");
+		mkfile(f, p);
+		ns_attr a;
+		assert_int_equal(ns_stat(f->ns, &f->root, P(p), true, &a), 0);
+		ino[k] = a.ino;
+	}
+	pthread_t th[PT_THREADS];
+	struct pt_arg args[PT_THREADS];
+	for (unsigned i = 0; i < PT_THREADS; i++) {
+		args[i] = (struct pt_arg){ .v = f->v, .ino = ino, .seed = i + 1 };
+		assert_int_equal(pthread_create(&th[i], NULL, pt_main, &args[i]), 0);
+	}
+	unsigned bad = 0;
+	for (unsigned i = 0; i < PT_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		bad += args[i].bad;
+	}
+	assert_int_equal(bad, 0);
+	unsigned used = 0;
+	for (unsigned k = 0; k < PREFIX_SLOTS; k++)
+		used += f->v->prefixes[k].klen != 0;
+	assert_true(used > PREFIX_SLOTS / 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +578,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_symlink_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offset_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
