@@ -26,9 +26,11 @@
  *     takes an entry by moving its seq from even to odd (compare and swap;
  *     a writer that loses does not cache), a reader copies the entry between
  *     two reads of its seq. Every field is accessed with relaxed atomics.
- *     The offsets in an entry were checked (view_at) when it was made, and
- *     page types never change (mc_shm.h note 2), so they are followed
- *     unchecked once the copy is consistent.
+ *     Every offset ever stored in an entry was checked (view_at) when it
+ *     was stored, and page types never change (mc_shm.h note 2): so the
+ *     seqs the offsets lead to may be read before the entry's seq says the
+ *     copy is whole (an offset from a torn copy is still a checked one, or
+ *     0, the header); a torn copy is then refused.
  *  4. Entries are made with the view's credentials and used only while
  *     they are the same uid and gid (the groups are fixed at set-up).
  */
@@ -53,9 +55,8 @@ static inline uint64_t key_word(const char *path, size_t klen, size_t k)
 	return w;
 }
 
-uint64_t prefix_hash(const char *path, size_t len, size_t klen)
+uint64_t prefix_hash(const char *path, size_t klen)
 {
-	(void)len;
 	/* The length, the first and the last 8 bytes: prefixes that differ
 	 * elsewhere only share a slot (the key compare tells them apart). */
 	uint64_t h = mc_hash_mix(0, key_word(path, klen, 0));
@@ -72,7 +73,7 @@ static inline struct prefix_entry *entry_of(struct view *v, uint64_t kh)
 	return &v->prefixes[kh & (PREFIX_SLOTS - 1)];
 }
 
-int prefix_find(struct view *v, const char *path, size_t len, size_t klen, uint64_t kh,
+int prefix_find(struct view *v, const char *path, size_t klen, uint64_t kh,
                 mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top)
 {
 	struct prefix_entry *e = entry_of(v, kh);
@@ -119,7 +120,7 @@ int prefix_find(struct view *v, const char *path, size_t len, size_t klen, uint6
 	return (int)n;
 }
 
-void prefix_add(struct view *v, const char *path, size_t len, size_t klen, uint64_t kh,
+void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
                 const struct prefix_hit *h)
 {
 	if (klen > PREFIX_KEY_MAX || h->n == 0 || h->n > PREFIX_DEPTH)

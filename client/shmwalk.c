@@ -309,9 +309,9 @@ static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow,
 	size_t klen = sl ? (size_t)(sl - path) + 1 : 0;
 	if (klen < 2 || klen == len || klen > PREFIX_KEY_MAX)
 		return mc_walk_path(&w->w, &cw_ops, path, len, follow, 0, mode);
-	uint64_t kh = prefix_hash(path, len, klen);
+	uint64_t kh = prefix_hash(path, klen);
 	struct prefix_top t;
-	int n = prefix_find(v, path, len, klen, kh, w->stack, w->stack_ino, &t);
+	int n = prefix_find(v, path, klen, kh, w->stack, w->stack_ino, &t);
 	if (n) {
 		/* Stand where the prefix leads, with the stack it was walked with. */
 		w->depth = (unsigned)n;
@@ -339,7 +339,7 @@ static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow,
 		w->rec.uid = w->top.uid;
 		w->rec.gid = w->top.gid;
 		w->rec.u = w->top.u.size;
-		prefix_add(v, path, len, klen, kh, &w->rec);
+		prefix_add(v, path, klen, kh, &w->rec);
 	}
 	return mc_walk_last(&w->w, &cw_ops, follow, 0, mode);
 }
