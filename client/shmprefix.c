@@ -55,7 +55,7 @@ static inline uint64_t key_word(const char *path, size_t klen, size_t k)
 	return w;
 }
 
-uint64_t prefix_hash(const char *path, size_t klen)
+static inline uint64_t prefix_hash(const char *path, size_t klen)
 {
 	/* The length, the first and the last 8 bytes: prefixes that differ
 	 * elsewhere only share a slot (the key compare tells them apart). */
@@ -73,9 +73,10 @@ static inline struct prefix_entry *entry_of(struct view *v, uint64_t kh)
 	return &v->prefixes[kh & (PREFIX_SLOTS - 1)];
 }
 
-int prefix_find(struct view *v, const char *path, size_t klen, uint64_t kh,
+int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
                 mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top)
 {
+	uint64_t kh = *khp = prefix_hash(path, klen);
 	struct prefix_entry *e = entry_of(v, kh);
 	uint32_t s0 = seq_read(&e->seq);
 	if ((s0 & 1) || LDR(e->khash) != kh || LDR(e->klen) != klen ||

@@ -152,13 +152,12 @@ int view_dir_complete(const struct view *v, const struct isnap *s, bool *out);
  * and counting: 0, -errno, -ENOTCONN or VIEW_MISS. */
 int view_walk(struct view *v, const char *path, size_t len, bool follow, struct isnap *res);
 
-/* The prefix cache (shmprefix.c): the hash of the key path[0..klen); a hit whose seqs all hold: the number of
- * directories (0: none), their slots and numbers into stack and stack_ino
- * (PREFIX_DEPTH each), the last one's walk fields into *top; remember a
- * resolution (no effect when the entry is busy or the key too long);
- * forget everything. */
-uint64_t prefix_hash(const char *path, size_t klen);
-int prefix_find(struct view *v, const char *path, size_t klen, uint64_t kh,
+/* The prefix cache (shmprefix.c): for the key path[0..klen), its hash in
+ * *kh and a hit whose seqs all hold: the number of directories (0: none),
+ * their slots and numbers into stack and stack_ino (PREFIX_DEPTH each), the
+ * last one's walk fields into *top; remember a resolution under hash kh (no
+ * effect when the entry is busy or the key too long); forget everything. */
+int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *kh,
                 mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top);
 void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
                 const struct prefix_hit *h);

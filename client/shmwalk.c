@@ -309,9 +309,9 @@ static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow,
 	size_t klen = sl ? (size_t)(sl - path) + 1 : 0;
 	if (klen < 2 || klen == len || klen > PREFIX_KEY_MAX)
 		return mc_walk_path(&w->w, &cw_ops, path, len, follow, 0, mode);
-	uint64_t kh = prefix_hash(path, klen);
+	uint64_t kh;
 	struct prefix_top t;
-	int n = prefix_find(v, path, klen, kh, w->stack, w->stack_ino, &t);
+	int n = prefix_find(v, path, klen, &kh, w->stack, w->stack_ino, &t);
 	if (n) {
 		/* Stand where the prefix leads, with the stack it was walked with. */
 		w->depth = (unsigned)n;
