@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "mc_shm.h"
+#include "shmprefix.h"
 
 #define VIEW_MISS 1
 
@@ -44,6 +45,7 @@ struct view {
 	uint64_t size;
 	const struct mc_shm_header *hdr;
 	const uint8_t *ptypes;
+	uint32_t npages;                  /* pages in the segment (ptypes[npages]) */
 	const struct mc_bucket *dbuckets;
 	const struct mc_bucket *ibuckets;
 	const struct mc_bucket *ebuckets; /* loaded extent maps; NULL: none */
@@ -54,6 +56,8 @@ struct view {
 	struct mc_client_slot *slot;      /* this client's counters, or NULL */
 	struct view_limits lim;
 	struct view_cred cred;
+	/* Resolved directory prefixes (shmprefix.c), shared by the threads. */
+	struct prefix_entry prefixes[PREFIX_SLOTS];
 };
 
 /* Check the segment header and set v up over it (cred and limits are the

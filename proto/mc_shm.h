@@ -54,7 +54,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 3u   /* 3: 40-byte state records named by mc_eref */
+#define MC_SHM_VERSION 4u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last */
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
@@ -358,27 +358,48 @@ static inline int mc_shm_valid(const void *base, uint64_t seg_size, const uint8_
 	return page_types[b >> MC_PAGE_SHIFT] == t;
 }
 
-/* The dentry hash: both sides compute the same bucket for (parent ino, name). */
-static inline uint64_t mc_hash_name(uint64_t seed, uint64_t parent_ino, const char *name, size_t len)
+/* The dentry hash: both sides compute the same bucket for (parent ino,
+ * name). The name is folded 8 bytes at a time (the last word zero-padded)
+ * from the seed, and the parent and the length come in at the end, so that
+ * a path parser can fold a component while it looks for its end
+ * (mc_path_next_hash in mc_path.h) and finish the hash once it knows the
+ * directory. */
+#define MC_HASH_MUL 0x9e3779b97f4a7c15ull
+
+static inline uint64_t mc_hash_mix(uint64_t h, uint64_t w)
 {
-	const uint64_t m = 0x9e3779b97f4a7c15ull;
-	uint64_t h = seed ^ (parent_ino * m) ^ len;
+	h = (h ^ w) * MC_HASH_MUL;
+	return h ^ (h >> 29);
+}
+
+static inline uint64_t mc_hash_fin(uint64_t h, uint64_t parent_ino, size_t len)
+{
+	h = (h ^ (parent_ino * MC_HASH_MUL) ^ len) * MC_HASH_MUL;
+	return h ^ (h >> 32);
+}
+
+/* The fold of name alone (mc_hash_mix over its words). */
+static inline uint64_t mc_hash_part(uint64_t seed, const char *name, size_t len)
+{
+	uint64_t h = seed;
 	while (len >= 8) {
 		uint64_t w;
 		memcpy(&w, name, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = mc_hash_mix(h, w);
 		name += 8;
 		len -= 8;
 	}
 	if (len) {
 		uint64_t w = 0;
 		memcpy(&w, name, len);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = mc_hash_mix(h, w);
 	}
-	h *= m;
-	return h ^ (h >> 32);
+	return h;
+}
+
+static inline uint64_t mc_hash_name(uint64_t seed, uint64_t parent_ino, const char *name, size_t len)
+{
+	return mc_hash_fin(mc_hash_part(seed, name, len), parent_ino, len);
 }
 
 static inline uint64_t mc_hash_ino(uint64_t seed, uint64_t ino)

@@ -16,7 +16,7 @@
 
 enum phase {
 	PH_MKDIR, PH_CREATE, PH_STAT, PH_READDIR, PH_UNLINK, PH_RMDIR,
-	PH_RMTREE, PH_STAT3, PH_NEGSTAT, PH_DURABLE, PH_LMDB, PH_COUNT
+	PH_RMTREE, PH_STAT3, PH_NEGSTAT, PH_DURABLE, PH_LMDB, PH_STATSEQ, PH_STATRAND, PH_COUNT
 };
 
 enum tkind { T_MC, T_KERNEL, T_LMDB, T_COUNT };
@@ -47,6 +47,7 @@ struct opts {
 	unsigned long extents;       /* --extents: state records (0: no extent benchmark) */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
+	bool callgrind;              /* --callgrind: collect only the timed loops */
 	bool phase_on[PH_COUNT];
 	enum phase order[PH_COUNT];  /* phases in the order given */
 	unsigned norder;
@@ -124,6 +125,9 @@ struct client {
 	char base[64];               /* "mcb.<pid>.<r>.c<k>" */
 	char **fnames;               /* N file names */
 	char **dnames;               /* D directory names */
+	char *spaths;                /* statseq/statrand: N paths of sstride bytes */
+	size_t sstride;
+	enum tkind stk;              /* the side spaths were made for */
 	struct tstate st[2];         /* T_MC, T_KERNEL */
 	/* batching */
 	unsigned long bsz;           /* ops per round trip in the current run */
