@@ -188,6 +188,17 @@ MC_EXPORT int mc_rmtree(mc_client *c, const char *path);
  * Returns a malloc'd NUL-terminated string the caller frees, or NULL. */
 MC_EXPORT char *mc_server_stats(mc_client *c);
 
+/* Run the server's consistency check (`mcachectl fsck`): the store
+ * (every name's inode exists, link counts, no orphans, no cycles, extents
+ * inside their files) and the cache against the store. Returns its report,
+ * a JSON document {"clean": bool, "checked": {...}, "problems": [{"kind",
+ * "ino", "name", "detail"}, ...], "dropped": n} (malloc'd, NUL-terminated;
+ * the caller frees it); problems found are not an error. Mutations wait
+ * while the cache is compared. NULL and errno: EPERM (only root and the
+ * server's own user may run it), ENOMEM, EAGAIN or EIO (the store could not
+ * be read), ENOTCONN, ECHILD. */
+MC_EXPORT char *mc_server_fsck(mc_client *c);
+
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
  * each result with mc_batch_error(). Operations run in order on the server;

@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "area.h"
 #include "commit.h"
+#include "fsck.h"
 #include "extent_map.h"
 #include "extent_ns.h"
 #include "mc_shm.h"
@@ -280,6 +282,26 @@ static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
 	return 0;
 }
 
+/* The consistency check (fsck.h): for root and the server's own user only,
+ * since it reads the whole store and holds the namespace lock a while. */
+static int op_fsck(struct session *s, struct op_out *out)
+{
+	struct fsck_report rep = {0};
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EPERM;
+	int rc = fsck_ns(s->m->ns, &rep);
+	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
+	fsck_report_free(&rep);
+	if (rc < 0)
+		return rc;
+	if (!js)
+		return -ENOMEM;
+	out->data = (uint8_t *)js;
+	out->res.data.data = out->data;
+	out->res.data.len = strlen(js);
+	return 0;
+}
+
 static int op_stats(struct session *s, struct op_out *out)
 {
 	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
@@ -453,6 +475,7 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_FSYNC:
 	case MCACHE__OP_CODE__OP_SYNC:
 	case MCACHE__OP_CODE__OP_STATS:
+	case MCACHE__OP_CODE__OP_FSCK:
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
@@ -560,6 +583,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		return ns_rmtree(ns, c, p, plen, 1024);
 	case MCACHE__OP_CODE__OP_STATS:
 		return op_stats(s, out);
+	case MCACHE__OP_CODE__OP_FSCK:
+		return op_fsck(s, out);
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
