@@ -253,6 +253,18 @@ static void c_bad_record(struct env *e)
 	put(e, e->inodes, &k, 8, "short", 5);
 }
 
+static void c_bad_dentry(struct env *e)
+{
+	uint8_t k[8 + 256];
+	put(e, e->dentries, k, dkey(k, ino_d, "f"), "xyz", 3);
+}
+
+static void c_bad_extent(struct env *e)
+{
+	uint64_t k[2] = { htobe64(ino_f), htobe64(0) };
+	put(e, e->extents, k, 16, "too short", 9);
+}
+
 static void c_no_root(struct env *e)
 {
 	uint64_t k = htobe64(1);
@@ -295,6 +307,8 @@ static const struct corruption {
 	uint64_t *ino;        /* the problem's inode, or NULL: not checked */
 } corruptions[] = {
 	{ "bad-record", c_bad_record, &ino_f },
+	{ "bad-record", c_bad_dentry, &ino_d },
+	{ "bad-record", c_bad_extent, &ino_f },
 	{ "no-root", c_no_root, NULL },
 	{ "ino-range", c_ino_range, NULL },
 	{ "bad-parent", c_bad_parent, &ino_f },
