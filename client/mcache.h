@@ -193,8 +193,9 @@ MC_EXPORT char *mc_server_stats(mc_client *c);
  * inside their files) and the cache against the store. Returns its report,
  * a JSON document {"clean": bool, "checked": {...}, "problems": [{"kind",
  * "ino", "name", "detail"}, ...], "dropped": n} (malloc'd, NUL-terminated;
- * the caller frees it); problems found are not an error. Mutations wait
- * while the cache is compared. NULL and errno: EPERM (only root and the
+ * the caller frees it); problems found are not an error. The cache is
+ * compared in batches under the server's namespace lock: mutations may wait
+ * for one batch. NULL and errno: EPERM (only root and the
  * server's own user may run it), ENOMEM, EAGAIN or EIO (the store could not
  * be read), ENOTCONN, ECHILD. */
 MC_EXPORT char *mc_server_fsck(mc_client *c);

@@ -91,8 +91,8 @@ int fsck_store(struct store *st, fsck_held_fn held, void *held_arg, struct fsck_
 int fsck_offline(const char *dir, struct fsck_report *rep);
 
 /* The whole check on a running server: the store, then the cache against
- * it with the namespace lock held (mutations wait meanwhile). fsck_store's
- * errors. (fsck_cache.c) */
+ * it, under the namespace lock in batches (mutations wait for one batch at
+ * most). fsck_store's errors. (fsck_cache.c) */
 int fsck_ns(struct ns *ns, struct fsck_report *rep);
 
 /* Add a problem (detail is printf-formatted); name may be NULL.

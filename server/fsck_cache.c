@@ -11,9 +11,16 @@
  *  2. a create, unlink or rename in a directory changes the directory's
  *     inode (entries, times), so a directory whose inode and cached
  *     children are clean has, in the store, exactly the children it had at
- *     its last publish: when it is complete, the cache's positive children.
+ *     its last publish: when it is complete, the cache's positive children;
+ *  3. the lock is dropped every FSCK_BATCH entries compared, so that
+ *     mutations wait for one batch at most: each comparison is made whole
+ *     under the lock, so 1 and 2 hold for each; what changes between two
+ *     batches is compared in its new state or not at all. Slots are
+ *     visited in segment order, and pages never change type (shm.c), so a
+ *     position stays meaningful across a release.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -22,6 +29,7 @@
 
 #define FSCK_INODES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_inode))
 #define FSCK_DENTRIES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_dentry))
+#define FSCK_BATCH 512u   /* entries compared per hold of the namespace lock */
 
 static mc_off_t slot_off(uint32_t page, uint32_t slot, size_t size)
 {
@@ -171,40 +179,59 @@ static int cmp_dir(struct ns *ns, mc_off_t dir, struct fsck_report *rep)
 	return 0;
 }
 
-static int do_fsck_cache(struct ns *ns, struct fsck_report *rep)
+/* Where the comparison stands: the next slot to look at. */
+struct fsck_pos {
+	uint32_t page, slot;
+};
+
+/* Compare from *pos on, at most FSCK_BATCH entries; *done at the end of the
+ * segment. Called with the namespace lock held. */
+static int do_fsck_cache(struct ns *ns, struct fsck_report *rep, struct fsck_pos *pos,
+                         bool *done)
 {
 	struct shm *s = ns->shm;
+	unsigned budget = FSCK_BATCH;
 	int err = 0;
-	for (uint32_t p = 0; p < s->next_page && !err; p++) {
-		if (s->page_types[p] == MC_PT_INODE) {
-			for (uint32_t k = 0; k < FSCK_INODES_PER_PAGE && !err; k++) {
-				mc_off_t off = slot_off(p, k, sizeof(struct mc_inode));
+	for (; pos->page < s->next_page; pos->page++, pos->slot = 0) {
+		uint8_t type = s->page_types[pos->page];
+		uint32_t per = type == MC_PT_INODE ? FSCK_INODES_PER_PAGE
+		             : type == MC_PT_DENTRY ? FSCK_DENTRIES_PER_PAGE : 0;
+		for (; pos->slot < per; pos->slot++) {
+			if (budget == 0 || err)
+				return err;
+			if (type == MC_PT_INODE) {
+				mc_off_t off = slot_off(pos->page, pos->slot, sizeof(struct mc_inode));
 				const struct mc_inode *i = inode_at(s, off);
 				if (!(i->flags & MC_I_LIVE) || !inode_clean(i))
 					continue;
+				budget--;
 				err = cmp_inode(ns, off, rep);
 				if (!err && S_ISDIR(i->mode) && dcache_complete(s, off))
 					err = cmp_dir(ns, off, rep);
-			}
-		} else if (s->page_types[p] == MC_PT_DENTRY) {
-			for (uint32_t k = 0; k < FSCK_DENTRIES_PER_PAGE && !err; k++) {
-				mc_off_t off = slot_off(p, k, sizeof(struct mc_dentry));
+			} else {
+				mc_off_t off = slot_off(pos->page, pos->slot, sizeof(struct mc_dentry));
 				const struct mc_dentry *d = dentry_at(s, off);
-				if ((d->flags & MC_D_LIVE) && dentry_clean(d))
-					err = cmp_dentry(ns, d, off, rep);
+				if (!(d->flags & MC_D_LIVE) || !dentry_clean(d))
+					continue;
+				budget--;
+				err = cmp_dentry(ns, d, off, rep);
 			}
 		}
 	}
+	*done = true;
 	return err;
 }
 
 int fsck_ns(struct ns *ns, struct fsck_report *rep)
 {
+	struct fsck_pos pos = { 0, 0 };
+	bool done = false;
 	int err = fsck_store(ns->store, fsck_held, ns, rep);
-	if (err)
-		return err;
-	pthread_mutex_lock(&ns->lock);
-	err = do_fsck_cache(ns, rep);
-	pthread_mutex_unlock(&ns->lock);
+	while (!err && !done) {
+		pthread_mutex_lock(&ns->lock);
+		err = do_fsck_cache(ns, rep, &pos, &done);
+		pthread_mutex_unlock(&ns->lock);
+		sched_yield();   /* let the mutations that waited in */
+	}
 	return err;
 }

@@ -244,6 +244,37 @@ static void t_cache_dir(void **state)
 	assert_int_equal(check(f, FSCK_KIND_COUNT), 0);
 }
 
+/* More entries than one hold of the lock compares: every one is still
+ * compared, the last created included. */
+static void t_many(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/big"), 0755, NULL), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof(p), "/big/f%04d", i);
+		assert_int_equal(ns_open(f->ns, &root_cred, P(p), O_CREAT | O_WRONLY, 0644, false, NULL), 0);
+	}
+	while (commit_now(f))
+		;
+	struct fsck_report rep = {0};
+	assert_int_equal(fsck_ns(f->ns, &rep), 0);
+	assert_int_equal(rep.n, 0);
+	assert_int_equal(rep.inodes, 3006);
+	assert_true(rep.cached_inodes >= 3006);
+	assert_true(rep.cached_dentries >= 3005);
+	fsck_report_free(&rep);
+	struct mc_inode *i = cached_inode(f, "/big/f2999");
+	i->gid = 77;
+	struct mc_inode *j = cached_inode(f, "/big/f0000");
+	j->gid = 77;
+	assert_int_equal(fsck_ns(f->ns, &rep), 0);
+	assert_int_equal(rep.n, 2);
+	assert_int_equal(rep.v[0].kind, FSCK_CACHE_INODE);
+	assert_int_equal(rep.v[1].kind, FSCK_CACHE_INODE);
+	fsck_report_free(&rep);
+}
+
 static void t_report_bound(void **state)
 {
 	(void)state;
@@ -275,6 +306,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_cache_inode, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_cache_dentry, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_cache_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_many, setup, teardown),
 		cmocka_unit_test(t_report_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
