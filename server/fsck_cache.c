@@ -12,8 +12,10 @@
  *     inode (entries, times), so a directory whose inode and cached
  *     children are clean has, in the store, exactly the children it had at
  *     its last publish: when it is complete, the cache's positive children;
- *  3. the lock is dropped every FSCK_BATCH entries compared, so that
- *     mutations wait for one batch at most: each comparison is made whole
+ *  3. the lock is dropped every FSCK_BATCH entries compared (a complete
+ *     directory counts its cached children), so that mutations wait for
+ *     one batch at most, or for one directory's listing from the store
+ *     when that is larger: each comparison is made whole
  *     under the lock, so 1 and 2 hold for each; what changes between two
  *     batches is compared in its new state or not at all. Slots are
  *     visited in segment order, and pages never change type (shm.c), so a
@@ -206,8 +208,12 @@ static int do_fsck_cache(struct ns *ns, struct fsck_report *rep, struct fsck_pos
 					continue;
 				budget--;
 				err = cmp_inode(ns, off, rep);
-				if (!err && S_ISDIR(i->mode) && dcache_complete(s, off))
+				if (!err && S_ISDIR(i->mode) && dcache_complete(s, off)) {
+					/* A directory costs its children (note 3). */
+					uint32_t n = dcache_dirx(s, off, false)->ncached;
+					budget -= n < budget ? n : budget;
 					err = cmp_dir(ns, off, rep);
+				}
 			} else {
 				mc_off_t off = slot_off(pos->page, pos->slot, sizeof(struct mc_dentry));
 				const struct mc_dentry *d = dentry_at(s, off);
