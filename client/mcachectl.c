@@ -20,8 +20,8 @@
 #include "mc_socket.h"
 #include "mcachectl_dump.h"
 #include "mcachectl_extents.h"
-#include "mcachectl_fsck.h"
 #include "mcachectl_fmt.h"
+#include "mcachectl_fsck.h"
 #include "mcachectl_help.h"
 #include "mcache.h"
 
@@ -687,7 +687,11 @@ static int cmd_load(int argc, char **argv)
 	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
 }
 
-static int cmd_fsck(int argc, char **argv) { return fsck_command(argc, argv, socket_arg, json_doc, prog); }
+static int cmd_fsck(int argc, char **argv)
+{
+	return fsck_command(argc, argv, socket_arg, json_doc != NULL, prog);
+}
+
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }

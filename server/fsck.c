@@ -9,6 +9,7 @@
  * dentries, give rules 3 and 4. Memory: about 48 bytes per inode and 32
  * per dentry plus the names.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -16,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-#include <dirent.h>
 
 #include "fsck.h"
 #include "store.h"

@@ -24,9 +24,9 @@
 
 #include "area.h"
 #include "commit.h"
-#include "fsck.h"
 #include "extent_map.h"
 #include "extent_ns.h"
+#include "fsck.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
@@ -283,7 +283,7 @@ static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
 }
 
 /* The consistency check (fsck.h): for root and the server's own user only,
- * since it reads the whole store and holds the namespace lock a while. */
+ * since it reads the whole store and takes the namespace lock in batches. */
 static int op_fsck(struct session *s, struct op_out *out)
 {
 	struct fsck_report rep = {0};
