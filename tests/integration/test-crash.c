@@ -69,6 +69,7 @@ struct client_log {
 
 struct shared {
 	_Atomic int stop;
+	_Atomic int ready;        /* clients connected */
 	struct client_log log[NCLIENTS];
 };
 
@@ -325,6 +326,7 @@ static void client_main(int id, const char *base, unsigned rs)
 		snprintf(lg->error, sizeof(lg->error), "mc_connect: %s", strerror(errno));
 		_exit(1);
 	}
+	atomic_fetch_add(&sh->ready, 1);
 	while (!atomic_load(&sh->stop) && lg->nacked < MAXOPS) {
 		struct op *o = &lg->ops[lg->nacked];
 		if (!op_pick(&m, &rs, o))
@@ -547,7 +549,16 @@ static void t_crash_cycles(void **state)
 				client_main(i, p, cs);
 			}
 		}
-		/* The crash: at a random moment 20-270 ms in. */
+		/* The crash: at a random moment 20-270 ms after every client
+		 * connected. */
+		for (int w = 0; atomic_load(&sh->ready) < NCLIENTS; w++) {
+			struct timespec ms = { 0, 1000000L };
+			assert_true(w < 10000);
+			for (int i = 0; i < NCLIENTS; i++)
+				if (sh->log[i].error[0])
+					fail_msg("client %d: %s", i, sh->log[i].error);
+			nanosleep(&ms, NULL);
+		}
 		struct timespec ts = { 0, (long)(20 + rnd(&rs) % 250) * 1000000L };
 		nanosleep(&ts, NULL);
 		assert_int_equal(server_stop(&srv, SIGKILL), 128 + SIGKILL);
