@@ -13,7 +13,8 @@
  *  2. the subtrees of every earlier cycle are still as they were found;
  *  3. the server's consistency check (mc_server_fsck) is clean.
  * MCACHE_CRASH_CYCLES sets the number of cycles (default 20; more for a
- * long run), MCACHE_CRASH_SEED replays a run (the seed is printed). */
+ * long run), MCACHE_CRASH_START=N makes the random choices (operations,
+ * crash delays) of a run that printed N. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -75,7 +76,7 @@ struct shared {
 
 static struct mc_server srv;
 static struct shared *sh;
-static unsigned long seed;
+static unsigned long start;  /* where the random choices started */
 
 /* ---- the model of one subtree ------------------------------------------ */
 
@@ -466,10 +467,10 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
 		if (lower >= 0) {
 			tot.lost += lg->synced - (uint64_t)lower;
 			fail_msg("cycle %d client %d: synced ops lost: the state is that after %ld "
-			         "ops, %u were synced (seed %lu)", cycle, id, lower, lg->synced, seed);
+			         "ops, %u were synced (start %lu)", cycle, id, lower, lg->synced, start);
 		}
 		fail_msg("cycle %d client %d: the state is no prefix of the %u acknowledged ops "
-		         "(seed %lu):\n%s", cycle, id, lg->nacked, seed, got);
+		         "(start %lu):\n%s", cycle, id, lg->nacked, start, got);
 	}
 	tot.acked += lg->nacked;
 	tot.synced += lg->synced;
@@ -492,7 +493,7 @@ static void fsck_clean(mc_client *c, int cycle)
 	size_t n = json_array_size(json_object_get(doc, "problems"));
 	tot.fsck_problems += n;
 	if (!json_is_true(json_object_get(doc, "clean")))
-		fail_msg("cycle %d: fsck found %zu problems (seed %lu):\n%s", cycle, n, seed, js);
+		fail_msg("cycle %d: fsck found %zu problems (start %lu):\n%s", cycle, n, start, js);
 	json_decref(doc);
 	free(js);
 }
@@ -519,10 +520,11 @@ static void t_crash_cycles(void **state)
 	(void)state;
 	const char *e = getenv("MCACHE_CRASH_CYCLES");
 	int cycles = e && *e ? atoi(e) : 20;
-	e = getenv("MCACHE_CRASH_SEED");
-	seed = e && *e ? strtoul(e, NULL, 10) : (unsigned long)time(NULL) ^ (unsigned long)getpid();
-	printf("# seed %lu (MCACHE_CRASH_SEED replays it), %d cycles\n", seed, cycles);
-	unsigned rs = (unsigned)seed;
+	e = getenv("MCACHE_CRASH_START");
+	start = e && *e ? strtoul(e, NULL, 10) : (unsigned long)time(NULL) ^ (unsigned long)getpid();
+	printf("# start %lu (MCACHE_CRASH_START=%lu replays it), %d cycles\n", start, start,
+	       cycles);
+	unsigned rs = (unsigned)start;
 	char (*kept)[NCLIENTS][CANON_MAX] = calloc((size_t)cycles, sizeof(*kept));
 	assert_non_null(kept);
 
@@ -580,8 +582,8 @@ static void t_crash_cycles(void **state)
 				snprintf(p, sizeof(p), "/y%d/c%d", old, i);
 				tree_canon(c, p, got, sizeof(got));
 				if (strcmp(got, kept[old][i]) != 0)
-					fail_msg("cycle %d: %s changed since cycle %d (seed %lu)", cy, p, old,
-					         seed);
+					fail_msg("cycle %d: %s changed since cycle %d (start %lu)", cy, p, old,
+					         start);
 			}
 		}
 		fsck_clean(c, cy);
