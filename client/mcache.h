@@ -205,6 +205,17 @@ MC_EXPORT char *mc_server_clients(mc_client *c);
  * a malloc'd NUL-terminated string the caller frees, or NULL with errno as
  * mc_server_clients. */
 MC_EXPORT char *mc_server_slowlog(mc_client *c, unsigned n);
+/* Run the server's consistency check (`mcachectl fsck`): the store
+ * (every name's inode exists, link counts, no orphans, no cycles, extents
+ * inside their files) and the cache against the store. Returns its report,
+ * a JSON document {"clean": bool, "checked": {...}, "problems": [{"kind",
+ * "ino", "name", "detail"}, ...], "dropped": n} (malloc'd, NUL-terminated;
+ * the caller frees it); problems found are not an error. The cache is
+ * compared in batches under the server's namespace lock: mutations may wait
+ * for one batch. NULL and errno: EPERM (only root and the
+ * server's own user may run it), ENOMEM, EAGAIN or EIO (the store could not
+ * be read), ENOTCONN, ECHILD. */
+MC_EXPORT char *mc_server_fsck(mc_client *c);
 
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read

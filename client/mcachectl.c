@@ -25,6 +25,7 @@
 #include "mcachectl_extents.h"
 #include "mcachectl_fmt.h"
 #include "mcachectl_ls.h"
+#include "mcachectl_fsck.h"
 #include "mcachectl_help.h"
 #include "mcache.h"
 
@@ -503,6 +504,11 @@ static int cmd_load(int argc, char **argv)
 	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
 }
 
+static int cmd_fsck(int argc, char **argv)
+{
+	return fsck_command(argc, argv, socket_arg, json_doc != NULL, prog);
+}
+
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -583,6 +589,7 @@ static const struct command {
 	  "(default: at its path): directories, files of their size, symlinks,\n"
 	  "hard links (same ino), then mode, times and, as root, owner. Bad lines\n"
 	  "and failed entries are reported as \"line N: ...\" and skipped (exit 1).\n" },
+	{ "fsck", cmd_fsck, "[--json] [--offline DATA_DIR]", FSCK_HELP },
 };
 
 /* `mcachectl CMD --help` anywhere before "--": the command's usage. */

@@ -75,6 +75,11 @@ void print_help(void)
 "  load [DIR]             recreate a dump read from stdin (under DIR)\n");
 	/* Two strings: C99 compilers need not take one over 4095 bytes. */
 	printf(
+"  fsck [--json] [--offline DATA_DIR]\n"
+"                         check the namespace's consistency (names, link\n"
+"                         counts, orphans, cycles, extents, cache against\n"
+"                         store) on the server, or in a stopped server's data\n"
+"                         directory; exit 0 clean, 1 problems, 2 error\n"
 "\n"
 "Commands that take several PATHs go on after a failure and report each.\n"
 "'mcachectl COMMAND --help' describes one command.\n"

@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "area.h"
 #include "clients.h"
 #include "commit.h"
 #include "extent_map.h"
 #include "extent_ns.h"
+#include "fsck.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
@@ -282,6 +284,26 @@ static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
 	return 0;
 }
 
+/* The consistency check (fsck.h): for root and the server's own user only,
+ * since it reads the whole store and takes the namespace lock in batches. */
+static int op_fsck(struct session *s, struct op_out *out)
+{
+	struct fsck_report rep = {0};
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EPERM;
+	int rc = fsck_ns(s->m->ns, &rep);
+	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
+	fsck_report_free(&rep);
+	if (rc < 0)
+		return rc;
+	if (!js)
+		return -ENOMEM;
+	out->data = (uint8_t *)js;
+	out->res.data.data = out->data;
+	out->res.data.len = strlen(js);
+	return 0;
+}
+
 static int op_stats(struct session *s, struct op_out *out)
 {
 	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
@@ -463,6 +485,7 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_FSYNC:
 	case MCACHE__OP_CODE__OP_SYNC:
 	case MCACHE__OP_CODE__OP_STATS:
+	case MCACHE__OP_CODE__OP_FSCK:
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
@@ -578,6 +601,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_SLOWLOG:
 		return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
 		                                   &out->res.data.len));
+	case MCACHE__OP_CODE__OP_FSCK:
+		return op_fsck(s, out);
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:

@@ -48,6 +48,7 @@
 #include "mc_shm.h"
 #include "store.h"
 #include "store_extent.h"
+#include "store_walk.h"
 
 #define STORE_MAP_DEFAULT      (256ull << 20)
 #define STORE_MAP_MAX_DEFAULT  (64ull << 30)
@@ -818,4 +819,15 @@ int store_info(struct store *s, struct store_info *out)
 	}
 	store_rtxn_end(s, txn);
 	return err;
+}
+
+int store_walk(struct store *s, store_walk_fn fn, void *arg)
+{
+	MDB_txn *txn;
+	int fn_rc, err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	int rc = store_walk_tables(txn, s->inodes, s->dentries, s->extents, fn, arg, &fn_rc);
+	store_rtxn_end(s, txn);
+	return fn_rc ? fn_rc : store_errno(rc);
 }

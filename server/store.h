@@ -123,4 +123,33 @@ struct store_info {
 };
 int store_info(struct store *s, struct store_info *out);
 
+/* One record of the whole-store walk (store_walk). */
+enum store_rec_kind {
+	STORE_REC_INODE,   /* ino, inode, target_len */
+	STORE_REC_DENTRY,  /* parent, name, namelen (not NUL-terminated), ino, dtype */
+	STORE_REC_EXTENT,  /* ino, start, len, phys, flags */
+	STORE_REC_BAD,     /* a record that does not decode: table, why, ino (from the
+	                    * key when it holds one, else 0) */
+};
+struct store_rec {
+	enum store_rec_kind kind;
+	uint64_t ino;
+	struct mc_inode_rec inode;
+	size_t target_len;
+	uint64_t parent;
+	const char *name;
+	size_t namelen;
+	uint8_t dtype;
+	uint64_t start, len, phys;
+	uint32_t flags;
+	const char *table, *why;
+};
+/* Call fn for every record of `inodes`, then `dentries`, then `extents`,
+ * each in key order, from one snapshot; r and what it points to live for
+ * the call only. fn returns 0 to go on; anything else stops the walk and
+ * is returned. -EAGAIN when LMDB's reader table is full, -EIO when LMDB
+ * finds its own pages corrupt. */
+typedef int (*store_walk_fn)(void *arg, const struct store_rec *r);
+int store_walk(struct store *s, store_walk_fn fn, void *arg);
+
 #endif
