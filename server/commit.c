@@ -1,12 +1,18 @@
 /* commit.c - the group committer.
  *
- * One thread. Every interval (or at once when someone waits for
- * durability, or the journal is half way to its bound) it runs one commit:
+ * One thread. It sleeps until the running batch receives its first change
+ * (ns_set_arm: an idle server never wakes), then runs one commit when the
+ * interval has passed since that change, or at once when someone waits for
+ * durability or the journal is half way to its bound (a kick):
  *
  *     swap (ns_swap, O(1), excludes writers)
  *       -> write (store_commit: log append + table updates + fsync, no lock)
  *       -> publish (ns_publish: entries clean, committed_seq advances)
  *       -> wake (waiters whose batch is now durable)
+ *
+ * Under sustained load every batch is armed right after the previous swap,
+ * so commits run once per interval, each carrying what came in meanwhile;
+ * waiters that arrive while a commit runs share the next one.
  *
  * A failed write:
  *
@@ -28,6 +34,10 @@
  *     (its batch cannot be durable before the failed one): nobody waits
  *     longer than one commit attempt while the store fails.
  *  4. Every waiter is answered exactly once; commit_stop answers those left.
+ *  5. At most one commit starts per turn: a turn ends at a kick, at
+ *     `armed_us` + the interval, or (failing) at the back-off; `armed` is
+ *     cleared before the swap, so a change after the swap arms the next
+ *     turn and none is left behind.
  */
 #include "commit.h"
 
@@ -62,6 +72,8 @@ struct commit {
 	pthread_cond_t cv;
 	bool stop;
 	bool kick;
+	bool armed;                     /* the running batch holds a change ... */
+	uint64_t armed_us;              /* ... since then (mono_us) */
 	uint64_t deadline_us;           /* commit_shutdown (mono_us); 0: none */
 	bool expired;                   /* past the deadline with the store failing */
 	int last_err;                   /* of the last failed write; 0 after a success */
@@ -117,8 +129,9 @@ static void fail_waiters(struct commit *c, int err)
 	}
 }
 
-/* One commit. Returns 0, 1 when nothing was pending, or the store error. */
-static int commit_once(struct commit *c)
+/* One commit of the changes made since since_us (0: unknown). Returns 0,
+ * 1 when nothing was pending, or the store error. */
+static int commit_once(struct commit *c, uint64_t since_us)
 {
 	uint64_t t0 = mono_us();
 	struct journal_batch *b = c->pending;
@@ -176,6 +189,16 @@ static int commit_once(struct commit *c)
 	stat_set(&s->last_apply_us, apply);
 	stat_set(&s->last_sync_us, sync);
 	stat_set(&s->last_publish_us, publish);
+	hist_add(&s->swap_hist_us, swap);
+	hist_add(&s->log_hist_us, logu);
+	hist_add(&s->apply_hist_us, apply);
+	hist_add(&s->sync_hist_us, sync);
+	hist_add(&s->publish_hist_us, publish);
+	if (since_us && since_us <= t3)
+		hist_add(&s->lag_us, t3 - since_us);
+	uint64_t w0 = mono_us();
+	wake(c);
+	hist_add(&s->wake_hist_us, mono_us() - w0);
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
 	          (unsigned long long)swap, (unsigned long long)logu, (unsigned long long)apply,
@@ -214,11 +237,29 @@ static bool commit_sleep(struct commit *c, unsigned ms)
 	return pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT;
 }
 
-/* Wait (c->mu held) until it is time for the next attempt: the interval
- * (backed off while failing, and never past the shutdown deadline), or a
- * kick -- but while the store fails, never sooner than COMMIT_RETRY_GAP_MS
- * after the last failed attempt, so waiters and mutations cannot turn
- * retries into a busy loop. Once stopping, at once unless failing. */
+/* Sleep on c->cv (held) until mono_us() reaches due_us, or a signal. */
+static void commit_sleep_until(struct commit *c, uint64_t due_us)
+{
+	uint64_t now = mono_us();
+	if (due_us <= now)
+		return;
+	uint64_t us = due_us - now;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(us / 1000000);
+	ts.tv_nsec += (long)(us % 1000000) * 1000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+/* Wait (c->mu held) until it is time for the next attempt (invariant 5):
+ * a kick; the interval since the running batch's first change; while
+ * failing, the back-off (and never past the shutdown deadline) -- but never
+ * sooner than COMMIT_RETRY_GAP_MS after the last failed attempt, so
+ * waiters and mutations cannot turn retries into a busy loop. With nothing
+ * to commit it sleeps without a timeout. Once stopping, at once unless
+ * failing. */
 static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
 {
 	for (;;) {
@@ -229,11 +270,16 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 			if (!failures || since >= COMMIT_RETRY_GAP_MS ||
 			    !commit_sleep(c, COMMIT_RETRY_GAP_MS - (unsigned)since))
 				return;
-		} else if (c->interval_ms == 0 && !failures && !c->stop) {
-			/* Interval 0: every mutation kicks us (commit_kick). */
+		} else if (failures || c->stop) {
+			if (!commit_sleep(c, commit_sleep_ms(c, failures)))
+				return;
+		} else if (c->armed) {
+			uint64_t due = c->armed_us + (uint64_t)c->interval_ms * 1000;
+			if (mono_us() >= due)
+				return;
+			commit_sleep_until(c, due);
+		} else {
 			pthread_cond_wait(&c->cv, &c->mu);
-		} else if (!commit_sleep(c, commit_sleep_ms(c, failures))) {
-			return;
 		}
 	}
 }
@@ -246,14 +292,15 @@ static void *commit_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		commit_wait_turn(c, failures, failed_us);
+		stat_add(&c->stats.turns, 1);
 		c->kick = false;
+		uint64_t since = c->armed ? c->armed_us : 0;
+		c->armed = false;
 		bool stopping = c->stop;
 		uint64_t deadline = c->deadline_us;
 		pthread_mutex_unlock(&c->mu);
 
-		int rc;
-		while ((rc = commit_once(c)) == 0)
-			wake(c);
+		int rc = commit_once(c, since);
 		wake(c);
 		bool expired = false;
 		if (rc < 0) {
@@ -269,8 +316,15 @@ static void *commit_main(void *arg)
 		} else {
 			failures = 0;
 		}
+		/* A change the arm did not announce (none is known) still gets
+		 * its turn: with records left, the next turn counts from now. */
+		bool left = rc == 0 && ns_journal_records(c->ns) > 0;
 
 		pthread_mutex_lock(&c->mu);
+		if (left && !c->armed) {
+			c->armed = true;
+			c->armed_us = mono_us();
+		}
 		if (stopping && (rc == 1 || expired))
 			break;
 	}
@@ -281,6 +335,19 @@ static void *commit_main(void *arg)
 static void commit_kick_cb(void *arg)
 {
 	commit_kick(arg);
+}
+
+/* The running batch received its first change (ns lock held). */
+static void commit_arm_cb(void *arg)
+{
+	struct commit *c = arg;
+	pthread_mutex_lock(&c->mu);
+	if (!c->armed) {
+		c->armed = true;
+		c->armed_us = mono_us();
+		pthread_cond_signal(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out)
@@ -308,6 +375,7 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 		return -rc;
 	}
 	ns_set_kick(ns, commit_kick_cb, c);
+	ns_set_arm(ns, commit_arm_cb, c);
 	*out = c;
 	return 0;
 }
@@ -327,6 +395,7 @@ void commit_stop(struct commit *c)
 	if (!c)
 		return;
 	ns_set_kick(c->ns, NULL, NULL);
+	ns_set_arm(c->ns, NULL, NULL);
 	pthread_mutex_lock(&c->mu);
 	if (!c->deadline_us)
 		c->deadline_us = mono_us() + 1;
@@ -408,4 +477,13 @@ int commit_wait(struct commit *c, uint64_t seq)
 const struct commit_stats *commit_get_stats(const struct commit *c)
 {
 	return &c->stats;
+}
+
+uint64_t commit_lag(struct commit *c)
+{
+	pthread_mutex_lock(&c->mu);
+	uint64_t now = mono_us();
+	uint64_t lag = c->armed && now > c->armed_us ? now - c->armed_us : 0;
+	pthread_mutex_unlock(&c->mu);
+	return lag;
 }

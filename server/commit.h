@@ -47,5 +47,8 @@ void commit_kick(struct commit *c);
 int commit_wait(struct commit *c, uint64_t seq);
 
 const struct commit_stats *commit_get_stats(const struct commit *c);
+/* Age in microseconds of the oldest change not yet taken by a commit; 0
+ * when there is none. */
+uint64_t commit_lag(struct commit *c);
 
 #endif

@@ -815,6 +815,8 @@ int store_info(struct store *s, struct store_info *out)
 		out->map_size = ei.me_mapsize;
 		out->used_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
 		out->log_entries = ls.ms_entries;
+		out->log_bytes = 0;
+		out->log_trimmed = 0;
 	}
 	store_rtxn_end(s, txn);
 	return err;

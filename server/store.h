@@ -120,6 +120,8 @@ struct store_info {
 	uint64_t map_size;
 	uint64_t used_bytes;
 	uint64_t log_entries;
+	uint64_t log_bytes;       /* record bytes of the batches kept */
+	uint64_t log_trimmed;     /* batches dropped by retention since store_open */
 };
 int store_info(struct store *s, struct store_info *out);
 
