@@ -22,6 +22,7 @@
 #include "mcachectl_extents.h"
 #include "mcachectl_fmt.h"
 #include "mcachectl_help.h"
+#include "mcachectl_log.h"
 #include "mcache.h"
 
 #define EXIT_FAIL  1
@@ -629,6 +630,8 @@ static int cmd_sync(int argc, char **argv)
 
 static int cmd_stats(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--commits") == 0)
+		return (errno = -commits_print(conn())) ? fail("stats") : 0;
 	int rc = need_args(argc, argv, 0, "");
 	if (rc)
 		return rc;
@@ -686,6 +689,7 @@ static int cmd_load(int argc, char **argv)
 	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
 }
 
+static int cmd_log(int argc, char **argv) { return log_main(conn(), argc, argv, json_doc, prog); }
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -735,7 +739,14 @@ static const struct command {
 	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
 	{ "sync", cmd_sync, "",
 	  "Wait until every change acknowledged so far is durable on the server.\n" },
-	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
+	{ "stats", cmd_stats, "[--commits]",
+	  "Print the server's statistics (JSON, as GET /stats); --commits: the\n"
+	  "commit pipeline as a table (phases, batch sizes, lag, journal, log).\n" },
+	{ "log", cmd_log, "[--follow] [--since SEQ] [--json]",
+	  "Print the committed changes, one record a line: SEQ.REC TIME OP FIELDS\n"
+	  "(--json: the server's JSON lines), from batch SEQ on (default: the\n"
+	  "oldest the server keeps); --follow waits for new commits. Root or\n"
+	  "the server's user only.\n" },
 	{ "extents", cmd_extents, "PATH",
 	  "Print the extent map of the file PATH (OFF LEN PHYS FLAGS) and its\n"
 	  "extent-state ranges (START END BITS, END inclusive); --json: one object.\n" },
