@@ -1,9 +1,9 @@
 /* log.c - mc_log_read: the server's commit log as JSON lines (OP_LOG). */
+#include "client_impl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "client_impl.h"
 
 char *mc_log_read(mc_client *c, struct mc_log_pos *pos, size_t max, uint64_t *first, int *eof)
 {
