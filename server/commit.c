@@ -318,7 +318,7 @@ static void *commit_main(void *arg)
 		}
 		/* A change the arm did not announce (none is known) still gets
 		 * its turn: with records left, the next turn counts from now. */
-		bool left = rc == 0 && ns_journal_records(c->ns) > 0;
+		bool left = rc >= 0 && ns_journal_records(c->ns) > 0;
 
 		pthread_mutex_lock(&c->mu);
 		if (left && !c->armed) {

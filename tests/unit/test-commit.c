@@ -572,6 +572,8 @@ static void test_journal_bound(void **state)
 	assert_true(c.backlog_records >= 60 && c.backlog_records < 60 + 3);
 	assert_int_equal(c.full_refusals, 1);
 	assert_int_equal(c.full_waits, 1);
+	/* The time it waited is counted (journal_wait_ms is 100 here). */
+	assert_true(c.full_wait_us >= 90000 && c.full_wait_us < 5000000);
 	/* Every kind of mutation is refused the same way -- now at once: a
 	 * wait already timed out and nothing was committed since. */
 	struct timespec t0;
