@@ -78,7 +78,7 @@ static int print_text(const char *line)
 		if (json_is_string(v))
 			put_bytes(json_string_value(v));
 		else if (!strcmp(key, "mode"))
-			printf("0%" JSON_INTEGER_FORMAT "o", json_integer_value(v));
+			printf("0%llo", (unsigned long long)json_integer_value(v));
 		else if (!strcmp(key, "type"))
 			fputs(type_name(json_integer_value(v)), stdout);
 		else if (json_is_integer(v))

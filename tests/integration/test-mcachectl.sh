@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=92
+PLAN=93
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -245,6 +245,8 @@ run sync
 run log
 check "log prints the committed mkdir with its sequence number" \
 	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -Eq "^[0-9]+\.[0-9]+ [0-9T:.-]+Z dentry_put parent=1 name=logged ino=[0-9]+ type=dir$"'
+check "log prints a directory's mode in octal" \
+	eval 'echo "$OUT" | grep -Eq " inode_put ino=[0-9]+ mode=040755 nlink=2 "'
 run log --json
 check "log --json prints JSON lines" \
 	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -q "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"logged\""'
