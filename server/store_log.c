@@ -16,6 +16,10 @@
  *  3. s->log_bytes (the sum of the log's value sizes) is kept under
  *     commit_lock: measured once at open, changed by a commit only once its
  *     transaction committed.
+ *  4. Lock order: commit_lock, then `resize`. store_info reads the log
+ *     figures under commit_lock only after its read transaction ended:
+ *     holding `resize` while waiting for commit_lock would deadlock with a
+ *     commit growing the map.
  */
 #include <assert.h>
 #include <errno.h>
@@ -308,12 +312,15 @@ int store_info(struct store *s, struct store_info *out)
 		out->map_size = ei.me_mapsize;
 		out->used_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
 		out->log_entries = ls.ms_entries;
+	}
+	store_rtxn_end(s, txn);
+	/* After the transaction: store_commit takes commit_lock, then `resize`. */
+	if (!err) {
 		pthread_mutex_lock(&s->commit_lock);
 		out->log_bytes = s->log_bytes;
 		out->log_trimmed = s->log_trimmed;
 		pthread_mutex_unlock(&s->commit_lock);
 	}
-	store_rtxn_end(s, txn);
 	return err;
 }
 
