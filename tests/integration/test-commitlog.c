@@ -3,7 +3,8 @@
  * was done (replayed, it gives the namespace; read in small pieces, the
  * same records); two clients of sustained mutations get at most about one
  * commit per --commit-interval-ms; a tiny --store-map-size grows instead of
- * failing, and what was synced survives a restart. */
+ * failing, and what was synced survives a restart; --log-retention-bytes
+ * bounds the log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -343,12 +344,64 @@ static void test_tiny_map_grows(void **state)
 	mc_disconnect(c);
 }
 
+/* ---- retention through the option ------------------------------------ */
+
+/* With --log-retention-bytes 64K, create/unlink churn over many commits
+ * keeps the log at its bound and data.mdb small; the log starts after the
+ * batches dropped, and what it still has reads back. */
+static void test_retention_option(void **state)
+{
+	const char *const args[] = { "--log-retention-bytes", "64K", "--commit-interval-ms", "1",
+	                             NULL };
+	struct mc_server *s = start(state, args);
+	mc_client *c = harness_client(s);
+	char p[64];
+	for (int round = 0; round < 300; round++) {
+		mc_batch *b = mc_batch_new(c);
+		for (int k = 0; k < 16; k++) {
+			snprintf(p, sizeof(p), "/churn-%02d", k);
+			if (round % 2 == 0)
+				mc_batch_create(b, p, 0644);
+			else
+				mc_batch_unlink(b, p);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		for (size_t k = 0; k < mc_batch_count(b); k++)
+			assert_int_equal(mc_batch_error(b, k), 0);
+		mc_batch_free(b);
+		assert_int_equal(mc_sync(c), 0);        /* one commit a round */
+	}
+	uint64_t bytes = harness_stat_u64(c, "store", "log_bytes");
+	uint64_t kept = harness_stat_u64(c, "store", "log_entries");
+	uint64_t trimmed = harness_stat_u64(c, "store", "log_trimmed");
+	print_message("# log: %llu bytes in %llu batches, %llu trimmed\n", (unsigned long long)bytes,
+	              (unsigned long long)kept, (unsigned long long)trimmed);
+	assert_true(bytes <= (64 << 10) + 8192);
+	assert_true(trimmed > 0);
+	assert_true(kept + trimmed >= 300);
+	struct mc_log_pos pos = { 1, 0 };
+	uint64_t first = 0;
+	int eof = 0;
+	char *text = mc_log_read(c, &pos, 0, &first, &eof);
+	assert_non_null(text);
+	assert_true(first > 1);
+	assert_true(strstr(text, "\"name\":\"churn-") != NULL);
+	free(text);
+	char db[600];
+	struct stat st;
+	snprintf(db, sizeof(db), "%s/data.mdb", s->data);
+	assert_int_equal(stat(db, &st), 0);
+	assert_true(st.st_size < 4 << 20);
+	mc_disconnect(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_log_is_what_was_done, teardown),
 		cmocka_unit_test_teardown(test_rate_holds_interval, teardown),
 		cmocka_unit_test_teardown(test_tiny_map_grows, teardown),
+		cmocka_unit_test_teardown(test_retention_option, teardown),
 	};
 	return cmocka_run_group_tests_name("commitlog", tests, NULL, NULL);
 }
