@@ -212,7 +212,7 @@ int commits_print(mc_client *c)
 	printf("%-14s %12s %12s %12s %12s %12s\n", "PHASE (us)", "COUNT", "P50", "P99", "MAX",
 	       "TOTAL");
 	static const char *const phases[][2] = {
-		{ "swap", "commits.phase_us.swap" }, { "log append", "commits.phase_us.log" },
+		{ "settle", "commits.phase_us.settle" }, { "swap", "commits.phase_us.swap" }, { "log append", "commits.phase_us.log" },
 		{ "table apply", "commits.phase_us.apply" },
 		{ "lmdb commit", "commits.phase_us.sync" },
 		{ "publish", "commits.phase_us.publish" }, { "wake", "commits.phase_us.wake" },

@@ -311,6 +311,9 @@ const struct stats_metric stats_metrics[] = {
 	     commits.publish_hist_us, "Commit phase: publishing (entries clean, sequence advanced)."),
 	HIST("commits.phase_us.wake", "mcache_commit_wake_seconds", STATS_UNIT_US,
 	     commits.wake_hist_us, "Commit phase: answering the waiters made durable."),
+	HIST("commits.phase_us.settle", "mcache_commit_settle_seconds", STATS_UNIT_US,
+	     commits.settle_us, "Before a commit a waiter asked for: waiting for other clients' "
+	     "mutations in progress."),
 	HIST("commits.lag_us", "mcache_commit_lag_seconds", STATS_UNIT_US, commits.lag_us,
 	     "Time from a batch's first change to its publish."),
 	COUNTER("commits.turns", "mcache_commit_turns_total", NULL, commits.turns,

@@ -85,6 +85,7 @@ struct commit_stats {
 	struct hist publish_hist_us, wake_hist_us;
 	struct hist lag_us;                /* first change of a batch to its publish */
 	_Atomic uint64_t turns;            /* times the committer woke to commit */
+	struct hist settle_us;             /* waiting for a growing journal to settle */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */

@@ -719,6 +719,68 @@ static void test_rate_holds_interval(void **state)
 	assert_true(load(&cs->turns) > turns);
 }
 
+struct spinner {
+	struct fx *f;
+	_Atomic bool *stop;
+};
+
+/* Mutate until told to stop, 5 us of busy work between changes (never a
+ * sleep): another client in the middle of a long batch. */
+static void *spin_main(void *arg)
+{
+	struct spinner *w = arg;
+	char p[64];
+	for (unsigned i = 0; !atomic_load(w->stop); i++) {
+		snprintf(p, sizeof(p), "/s/f%u", i % 256);
+		int rc = i % 512 < 256 ? ns_open(w->f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY,
+		                                 0644, false, NULL)
+		                       : ns_unlink(w->f->ns, &root_cred, P(p));
+		if (rc != 0)
+			return (void *)"spin failed";
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec < 5000);
+	}
+	return NULL;
+}
+
+/* A commit a waiter asks for waits (boundedly) while other mutations are
+ * still coming in, so that they share it; a lone waiter barely waits. */
+static void test_waiter_settles(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	/* Alone: one short look. */
+	mkfile(f, "/alone");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	assert_int_equal(load(&cs->settle_us.count), 1);
+	assert_true(load(&cs->settle_us.max) < 20000);
+	/* Another writer never pauses: commits asked for wait up to the bound
+	 * for it, at least once in 20 tries on a loaded machine. */
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/s"), 0755, NULL), 0);
+	_Atomic bool stop = false;
+	struct spinner w = { f, &stop };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, spin_main, &w), 0);
+	for (int i = 0; i < 20; i++) {
+		mkfile(f, i % 2 ? "/w1" : "/w0");
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/w1" : "/w0")), 0);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	atomic_store(&stop, true);
+	void *r;
+	pthread_join(th, &r);
+	assert_null(r);
+	print_message("# settles: %llu, longest %llu us\n",
+	              (unsigned long long)load(&cs->settle_us.count),
+	              (unsigned long long)load(&cs->settle_us.max));
+	assert_true(load(&cs->settle_us.count) >= 21);
+	assert_true(load(&cs->settle_us.max) >= 900);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -734,6 +796,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
+		T(test_waiter_settles),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }
