@@ -216,6 +216,23 @@ MC_EXPORT char *mc_server_slowlog(mc_client *c, unsigned n);
  * server's own user may run it), ENOMEM, EAGAIN or EIO (the store could not
  * be read), ENOTCONN, ECHILD. */
 MC_EXPORT char *mc_server_fsck(mc_client *c);
+/* The server's commit log: every committed change with its batch sequence
+ * number, as JSON lines, one record a line (fields in mcachectl(1), `log`).
+ * Reads from record pos->rec of batch pos->seq ({0, 0}: from the oldest
+ * batch kept) about max bytes of lines (0: 256 KiB; whole lines, at least
+ * one), then moves *pos past what it returned. *first (may be NULL)
+ * receives the oldest batch the server keeps (0: none; a later one than
+ * asked for means the records between were dropped by retention), *eof
+ * (may be NULL) 1 when every record committed so far was returned.
+ * Returns a malloc'd NUL-terminated string the caller frees (empty when
+ * there is nothing new), or NULL with errno: EACCES (the caller is neither
+ * root nor the server's user), EIO (the server's store failed), and those
+ * listed at the top of this header. */
+struct mc_log_pos {
+	uint64_t seq, rec;
+};
+MC_EXPORT char *mc_log_read(mc_client *c, struct mc_log_pos *pos, size_t max, uint64_t *first,
+                            int *eof);
 
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read

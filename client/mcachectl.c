@@ -27,6 +27,7 @@
 #include "mcachectl_ls.h"
 #include "mcachectl_fsck.h"
 #include "mcachectl_help.h"
+#include "mcachectl_log.h"
 #include "mcache.h"
 
 const char *prog = "mcachectl";
@@ -509,6 +510,7 @@ static int cmd_fsck(int argc, char **argv)
 	return fsck_command(argc, argv, socket_arg, json_doc != NULL, prog);
 }
 
+static int cmd_log(int argc, char **argv) { return log_main(conn(), argc, argv, json_doc, prog); }
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -560,8 +562,10 @@ static const struct command {
 	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
 	{ "sync", cmd_sync, "",
 	  "Wait until every change acknowledged so far is durable on the server.\n" },
-	{ "stats", cmd_stats, "[--watch [INTERVAL] [--count N]]",
+	{ "stats", cmd_stats, "[--commits | --watch [INTERVAL] [--count N]]",
 	  "Print the server's statistics (JSON, as GET /stats).\n"
+	  "  --commits               instead, the commit pipeline as a table\n"
+	  "                          (phases, batch sizes, lag, journal, log)\n"
 	  "  -w, --watch [INTERVAL]  instead, every INTERVAL seconds (default 1),\n"
 	  "                          a line of rates per second: requests, ops,\n"
 	  "                          errors, commits, committed records, read-path\n"
@@ -577,6 +581,11 @@ static const struct command {
 	  "slow-operation log, newest first: id, time, service time in ms, op,\n"
 	  "client pid and path. An op enters it when its service time on the\n"
 	  "server reaches --slowlog-threshold-ms; the log keeps --slowlog-max-len.\n" },
+	{ "log", cmd_log, "[--follow] [--since SEQ] [--json]",
+	  "Print the committed changes, one record a line: SEQ.REC TIME OP FIELDS\n"
+	  "(--json: the server's JSON lines), from batch SEQ on (default: the\n"
+	  "oldest the server keeps); --follow waits for new commits. Root or\n"
+	  "the server's user only.\n" },
 	{ "extents", cmd_extents, "PATH",
 	  "Print the extent map of the file PATH (OFF LEN PHYS FLAGS) and its\n"
 	  "extent-state ranges (START END BITS, END inclusive); --json: one object.\n" },

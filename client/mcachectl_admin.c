@@ -12,6 +12,7 @@
 
 #include "mcachectl.h"
 #include "mcachectl_fmt.h"
+#include "mcachectl_log.h"
 
 /* ---- stats ------------------------------------------------------------- */
 
@@ -181,6 +182,8 @@ int cmd_stats(int argc, char **argv)
 	double interval = 1;
 	long count = 0;
 
+	if (argc == 2 && strcmp(argv[1], "--commits") == 0)
+		return (errno = -commits_print(conn())) ? fail("stats") : 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--watch") == 0 || strcmp(argv[i], "-w") == 0) {
 			watch = true;

@@ -20,7 +20,9 @@ struct mcd_config {
 	unsigned idle_timeout_s;    /* --idle-timeout; default 0 (none) */
 	uint32_t max_frame;         /* --max-frame; default 16M */
 	uint64_t map_size;          /* --store-map-size; default 256M (grows) */
-	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
+	uint64_t log_retention;     /* --log-retention; batches; default 0: none */
+	uint64_t log_retention_bytes; /* --log-retention-bytes; default 64M */
+	uint64_t log_retention_age_s; /* --log-retention-age; default 86400 */
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
 	uint64_t journal_max_records; /* --journal-max-records; uncommitted records; default 1000000 */

@@ -67,6 +67,8 @@ int main(int argc, char **argv)
 	struct store_opts so = {
 		.map_size = cfg.map_size,
 		.log_retention = cfg.log_retention,
+		.log_max_bytes = cfg.log_retention_bytes,
+		.log_max_age_s = cfg.log_retention_age_s,
 		.root_mode = cfg.root_mode,
 		.root_uid = (uint32_t)geteuid(),
 		.root_gid = (uint32_t)getegid(),

@@ -146,6 +146,11 @@ void ns_journal_backlog(struct ns *ns, struct ns_backlog *out);
  * lock held when the journal is half way to its bound; it must not block
  * nor take the namespace lock. */
 void ns_set_kick(struct ns *ns, void (*fn)(void *arg), void *arg);
+/* The committer's timer (NULL: none): called with the namespace lock held
+ * when the running batch receives its first change, so that the interval
+ * counts from the oldest uncommitted change and an idle committer sleeps
+ * until there is something to commit. Same rules as the kick. */
+void ns_set_arm(struct ns *ns, void (*fn)(void *arg), void *arg);
 
 struct ns_counts {
 	uint64_t positive, negative, dentries_dirty, dirs_complete;
@@ -154,6 +159,7 @@ struct ns_counts {
 	uint64_t journal_records, committed_seq;
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */
+	uint64_t full_wait_us;                     /* time spent waiting for room */
 	/* The cache's bound (shrink.h). */
 	struct shrink_stats shrink;
 	uint64_t high_bytes, low_bytes;            /* watermarks */

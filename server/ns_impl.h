@@ -75,8 +75,12 @@ struct ns {
 	void (*kick)(void *arg);
 	void *kick_arg;
 	uint64_t kicked_seq;             /* running batch already kicked for */
+	void (*arm)(void *arg);          /* the committer's timer (ns_set_arm) */
+	void *arm_arg;
+	uint64_t armed_seq;              /* running batch already armed for; 0: none */
 	bool jrefusing;                  /* a wait timed out, no publish since: no more waits */
 	uint64_t full_waits, full_refusals;
+	uint64_t full_wait_us;           /* time mutations spent waiting for room */
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;

@@ -28,6 +28,7 @@
 #include "extent_map.h"
 #include "extent_ns.h"
 #include "fsck.h"
+#include "logfeed.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
@@ -304,6 +305,31 @@ static int op_fsck(struct session *s, struct op_out *out)
 	return 0;
 }
 
+/* The commit log as JSON lines (logfeed.h): it names every file changed,
+ * so only root and the server's own user may read it. */
+static int op_log(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EACCES;
+	if (!s->m->store)
+		return -EOPNOTSUPP;
+	size_t max = op->log_max ? op->log_max : 256u << 10;
+	if (max > s->m->cfg->max_reply / 2)
+		max = s->m->cfg->max_reply / 2;
+	struct logfeed_out lf;
+	int rc = logfeed_read(s->m->store, op->log_seq, op->log_rec, max, &lf);
+	if (rc < 0)
+		return rc;
+	out->data = (uint8_t *)lf.buf;
+	out->res.data.data = out->data;
+	out->res.data.len = lf.len;
+	out->res.cookie = lf.next_seq;
+	out->res.end = lf.next_rec;
+	out->res.start = lf.first;
+	out->res.eof = lf.eof;
+	return 0;
+}
+
 static int op_stats(struct session *s, struct op_out *out)
 {
 	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
@@ -486,6 +512,7 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_SYNC:
 	case MCACHE__OP_CODE__OP_STATS:
 	case MCACHE__OP_CODE__OP_FSCK:
+	case MCACHE__OP_CODE__OP_LOG:
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
@@ -603,6 +630,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		                                   &out->res.data.len));
 	case MCACHE__OP_CODE__OP_FSCK:
 		return op_fsck(s, out);
+	case MCACHE__OP_CODE__OP_LOG:
+		return op_log(s, op, out);
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:

@@ -80,6 +80,12 @@ struct commit_stats {
 	_Atomic uint64_t last_swap_us, last_log_us, last_apply_us, last_sync_us, last_publish_us;
 	_Atomic uint64_t sync_waits;       /* mc_sync / --sync waiters served */
 	_Atomic uint64_t sync_failures;    /* waiters answered with a commit error */
+	/* Per-phase histograms of each commit (microseconds). */
+	struct hist swap_hist_us, log_hist_us, apply_hist_us, sync_hist_us;
+	struct hist publish_hist_us, wake_hist_us;
+	struct hist lag_us;                /* first change of a batch to its publish */
+	_Atomic uint64_t turns;            /* times the committer woke to commit */
+	struct hist settle_us;             /* waiting for a growing journal to settle */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */
@@ -140,6 +146,11 @@ struct stats_snapshot {
 	uint64_t journal_backlog_bytes;
 	uint64_t journal_full_waits;      /* mutations that waited for room */
 	uint64_t journal_full_refusals;   /* ... and were refused (-ENOSPC) */
+	uint64_t journal_full_wait_us;    /* time mutations waited for room */
+	uint64_t commit_lag_us;           /* age of the oldest uncommitted change; 0: none */
+	uint64_t store_log_entries;       /* batches kept in the commit log */
+	uint64_t store_log_bytes;         /* their record bytes */
+	uint64_t store_log_trimmed;       /* batches dropped by retention */
 	uint64_t committed_seq;
 	uint64_t store_map_bytes;
 	uint64_t store_used_bytes;

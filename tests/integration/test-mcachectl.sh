@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=87
+PLAN=94
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -56,7 +56,7 @@ echo "1..$PLAN"
 run --help
 check "--help exits 0" test "$RC" -eq 0
 missing=
-for cmd in ls stat mkdir touch rm rmdir mv ln readlink chmod rmtree sync stats extents dump load MCACHE_SOCKET -s "Exit status"; do
+for cmd in ls stat mkdir touch rm rmdir mv ln readlink chmod rmtree sync stats log extents dump load MCACHE_SOCKET -s "Exit status"; do
 	grep -q -- "$cmd" "$T/out" || missing="$missing $cmd"
 done
 check "--help names every command, -s, \$MCACHE_SOCKET, exit status" test -z "$missing"
@@ -238,6 +238,36 @@ check "sync" test "$RC" -eq 0
 run stats
 check "stats prints JSON with dentries" \
 	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == "{"* ]] && [[ "$OUT" == *"dentries"* ]]'
+
+run stats --commits
+check "stats --commits: the commit phases as a table" \
+	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"lmdb commit"* ]] && [[ "$OUT" == *"P99"* ]] && [[ "$OUT" == *"batch records"* ]]'
+
+run mkdir /logged
+run sync
+run log
+check "log prints the committed mkdir with its sequence number" \
+	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -Eq "^[0-9]+\.[0-9]+ [0-9T:.-]+Z dentry_put parent=1 name=logged ino=[0-9]+ type=dir$"'
+check "log prints a directory's mode in octal" \
+	eval 'echo "$OUT" | grep -Eq " inode_put ino=[0-9]+ mode=040755 nlink=2 "'
+run log --json
+check "log --json prints JSON lines" \
+	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -q "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"logged\""'
+seq_logged=$(echo "$OUT" | grep '"name":"logged"' | sed 's/^{"seq":\([0-9]*\),.*/\1/')
+run log --since $((seq_logged + 1))
+check "log --since after the mkdir: not there" eval '[ "$RC" -eq 0 ] && [[ "$OUT" != *"name=logged"* ]]'
+run log --since nope
+check "log --since needs a number: exit 2" test "$RC" -eq 2
+"$MCACHECTL" log --follow >"$T/follow" 2>&1 &
+FOLLOW=$!
+sleep 0.3
+run mkdir /followed
+run sync
+for _ in $(seq 50); do grep -q "name=followed" "$T/follow" && break; sleep 0.1; done
+kill "$FOLLOW"; wait "$FOLLOW" 2>/dev/null
+check "log --follow prints a later commit" grep -q "dentry_put parent=1 name=followed" "$T/follow"
+run rmdir /logged
+run rmdir /followed
 
 # ---- against coreutils on a local directory ---------------------------------
 # Each case runs the same command on mcache and, with the coreutils tool, on

@@ -96,7 +96,9 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.idle_timeout_s, 0);
 	assert_int_equal(r.c.max_frame, 16u << 20);
 	assert_int_equal(r.c.map_size, 256u << 20);
-	assert_int_equal(r.c.log_retention, 10000);
+	assert_int_equal(r.c.log_retention, 0);
+	assert_int_equal(r.c.log_retention_bytes, 64ull << 20);
+	assert_int_equal(r.c.log_retention_age_s, 86400);
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
 	assert_int_equal(r.c.journal_max_records, 1000000);
@@ -283,7 +285,7 @@ static void t_bad_values(void **state)
 		{ "--workers", "0" }, { "--workers", "65" }, { "--workers", "abc" },
 		{ "--workers", "-1" }, { "--workers", "99999999999999999999999" },
 		{ "--commit-interval-ms", "60001" }, { "--max-frame", "1K" },
-		{ "--max-frame", "512M" }, { "--store-map-size", "0" }, { "--log-retention", "0" },
+		{ "--max-frame", "512M" }, { "--store-map-size", "0" }, { "--log-retention", "-1" },
 		{ "--log-level", "loud" }, { "--root-mode", "9" }, { "--root-mode", "17777" },
 		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
 		{ "--admin", "host:99999" }, { "--max-connections", "0" },
