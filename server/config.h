@@ -38,6 +38,7 @@ struct mcd_config {
 	unsigned cache_low_pct;     /* --cache-low; ... low watermark; default 80 */
 	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
 	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
+	unsigned warmers;           /* --warmers; warmer threads, 0: none; default 2 */
 };
 
 /* Set defaults. */

@@ -102,6 +102,11 @@
 	  "cache holds.") \
 	X(NEG_DIR_MAX, "negative-dir-max", 0, CK_UINT, F(neg_dir_max), "N", 1, UINT32_MAX, "256", \
 	  "Cached negative entries at most per directory.") \
+	X(WARMERS, "warmers", 0, CK_UINT, F(warmers), "N", 0, 64, "2", \
+	  "Threads that load the namespace from the store into the cache at\n" \
+	  "start (upper levels first, up to the --cache-low watermark) while\n" \
+	  "the server serves, then read ahead directories where lookups miss;\n" \
+	  "0 loads entries only when they are looked up.") \
 	X(CONFIG, "config", 'c', CK_CONFIG, NOFIELD, "FILE", 0, 0, NULL, \
 	  "Read settings from FILE first; options on the command line win.") \
 	X(HELP, "help", 'h', CK_HELP, NOFIELD, NULL, 0, 0, NULL, \

@@ -31,6 +31,7 @@
 #include "shm.h"
 #include "shrink.h"
 #include "store.h"
+#include "warm.h"
 
 int main(int argc, char **argv)
 {
@@ -119,6 +120,11 @@ int main(int argc, char **argv)
 		log_error("cannot start the shrinker: %s", strerror(-rc));
 		goto out;
 	}
+	rc = warm_start(m.ns, m.store, cfg.warmers, &m.warm);
+	if (rc < 0) {
+		log_error("cannot start the warmers: %s", strerror(-rc));
+		goto out;
+	}
 	struct rpc_opts ro = {
 		.socket_path = cfg.socket_path,
 		.workers = cfg.workers,
@@ -204,6 +210,7 @@ out:
 	if (m.rpc)
 		rpc_stop(m.rpc);
 	admin_stop(m.admin);
+	warm_stop(m.warm);
 	if (m.ns)
 		shrink_stop(m.ns);
 	/* Clients reading the segment must stop trusting it. */

@@ -14,6 +14,7 @@ struct mcd {
 	struct ns *ns;
 	struct store *store;
 	struct commit *commit;
+	struct warm *warm;           /* NULL with --warmers 0 */
 	struct rpc *rpc;
 	/* Set by the main thread after the RPC workers, which read it for
 	 * OP_STATS, have started: published with a release store. */

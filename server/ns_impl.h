@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "commit_sem.h"
 #include "dcache.h"
 #include "extent.h"
 #include "mc_path.h"
@@ -77,6 +78,10 @@ struct ns {
 	uint64_t kicked_seq;             /* running batch already kicked for */
 	bool jrefusing;                  /* a wait timed out, no publish since: no more waits */
 	uint64_t full_waits, full_refusals;
+	/* Warming (ns_warm.c): the commit semaphore and the miss hook. */
+	struct commit_sem csem;
+	void (*miss_fn)(void *arg, uint64_t dir_ino);
+	void *miss_arg;
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;

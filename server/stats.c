@@ -354,6 +354,28 @@ const struct stats_metric stats_metrics[] = {
 	        "Client lookups restarted because the entry changed under them."),
 	COUNTER("readpath.rpcs", "mcache_readpath_requests_total", NULL, readpath.rpcs,
 	        "Requests the clients sent to the server."),
+
+	GAUGE("warm.threads", "mcache_warm_threads", NULL, warm.threads, "Warmer threads."),
+	COUNTER("warm.entries", "mcache_warm_entries_total", NULL, warm.entries,
+	        "Entries the warmers inserted from the store."),
+	COUNTER("warm.bytes", "mcache_warm_bytes_total", NULL, warm.bytes,
+	        "Segment bytes taken by warmed entries."),
+	COUNTER("warm.yields", "mcache_warm_yields_total", NULL, warm.yields,
+	        "Times a warmer let go of its snapshot for a waiting committer."),
+	COUNTER("warm.dirs_done", "mcache_warm_dirs_done_total", NULL, warm.dirs_done,
+	        "Directories the warmers read to their end."),
+	COUNTER("warm.dirs_queued", "mcache_warm_dirs_queued_total", NULL, warm.dirs_queued,
+	        "Directories queued for the warmers."),
+	COUNTER("warm.readahead", "mcache_warm_readahead_total", NULL, warm.readahead,
+	        "Directories queued for read-ahead by a miss."),
+	GAUGE("warm.done", "mcache_warm_done", NULL, warm.done,
+	      "1 once the start-up warm-up is over."),
+	GAUGE_US("warm.elapsed_us", "mcache_warm_elapsed_seconds", NULL, warm.elapsed_us,
+	         "Time the start-up warm-up took, or has taken so far."),
+	GAUGE("warm.rate", "mcache_warm_entries_per_second", NULL, warm.rate,
+	      "Entries warmed per second of the start-up warm-up."),
+	GAUGE("warm.rate_per_thread", "mcache_warm_thread_entries_per_second", NULL,
+	      warm.rate_per_thread, "Entries warmed per second of a warmer's busy time, averaged."),
 };
 const size_t stats_nmetrics = sizeof(stats_metrics) / sizeof(stats_metrics[0]);
 

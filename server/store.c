@@ -48,6 +48,7 @@
 #include "mc_shm.h"
 #include "store.h"
 #include "store_extent.h"
+#include "store_impl.h"
 
 #define STORE_MAP_DEFAULT      (256ull << 20)
 #define STORE_MAP_MAX_DEFAULT  (64ull << 30)
@@ -818,4 +819,19 @@ int store_info(struct store *s, struct store_info *out)
 	}
 	store_rtxn_end(s, txn);
 	return err;
+}
+
+/* ---- for store_read.c ------------------------------------------------- */
+
+void store_parts(struct store *s, struct store_parts *out)
+{
+	out->env = s->env;
+	out->inodes = s->inodes;
+	out->dentries = s->dentries;
+	out->resize = &s->resize;
+}
+
+int store_mdb_errno(int rc)
+{
+	return store_errno(rc);
 }

@@ -114,6 +114,8 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 	}
 	uint64_t cino;
 	uint8_t dtype;
+	if (ns->miss_fn)
+		ns->miss_fn(ns->miss_arg, inode_at(s, dir)->ino); /* read-ahead (warm.c) */
 	int rc = store_get_dentry(ns->store, inode_at(s, dir)->ino, name, len, &cino, &dtype);
 	if (rc == -ENOENT) {
 		*ino = 0;
