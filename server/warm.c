@@ -7,14 +7,17 @@
  *
  *   [idle] ──pop──► commit_sem read ─► store_snap_take ─► scan up to
  *     ▲             WARM_BATCH entries (stop early if committer_waiting)
- *     │             ─► ns_warm_dir (namespace lock, inserts; stops early
- *     │             too) ─► store_snap_release ─► commit_sem read unlock
+ *     │             ─► store_snap_release ─► ns_warm_dir (namespace lock,
+ *     │             inserts; stops early too) ─► commit_sem read unlock
  *     └── requeue at the head with the resume name (a yield, or more
  *         entries), or queue the subdirectories at the tail (done)
  *
  * Invariants:
- *  1. A thread holds the commit semaphore exactly while its snapshot is
- *     held, and inserts only what that snapshot gave (ns_warm.c note 1).
+ *  1. A thread takes its snapshot after taking the commit semaphore and
+ *     inserts what the snapshot gave before letting the semaphore go
+ *     (ns_warm.c note 1); the snapshot itself is released before the
+ *     namespace lock is taken, since a store reader (a miss) may hold that
+ *     lock: the copies in buf are all the insert needs.
  *  2. A thread holds at most one of w->mu, the commit semaphore: it never
  *     takes w->mu with the semaphore held, and the namespace lock is only
  *     taken inside ns_warm_dir (order: semaphore, namespace lock). The miss
@@ -160,9 +163,11 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	if (rc == 0) {
 		rc = store_snap_scan_dir(t->snap, it->ino, it->after, it->after_len, collect, t);
 		bool at_end = !t->yielded && t->n < WARM_BATCH;
+		/* buf holds copies: the snapshot goes before the namespace lock
+		 * is taken (a reader of the store may hold that lock). */
+		store_snap_release(t->snap);
 		if (rc == 0)
 			rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
-		store_snap_release(t->snap);
 		if (rc == 0 && res.processed < t->n)
 			t->yielded = true; /* ns_warm_dir stopped for the committer */
 		if (rc == 0 && !res.complete && (t->yielded || !at_end))
