@@ -93,6 +93,10 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 		res->complete = true;
 		goto out;
 	}
+	/* Names in v are distinct: with no child cached now, none of them
+	 * can be found (the usual case at start), so the lookups are skipped. */
+	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	bool none_cached = !dx || dx->ncached == 0;
 	for (; res->processed < n; res->processed++) {
 		const struct ns_warm_ent *e = &v[res->processed];
 		if (commit_sem_contended(&ns->csem))
@@ -101,7 +105,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			rc = -ENOSPC;
 			goto out;
 		}
-		if (!e->have_rec || dcache_find(s, dir, e->name, e->namelen))
+		if (!e->have_rec || (!none_cached && dcache_find(s, dir, e->name, e->namelen)))
 			continue;
 		rc = warm_one(ns, dir, e);
 		if (rc < 0)
