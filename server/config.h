@@ -39,6 +39,7 @@ struct mcd_config {
 	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
 	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
 	unsigned warmers;           /* --warmers; warmer threads, 0: none; default 2 */
+	char *shm_path;             /* --shm-path; the segment's file, NULL: a memfd */
 };
 
 /* Set defaults. */

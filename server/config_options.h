@@ -107,6 +107,12 @@
 	  "start (upper levels first, up to the --cache-low watermark) while\n" \
 	  "the server serves, then read ahead directories where lookups miss;\n" \
 	  "0 loads entries only when they are looked up.") \
+	X(SHM_PATH, "shm-path", 0, CK_PATH, F(shm_path), "PATH", 0, 0, NULL, \
+	  "Keep the shared-memory segment in this file (under /dev/shm) instead\n" \
+	  "of an anonymous memfd: it outlives a clean stop, and the next start\n" \
+	  "re-attaches it and serves the cached namespace at once when it\n" \
+	  "matches the store (else it is discarded and warmed again). none: a\n" \
+	  "memfd. Default: none") \
 	X(CONFIG, "config", 'c', CK_CONFIG, NOFIELD, "FILE", 0, 0, NULL, \
 	  "Read settings from FILE first; options on the command line win.") \
 	X(HELP, "help", 'h', CK_HELP, NOFIELD, NULL, 0, 0, NULL, \

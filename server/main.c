@@ -26,6 +26,7 @@
 #include "mc_config.h"
 #include "mcd.h"
 #include "notify.h"
+#include "restart.h"
 #include "ns.h"
 #include "rpc.h"
 #include "shm.h"
@@ -78,10 +79,23 @@ int main(int argc, char **argv)
 			log_error("cannot open data directory %s: %s", cfg.data_dir, strerror(-rc));
 		goto out;
 	}
-	rc = shm_create(cfg.cache_size, &m.shm);
+	rc = -ENOENT;
+	if (cfg.shm_path) {
+		const char *why;
+		rc = restart_attach(cfg.shm_path, cfg.cache_size, m.store, &m.shm, &why);
+		if (rc == 0)
+			log_info("re-attached the segment %s: its cache is served at once", cfg.shm_path);
+		else if (rc != -ENOENT)
+			log_info("not re-attaching the segment %s (%s): a new one is warmed",
+			         cfg.shm_path, why ? why : strerror(-rc));
+		m.reattached = rc == 0;
+	}
+	if (!m.reattached)
+		rc = shm_create_at(cfg.shm_path, cfg.cache_size, &m.shm);
 	if (rc < 0) {
-		log_error("cannot create a %llu-byte shared-memory segment: %s",
-		          (unsigned long long)cfg.cache_size, strerror(-rc));
+		log_error("cannot create a %llu-byte shared-memory segment%s%s: %s",
+		          (unsigned long long)cfg.cache_size, cfg.shm_path ? " at " : "",
+		          cfg.shm_path ? cfg.shm_path : "", strerror(-rc));
 		goto out;
 	}
 	rc = area_create(m.shm->size, cfg.max_conns < 4096 ? cfg.max_conns : 4096, &m.area);
@@ -120,7 +134,7 @@ int main(int argc, char **argv)
 		log_error("cannot start the shrinker: %s", strerror(-rc));
 		goto out;
 	}
-	rc = warm_start(m.ns, m.store, cfg.warmers, &m.warm);
+	rc = warm_start(m.ns, m.store, cfg.warmers, !m.reattached, &m.warm);
 	if (rc < 0) {
 		log_error("cannot start the warmers: %s", strerror(-rc));
 		goto out;
@@ -231,6 +245,15 @@ out:
 		} else if (status == 0) {
 			log_info("all changes committed; bye");
 		}
+	}
+	if (cfg.shm_path && m.shm && m.ns && status == 0) {
+		const char *why;
+		rc = restart_save(cfg.shm_path, m.shm, m.ns, m.store, &why);
+		if (rc == 0)
+			log_info("segment %s kept for a warm restart", cfg.shm_path);
+		else
+			log_warn("segment %s not kept for a warm restart: %s", cfg.shm_path,
+			         why ? why : strerror(-rc));
 	}
 	ns_free(m.ns);
 	area_destroy(m.area);

@@ -98,6 +98,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	};
 
 	warm_get_stats(m->warm, &out->warm);
+	out->warm.reattached = m->reattached;
 	if (m->commit)
 		commit_stats_copy(&out->commits, commit_get_stats(m->commit));
 	struct store_info si;

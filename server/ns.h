@@ -205,4 +205,10 @@ struct ns_warm_res {
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
                 bool at_end, struct ns_warm_res *res);
 
+/* Why the cache could not be kept for a warm restart (restart.h), or NULL
+ * when it can: everything committed, no open handle, no extent state or
+ * map, no inode left without a cached name. Call once nothing changes the
+ * namespace any more (the server is stopping). */
+const char *ns_restart_blocker(struct ns *ns);
+
 #endif

@@ -119,3 +119,20 @@ out:
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
+
+const char *ns_restart_blocker(struct ns *ns)
+{
+	struct shm *s = ns->shm;
+	const char *why = NULL;
+	pthread_mutex_lock(&ns->lock);
+	if (s->d_dirty || s->i_dirty || ns->running->nrecs || ns->swapped)
+		why = "changes are not committed";
+	else if (ns->holds.n)
+		why = "files are held open";
+	else if (ns->ext.chunks || ns->ext.trees)
+		why = "extent state or maps are cached";
+	else if (ns->shr.norph)
+		why = "inodes without a cached name are cached";
+	pthread_mutex_unlock(&ns->lock);
+	return why;
+}

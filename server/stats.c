@@ -376,6 +376,8 @@ const struct stats_metric stats_metrics[] = {
 	      "Entries warmed per second of the start-up warm-up."),
 	GAUGE("warm.rate_per_thread", "mcache_warm_thread_entries_per_second", NULL,
 	      warm.rate_per_thread, "Entries warmed per second of a warmer's busy time, averaged."),
+	GAUGE("warm.reattached", "mcache_warm_reattached", NULL, warm.reattached,
+	      "1 when the segment was re-attached from a clean stop (--shm-path)."),
 };
 const size_t stats_nmetrics = sizeof(stats_metrics) / sizeof(stats_metrics[0]);
 

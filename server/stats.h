@@ -126,6 +126,7 @@ struct stats_warm {
 	uint64_t elapsed_us;      /* start-up warm-up: time so far, or in all */
 	uint64_t rate;            /* entries per second over that time */
 	uint64_t rate_per_thread; /* entries per second of one thread's busy time, averaged */
+	uint64_t reattached;      /* 1: the segment was kept from a clean stop (restart.h) */
 };
 
 /* Everything the endpoints show, gathered at one instant. */

@@ -284,7 +284,7 @@ void warm_stop(struct warm *w)
 	free(w);
 }
 
-int warm_start(struct ns *ns, struct store *st, unsigned n, struct warm **out)
+int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct warm **out)
 {
 	*out = NULL;
 	if (n == 0)
@@ -302,7 +302,7 @@ int warm_start(struct ns *ns, struct store *st, unsigned n, struct warm **out)
 	const char *d = getenv("MCACHED_WARM_ENTRY_DELAY_US");
 	if (d)
 		w->delay_us = (unsigned)strtoul(d, NULL, 10);
-	int rc = push(w, 1, false, false); /* the root */
+	int rc = warm_up ? push(w, 1, false, false) : 0; /* the root */
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		struct warm_thread *t = &w->t[i];
 		t->w = w;
