@@ -29,6 +29,9 @@
 
 #include "ns_impl.h"
 
+/* Entries inserted per hold of the namespace lock. */
+#define NS_WARM_SLICE 32u
+
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
 	return &ns->csem;
@@ -75,6 +78,23 @@ static bool dir_all_cached(struct ns *ns, mc_off_t dir)
 	return have == want;
 }
 
+/* Dentries dropped from the cache so far (evicted, over a cap, pruned):
+ * the ways a directory loses cached children other than a removal from a
+ * complete directory, which ns_warm_dir never works in. */
+static uint64_t dentries_dropped(const struct ns *ns)
+{
+	return ns->shr.st.evicted + ns->shr.st.neg_evicted + ns->shm->pruned;
+}
+
+/* The cached directory dir_ino, lock held: 0 when it is not one. */
+static mc_off_t warm_dir_find(struct ns *ns, uint64_t dir_ino)
+{
+	mc_off_t dir = inode_find(ns->shm, dir_ino);
+	if (!dir || !S_ISDIR(inode_at(ns->shm, dir)->mode) || inode_at(ns->shm, dir)->nlink == 0)
+		return 0;
+	return dir;
+}
+
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
                 bool at_end, struct ns_warm_res *res)
 {
@@ -83,39 +103,59 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 	*res = (struct ns_warm_res){ 0 };
 	pthread_mutex_lock(&ns->lock);
 	uint64_t used0 = shm_bytes_used(s);
-	mc_off_t dir = inode_find(s, dir_ino);
-	if (!dir || !S_ISDIR(inode_at(s, dir)->mode) || inode_at(s, dir)->nlink == 0) {
+	mc_off_t dir = warm_dir_find(ns, dir_ino);
+	if (!dir) {
 		rc = -ENOENT;
 		goto out;
 	}
-	if (dcache_complete(s, dir)) {
-		res->processed = n;
-		res->complete = true;
-		goto out;
-	}
-	/* Names in v are distinct: with no child cached now, none of them
-	 * can be found (the usual case at start), so the lookups are skipped. */
+	/* Names in v are distinct: while the directory's cached children are
+	 * only those inserted here, none of the others can be found (the usual
+	 * case at start), so the lookups are skipped. */
 	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
 	bool none_cached = !dx || dx->ncached == 0;
-	for (; res->processed < n; res->processed++) {
-		const struct ns_warm_ent *e = &v[res->processed];
+	for (unsigned held = 0; res->processed < n; held++) {
+		if (held == NS_WARM_SLICE) {
+			/* Let writers in between slices; the directory may have
+			 * changed (or gone) meanwhile. */
+			res->bytes += shm_bytes_used(s) - used0;
+			uint64_t gone = dentries_dropped(ns);
+			pthread_mutex_unlock(&ns->lock);
+			pthread_mutex_lock(&ns->lock);
+			used0 = shm_bytes_used(s);
+			held = 0;
+			if (!(dir = warm_dir_find(ns, dir_ino))) {
+				rc = -ENOENT;
+				goto out;
+			}
+			/* Still only ours: as many as we added, none dropped. */
+			dx = dcache_dirx(s, dir, false);
+			none_cached = none_cached && dentries_dropped(ns) == gone &&
+			              (!dx || dx->ncached == res->added);
+		}
+		if (dcache_complete(s, dir)) {
+			res->processed = n;
+			res->complete = true;
+			goto out;
+		}
 		if (commit_sem_contended(&ns->csem))
 			goto out;
 		if (shm_bytes_used(s) >= ns->shr.low) {
 			rc = -ENOSPC;
 			goto out;
 		}
-		if (!e->have_rec || (!none_cached && dcache_find(s, dir, e->name, e->namelen)))
-			continue;
-		rc = warm_one(ns, dir, e);
-		if (rc < 0)
-			goto out;
-		res->added++;
+		const struct ns_warm_ent *e = &v[res->processed];
+		if (e->have_rec && (none_cached || !dcache_find(s, dir, e->name, e->namelen))) {
+			rc = warm_one(ns, dir, e);
+			if (rc < 0)
+				goto out;
+			res->added++;
+		}
+		res->processed++;
 	}
 	if (at_end && dir_all_cached(ns, dir) && dcache_set_complete(s, dir))
 		res->complete = true;
 out:
-	res->bytes = shm_bytes_used(s) - used0;
+	res->bytes += shm_bytes_used(s) - used0;
 	pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
