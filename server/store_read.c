@@ -147,3 +147,43 @@ out:
 	mdb_cursor_close(cur);
 	return err;
 }
+
+int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                    uint64_t *ino, uint8_t *dtype, struct mc_inode_rec *rec, char *target,
+                    size_t *tlen, bool *have_rec)
+{
+	uint8_t key[8 + MC_NAME_MAX];
+	struct store_snap sn = { .txn = NULL, .held = false };
+	if (namelen == 0)
+		return -EINVAL;
+	if (namelen > MC_NAME_MAX)
+		return -ENAMETOOLONG;
+	put_be64(key, parent);
+	memcpy(key + 8, name, namelen);
+	store_parts(s, &sn.p);
+	int err = store_snap_take(&sn);
+	if (err)
+		return err;
+	MDB_val k = { 8 + namelen, key }, v;
+	err = store_mdb_errno(mdb_get(sn.txn, sn.p.dentries, &k, &v));
+	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
+		err = -EIO;
+	if (err == 0) {
+		const uint8_t *p = v.mv_data;
+		uint64_t i = get_le64(p);
+		uint8_t t = p[8];
+		size_t tl = 0;
+		int have = snap_inode(&sn, i, rec, target, &tl);
+		if (have < 0) {
+			err = have;
+		} else {
+			*ino = i;
+			*dtype = t;
+			*tlen = tl;
+			*have_rec = have;
+		}
+	}
+	store_snap_release(&sn);
+	mdb_txn_abort(sn.txn);
+	return err;
+}

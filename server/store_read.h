@@ -15,6 +15,7 @@
 #ifndef MC_STORE_READ_H
 #define MC_STORE_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,5 +51,16 @@ typedef int (*store_snap_fn)(void *arg, const char *name, size_t namelen, uint64
  * malformed entry or inode record). */
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
                         size_t after_len, store_snap_fn fn, void *arg);
+
+/* Name name (namelen bytes) in directory parent, and the inode it names,
+ * read in one snapshot of its own (no store_snap needed): *ino and *dtype,
+ * and in *rec (with a symlink's target copied to target, MC_SYMLINK_MAX
+ * bytes, *tlen) the inode record when *have_rec, which is false when the
+ * store has no record of that inode. -ENOENT (no such name), -EINVAL (an
+ * empty name), -ENAMETOOLONG, -EIO (malformed), -EAGAIN (LMDB's reader
+ * table is full). */
+int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                    uint64_t *ino, uint8_t *dtype, struct mc_inode_rec *rec, char *target,
+                    size_t *tlen, bool *have_rec);
 
 #endif
