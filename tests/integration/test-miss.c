@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +39,7 @@ static double now_s(void)
 struct misser {
 	mc_client *c;
 	int ok, enoent;
-	volatile int done;
+	atomic_int done;
 };
 
 static void *miss_main(void *arg)
@@ -54,7 +55,7 @@ static void *miss_main(void *arg)
 		if (mc_stat(m->c, p, &st) < 0 && errno == ENOENT)
 			m->enoent++;
 	}
-	m->done = 1;
+	atomic_store(&m->done, 1);
 	return NULL;
 }
 
@@ -100,7 +101,7 @@ static void test_misses_leave_the_lock(void **state)
 	assert_int_equal(pthread_create(&th, NULL, miss_main, &m), 0);
 	static double lat[8192];
 	int n = 0;
-	while (!m.done && n < 8192) {
+	while (!atomic_load(&m.done) && n < 8192) {
 		usleep(500);
 		snprintf(p, sizeof(p), "/b/x%04d", n);
 		double t = now_s();
