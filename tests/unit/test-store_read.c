@@ -97,6 +97,30 @@ static void commit_names(struct fixture *f, int from, int to, bool del)
 	journal_batch_free(&b);
 }
 
+/* The same from another thread, as the committer does: a thread holding a
+ * snapshot never commits (the store's commit lock comes before its resize
+ * lock). */
+struct commit_job {
+	struct fixture *f;
+	int from, to;
+	bool del;
+};
+
+static void *commit_job_main(void *arg)
+{
+	struct commit_job *j = arg;
+	commit_names(j->f, j->from, j->to, j->del);
+	return NULL;
+}
+
+static void commit_names_elsewhere(struct fixture *f, int from, int to, bool del)
+{
+	struct commit_job j = { f, from, to, del };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, commit_job_main, &j), 0);
+	pthread_join(th, NULL);
+}
+
 struct seen {
 	int n, stop_at;
 	char last[MC_NAME_MAX + 1];
@@ -133,8 +157,8 @@ static void test_snapshot_isolation_and_renew(void **state)
 	commit_names(f, 0, 10, false);
 	assert_int_equal(store_snap_new(f->st, &sn), 0);
 	assert_int_equal(store_snap_take(sn), 0);
-	commit_names(f, 10, 20, false);
-	commit_names(f, 0, 5, true);
+	commit_names_elsewhere(f, 10, 20, false);
+	commit_names_elsewhere(f, 0, 5, true);
 	struct seen s = { 0 };
 	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
 	assert_int_equal(s.n, 10);          /* n000..n009, as when taken */
@@ -148,7 +172,7 @@ static void test_snapshot_isolation_and_renew(void **state)
 	assert_int_equal(s.n, 15);          /* n005..n019 */
 	assert_string_equal(s.last, "n019");
 	/* Taking again while held starts a fresh snapshot. */
-	commit_names(f, 20, 21, false);
+	commit_names_elsewhere(f, 20, 21, false);
 	assert_int_equal(store_snap_take(sn), 0);
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
