@@ -10,7 +10,8 @@
  *
  * While held, a snapshot keeps the store's map from being resized (the
  * store's resize lock is held for reading) and pins the LMDB pages it sees:
- * hold it for one bounded step only.
+ * hold it for one bounded step only, and never call store_commit (which
+ * takes the store's commit lock before the resize lock) while holding it.
  */
 #ifndef MC_STORE_READ_H
 #define MC_STORE_READ_H
