@@ -69,14 +69,17 @@ void store_snap_release(struct store_snap *sn)
 }
 
 /* The inode record of ino: 1 found (rec, target, *tlen set), 0 missing,
- * -EIO malformed. */
-static int snap_inode(struct store_snap *sn, uint64_t ino, struct mc_inode_rec *rec,
-                      char *target, size_t *tlen)
+ * -EIO malformed. With a cursor on `inodes` (icur), a key on the page the
+ * cursor stands on is found without descending the tree again: a
+ * directory's children mostly have neighbouring inode numbers. */
+static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
+                      struct mc_inode_rec *rec, char *target, size_t *tlen)
 {
 	uint8_t key[8];
 	MDB_val k = { 8, key }, v;
 	put_be64(key, ino);
-	int rc = mdb_get(sn->txn, sn->p.inodes, &k, &v);
+	int rc = icur ? mdb_cursor_get(icur, &k, &v, MDB_SET_KEY)
+	              : mdb_get(sn->txn, sn->p.inodes, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc)
@@ -98,7 +101,7 @@ int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *afte
 	uint8_t prefix[8 + MC_NAME_MAX];
 	char name[MC_NAME_MAX + 1];
 	char target[MC_SYMLINK_MAX];
-	MDB_cursor *cur = NULL;
+	MDB_cursor *cur = NULL, *icur = NULL;
 	assert(sn->held);
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
@@ -110,6 +113,11 @@ int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *afte
 	int err = 0, rc = mdb_cursor_open(sn->txn, sn->p.dentries, &cur);
 	if (rc)
 		return store_mdb_errno(rc);
+	rc = mdb_cursor_open(sn->txn, sn->p.inodes, &icur);
+	if (rc) {
+		mdb_cursor_close(cur);
+		return store_mdb_errno(rc);
+	}
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
@@ -129,7 +137,7 @@ int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *afte
 		uint8_t dtype = p[8];
 		struct mc_inode_rec rec;
 		size_t tlen = 0;
-		int have = snap_inode(sn, ino, &rec, target, &tlen);
+		int have = snap_inode(sn, icur, ino, &rec, target, &tlen);
 		if (have < 0) {
 			err = have;
 			goto out;
@@ -144,6 +152,7 @@ int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *afte
 	if (rc != MDB_NOTFOUND && rc != 0)
 		err = store_mdb_errno(rc);
 out:
+	mdb_cursor_close(icur);
 	mdb_cursor_close(cur);
 	return err;
 }
@@ -173,7 +182,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 		uint64_t i = get_le64(p);
 		uint8_t t = p[8];
 		size_t tl = 0;
-		int have = snap_inode(&sn, i, rec, target, &tl);
+		int have = snap_inode(&sn, NULL, i, rec, target, &tl);
 		if (have < 0) {
 			err = have;
 		} else {
