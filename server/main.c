@@ -39,6 +39,7 @@ int main(int argc, char **argv)
 	struct mcd_config cfg;
 	struct mcd m = { .cfg = &cfg };
 	int rc, status = 1;
+	bool warmed = false;   /* the kept segment's (and then this run's) warm-up was over */
 
 	config_defaults(&cfg);
 	rc = config_parse(&cfg, argc, argv, stdout, stderr);
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 	rc = -ENOENT;
 	if (cfg.shm_path) {
 		const char *why;
-		rc = restart_attach(cfg.shm_path, cfg.cache_size, m.store, &m.shm, &why);
+		rc = restart_attach(cfg.shm_path, cfg.cache_size, m.store, &m.shm, &warmed, &why);
 		if (rc == 0)
 			log_info("re-attached the segment %s: its cache is served at once", cfg.shm_path);
 		else if (rc != -ENOENT)
@@ -134,7 +135,7 @@ int main(int argc, char **argv)
 		log_error("cannot start the shrinker: %s", strerror(-rc));
 		goto out;
 	}
-	rc = warm_start(m.ns, m.store, cfg.warmers, !m.reattached, &m.warm);
+	rc = warm_start(m.ns, m.store, cfg.warmers, !m.reattached || !warmed, &m.warm);
 	if (rc < 0) {
 		log_error("cannot start the warmers: %s", strerror(-rc));
 		goto out;
@@ -224,7 +225,10 @@ out:
 	if (m.rpc)
 		rpc_stop(m.rpc);
 	admin_stop(m.admin);
+	/* Kept for a warm restart: a warm-up that was over need not run again. */
+	warmed = (m.reattached && warmed) || warm_done(m.warm);
 	warm_stop(m.warm);
+	m.warm = NULL;
 	if (m.ns)
 		shrink_stop(m.ns);
 	/* Clients reading the segment must stop trusting it. */
@@ -248,7 +252,7 @@ out:
 	}
 	if (cfg.shm_path && m.shm && m.ns && status == 0) {
 		const char *why;
-		rc = restart_save(cfg.shm_path, m.shm, m.ns, m.store, &why);
+		rc = restart_save(cfg.shm_path, m.shm, m.ns, m.store, warmed, &why);
 		if (rc == 0)
 			log_info("segment %s kept for a warm restart", cfg.shm_path);
 		else

@@ -23,7 +23,8 @@
 
 struct restart_file {
 	uint32_t magic, format;
-	uint32_t shm_version, pad;
+	uint32_t shm_version;
+	uint32_t warmed;              /* the warm-up was over */
 	uint8_t uuid[16];
 	uint64_t last_seq;
 	struct shm_image img;
@@ -66,7 +67,7 @@ static int state_take(const char *path, struct restart_file *rf)
 }
 
 int restart_attach(const char *path, uint64_t size, struct store *st, struct shm **out,
-                   const char **why)
+                   bool *warmed, const char **why)
 {
 	struct restart_file rf;
 	struct store_meta meta;
@@ -104,11 +105,12 @@ int restart_attach(const char *path, uint64_t size, struct store *st, struct shm
 		shm_destroy(s);
 		return -ESTALE;
 	}
+	*warmed = rf.warmed != 0;
 	*out = s;
 	return 0;
 }
 
-int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *st,
+int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *st, bool warmed,
                  const char **why)
 {
 	struct restart_file rf;
@@ -132,6 +134,7 @@ int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *s
 	rf.magic = RESTART_MAGIC;
 	rf.format = RESTART_FORMAT;
 	rf.shm_version = MC_SHM_VERSION;
+	rf.warmed = warmed;
 	memcpy(rf.uuid, meta.uuid, sizeof(rf.uuid));
 	rf.last_seq = meta.last_seq;
 	shm_image_get(s, &rf.img);

@@ -19,6 +19,7 @@
 #ifndef MC_RESTART_H
 #define MC_RESTART_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ns;
@@ -27,14 +28,16 @@ struct store;
 
 /* Re-attach the segment file at path if a clean stop left it matching
  * store and size (bytes, rounded down to pages as shm_create does). The
- * state file is removed in any case. 0 (*out set), -ENOENT (no state
+ * state file is removed in any case. 0 (*out set, and *warmed: whether
+ * the server that left it had finished its warm-up), -ENOENT (no state
  * file: no clean stop), -ESTALE (it does not match: *why says how), or an
  * errno of reading it or of shm_attach. */
 int restart_attach(const char *path, uint64_t size, struct store *st, struct shm **out,
-                   const char **why);
-/* Save the state of a segment created at path, for restart_attach. 0,
- * -EBUSY (ns cannot be kept: *why says why), or the errno of writing it. */
-int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *st,
+                   bool *warmed, const char **why);
+/* Save the state of a segment created at path, for restart_attach;
+ * warmed: the warm-up was over. 0, -EBUSY (ns cannot be kept: *why says
+ * why), or the errno of writing it. */
+int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *st, bool warmed,
                  const char **why);
 
 #endif

@@ -362,3 +362,13 @@ void warm_get_stats(struct warm *w, struct stats_warm *out)
 	}
 	out->rate_per_thread = rate_sum / w->n;
 }
+
+bool warm_done(struct warm *w)
+{
+	if (!w)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	bool d = w->warmed;
+	pthread_mutex_unlock(&w->mu);
+	return d;
+}

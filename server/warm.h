@@ -29,5 +29,7 @@ void warm_stop(struct warm *w);
 /* Wait until the start-up warm-up is over (for tests and tools). */
 void warm_wait(struct warm *w);
 void warm_get_stats(struct warm *w, struct stats_warm *out);
+/* Whether the start-up warm-up is over (false for NULL). */
+bool warm_done(struct warm *w);
 
 #endif

@@ -251,6 +251,58 @@ static void test_no_reattach_when_store_changed(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+static void wait_warmed(mc_client *c)
+{
+	for (int i = 0; i < 3000 && harness_stat_u64(c, "\"warm\"", "done") != 1; i++)
+		usleep(10000);
+	assert_int_equal(harness_stat_u64(c, "\"warm\"", "done"), 1);
+}
+
+/* A kept segment whose warm-up was over is not warmed again; one left by a
+ * server that never warmed it is, after re-attaching. */
+static void test_reattach_warms_what_was_not(void **state)
+{
+	(void)state;
+	const char *const warm2[] = { "--shm-path", seg, "--warmers", "2", NULL };
+	assert_int_equal(server_start(&srv, warm2), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	wait_warmed(c);
+	mc_disconnect(c);
+	restart(warm2, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	wait_warmed(c);
+	assert_int_equal(harness_stat_u64(c, "\"warm\"", "dirs_queued"), 0);
+	mc_disconnect(c);
+	/* A cold cache, kept by a server without warmers: only /d1 cached
+	 * (the store changed meanwhile, so that segment is a new one). */
+	const char *const memfd[] = { "--warmers", "0", NULL };
+	restart(memfd, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/extra", 0755), 0);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	restart(kept, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/d1/f01", &st), 0);
+	mc_disconnect(c);
+	restart(warm2, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	wait_warmed(c);
+	assert_true(harness_stat_u64(c, "\"warm\"", "entries") >= 8 * 50);
+	uint64_t r0 = requests(c);
+	struct lines all = snapshot(c);
+	assert_int_equal(requests(c), r0 + 1);
+	assert_int_equal(all.n, 8 + 8 * 50 + 2);
+	lines_free(&all);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -282,6 +334,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reattach_after_clean_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_reattach_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_reattach_when_store_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reattach_warms_what_was_not, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
