@@ -346,6 +346,52 @@ static void test_warm_yields_to_committer(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* A miss queues its directory ahead of the warm-up: with slow warmers,
+ * a lookup deep in the last directory of the tree makes that directory
+ * complete (listed with no request) long before the warm-up reaches it. */
+static void test_miss_reads_ahead(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "2000", 1);
+	const char *const warm[] = { "--warmers", "2", NULL };
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	struct stat st;
+	char p[64];
+	snprintf(p, sizeof(p), "/d%02d/sub/g%03d", NDIRS - 1, NFILES - 1);
+	assert_int_equal(mc_stat(c, p, &st), 0);
+	assert_true(warm_stat(c, "readahead") >= 1);
+	snprintf(p, sizeof(p), "/d%02d/sub", NDIRS - 1);
+	/* 60 entries at 2 ms: well within a second, against ~1.5 s of
+	 * warm-up for the whole tree with two warmers. */
+	int n = 0;
+	for (int i = 0; i < 100; i++) {
+		sleep_ms(20);
+		uint64_t r0 = requests(c);
+		MC_DIR *d = mc_opendir(c, p);
+		assert_non_null(d);
+		for (n = 0; mc_readdir(d); n++)
+			;
+		assert_int_equal(mc_closedir(d), 0);
+		if (requests(c) == r0 + 1)
+			break; /* listed from shared memory: complete */
+		n = -1;
+	}
+	uint64_t done = warm_stat(c, "done");
+	print_message("# read-ahead directory complete; warm-up %s\n", done ? "over" : "still running");
+	assert_int_equal(n, NFILES);
+	assert_int_equal(done, 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A failed test leaves its server running: stop it, start afresh. */
 static int teardown(void **state)
 {
@@ -365,6 +411,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_never_resurrects, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
+		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
