@@ -358,7 +358,7 @@ static void test_miss_reads_ahead(void **state)
 	make_tree(c);
 	mc_disconnect(c);
 
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "2000", 1);
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "3000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
 	restart(warm);
 	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
@@ -369,7 +369,7 @@ static void test_miss_reads_ahead(void **state)
 	assert_int_equal(mc_stat(c, p, &st), 0);
 	assert_true(warm_stat(c, "readahead") >= 1);
 	snprintf(p, sizeof(p), "/d%02d/sub", NDIRS - 1);
-	/* 60 entries at 2 ms: well within a second, against ~1.5 s of
+	/* 60 entries at 3 ms: well within a second, against over 2 s of
 	 * warm-up for the whole tree with two warmers. */
 	int n = 0;
 	for (int i = 0; i < 100; i++) {
