@@ -392,6 +392,52 @@ static void test_miss_reads_ahead(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* A namespace larger than the cache: the warm-up stops at the low
+ * watermark, so the shrinker has nothing to undo, and what was not warmed
+ * is still found through the server. */
+static void test_warm_stops_at_low_watermark(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", "--cache-size", "64M", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/big%02d", d);
+		mc_batch_mkdir(b, p, 0755);
+		for (int f = 0; f < 1000; f++) {
+			snprintf(p, sizeof(p), "/big%02d/file-with-a-long-name-%04d", d, f);
+			mc_batch_create(b, p, 0644);
+		}
+		run_checked(b);
+	}
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	const char *const small[] = { "--warmers", "2", "--cache-size", "2M", NULL };
+	restart(small);
+	c = harness_client(&srv);
+	wait_warmed(c);
+	uint64_t entries = warm_stat(c, "entries");
+	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
+	uint64_t low = harness_stat_u64(c, "\"cache\"", "low_bytes");
+	uint64_t evicted = harness_stat_u64(c, "\"cache\"", "evicted");
+	print_message("# warmed %llu of 20020 entries: %llu bytes used, low mark %llu\n",
+	              (unsigned long long)entries, (unsigned long long)used,
+	              (unsigned long long)low);
+	assert_true(entries > 0);
+	assert_true(entries < 20020);
+	assert_true(used <= low + 4096);
+	assert_int_equal(evicted, 0);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/big19/file-with-a-long-name-0999", &st), 0);
+	assert_int_equal(mc_stat(c, "/big00/file-with-a-long-name-0000", &st), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A failed test leaves its server running: stop it, start afresh. */
 static int teardown(void **state)
 {
@@ -412,6 +458,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
+		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
