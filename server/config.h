@@ -42,6 +42,8 @@ struct mcd_config {
 	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
 	unsigned slowlog_ms;        /* --slowlog-threshold-ms; default 10 */
 	unsigned slowlog_len;       /* --slowlog-max-len; entries kept; default 128 */
+	unsigned warmers;           /* --warmers; warmer threads, 0: none; default 2 */
+	char *shm_path;             /* --shm-path; the segment's file, NULL: a memfd */
 };
 
 /* Set defaults. */

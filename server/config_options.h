@@ -117,6 +117,17 @@
 	  315360000, "86400", \
 	  "Committed batches older than this leave the commit log; 0: no bound\n" \
 	  "by age.") \
+	X(WARMERS, "warmers", 0, CK_UINT, F(warmers), "N", 0, 64, "2", \
+	  "Threads that load the namespace from the store into the cache at\n" \
+	  "start (upper levels first, up to the --cache-low watermark) while\n" \
+	  "the server serves, then read ahead directories where lookups miss;\n" \
+	  "0 loads entries only when they are looked up.") \
+	X(SHM_PATH, "shm-path", 0, CK_PATH, F(shm_path), "PATH", 0, 0, NULL, \
+	  "Keep the shared-memory segment in this file (under /dev/shm) instead\n" \
+	  "of an anonymous memfd: it outlives a clean stop, and the next start\n" \
+	  "re-attaches it and serves the cached namespace at once when it\n" \
+	  "matches the store (else it is discarded and warmed again). none: a\n" \
+	  "memfd. Default: none") \
 	X(CONFIG, "config", 'c', CK_CONFIG, NOFIELD, "FILE", 0, 0, NULL, \
 	  "Read settings from FILE first; options on the command line win.") \
 	X(HELP, "help", 'h', CK_HELP, NOFIELD, NULL, 0, 0, NULL, \

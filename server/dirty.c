@@ -270,6 +270,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 {
 	struct shm *s = ns->shm;
 	unsigned p = (unsigned)(b->seq & 1);
+	/* No warmer may hold a snapshot older than this publish (ns_warm.c). */
+	commit_sem_write_lock(&ns->csem);
 	pthread_mutex_lock(&ns->lock);
 	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
 	struct offvec *dv = &ns->dirty_d[p];
@@ -310,6 +312,7 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	ns->jrefusing = false;
 	pthread_cond_broadcast(&ns->room);
 	pthread_mutex_unlock(&ns->lock);
+	commit_sem_write_unlock(&ns->csem);
 }
 
 void ns_get_counts(struct ns *ns, struct ns_counts *out)

@@ -14,6 +14,7 @@
 #include "ns.h"
 #include "rpc.h"
 #include "store.h"
+#include "warm.h"
 
 static void copy_u64(_Atomic uint64_t *dst, const _Atomic uint64_t *src)
 {
@@ -106,6 +107,8 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		.bytes_meta = nc.bytes_meta,
 	};
 
+	warm_get_stats(m->warm, &out->warm);
+	out->warm.reattached = m->reattached;
 	if (m->commit) {
 		commit_stats_copy(&out->commits, commit_get_stats(m->commit));
 		out->commit_lag_us = commit_lag(m->commit);

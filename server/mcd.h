@@ -2,6 +2,7 @@
 #ifndef MC_MCD_H
 #define MC_MCD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -14,6 +15,8 @@ struct mcd {
 	struct ns *ns;
 	struct store *store;
 	struct commit *commit;
+	struct warm *warm;           /* NULL with --warmers 0 */
+	bool reattached;             /* the segment was kept from the last clean stop */
 	struct rpc *rpc;
 	/* Set by the main thread after the RPC workers, which read it for
 	 * OP_STATS, have started: published with a release store. */

@@ -333,6 +333,7 @@ void reclaim_begin(struct ns *ns, struct reclaim *r)
 {
 	r->fails = ns->shm->alloc_failures;
 	r->tries = 0;
+	ns_miss_arm();
 }
 
 void reclaim_progress(struct reclaim *r)
@@ -340,7 +341,7 @@ void reclaim_progress(struct reclaim *r)
 	r->tries = 0;
 }
 
-bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+static bool reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 {
 	struct shm *s = ns->shm;
 	struct shrinker *k = &ns->shr;
@@ -379,6 +380,16 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 	}
 	r->fails = s->alloc_failures;
 	return true;
+}
+
+bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+{
+	if (ns_miss_resolve(ns, rc))
+		return true; /* a miss was read from the store without the lock */
+	if (reclaim_retry(ns, rc, r))
+		return true;
+	ns_miss_disarm();
+	return false;
 }
 
 bool do_neg_room(struct ns *ns, mc_off_t dir)

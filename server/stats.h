@@ -120,6 +120,22 @@ struct stats_extents {
 	uint64_t shrunk;          /* idle files' trees the shrinker freed */
 };
 
+/* The warmers (server/warm.h). */
+struct stats_warm {
+	uint64_t threads;         /* warmer threads (--warmers) */
+	uint64_t entries;         /* entries inserted from the store */
+	uint64_t bytes;           /* segment bytes they took */
+	uint64_t yields;          /* times a warmer let go for the committer */
+	uint64_t dirs_done;       /* directories read to their end */
+	uint64_t dirs_queued;     /* directories queued (warm-up and read-ahead) */
+	uint64_t readahead;       /* directories queued by a miss */
+	uint64_t done;            /* 1 once the start-up warm-up is over */
+	uint64_t elapsed_us;      /* start-up warm-up: time so far, or in all */
+	uint64_t rate;            /* entries per second over that time */
+	uint64_t rate_per_thread; /* entries per second of one thread's busy time, averaged */
+	uint64_t reattached;      /* 1: the segment was kept from a clean stop (restart.h) */
+};
+
 /* Everything the endpoints show, gathered at one instant. */
 struct stats_snapshot {
 	uint64_t uptime_s;
@@ -167,6 +183,8 @@ struct stats_snapshot {
 	} clients_rp[STATS_CLIENTS_MAX];
 	/* extent cache */
 	struct stats_extents extents;
+	/* warmers */
+	struct stats_warm warm;
 };
 
 /* Version of the /stats document's layout: raised when a key changes meaning

@@ -73,29 +73,37 @@ int nd_push(struct nd *nd, mc_off_t dir)
 	return 0;
 }
 
+int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
+                       size_t tlen, mc_off_t *out)
+{
+	mc_off_t off = inode_add(ns->shm, rec, target, tlen);
+	if (!off)
+		return -ENOSPC;
+	ns->shr.st.reloads++;
+	/* An empty directory answers misses itself (a new namespace's
+	 * root, above all); without room for that, it just does not. */
+	if (S_ISDIR(rec->mode) && rec->size == 0)
+		dcache_set_complete(ns->shm, off);
+	*out = off;
+	return 0;
+}
+
 int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out)
 {
 	mc_off_t off = inode_find(ns->shm, ino);
-	if (!off) {
-		struct mc_inode_rec rec;
-		char target[MC_SYMLINK_MAX];
-		size_t tlen = 0;
-		int rc = store_get_inode(ns->store, ino, &rec, target, &tlen);
-		if (rc == -ENOENT)
-			return -EIO; /* a dentry names an inode the store does not have */
-		if (rc < 0)
-			return rc;
-		off = inode_add(ns->shm, &rec, target, tlen);
-		if (!off)
-			return -ENOSPC;
-		ns->shr.st.reloads++;
-		/* An empty directory answers misses itself (a new namespace's
-		 * root, above all); without room for that, it just does not. */
-		if (S_ISDIR(rec.mode) && rec.size == 0)
-			dcache_set_complete(ns->shm, off);
+	if (off) {
+		*out = off;
+		return 0;
 	}
-	*out = off;
-	return 0;
+	struct mc_inode_rec rec;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 0;
+	int rc = store_get_inode(ns->store, ino, &rec, target, &tlen);
+	if (rc == -ENOENT)
+		return -EIO; /* a dentry names an inode the store does not have */
+	if (rc < 0)
+		return rc;
+	return ns_cache_inode_rec(ns, &rec, target, tlen, out);
 }
 
 int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_t *d,
@@ -115,9 +123,20 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 		*ino = 0;
 		return 0;
 	}
-	uint64_t cino;
+	uint64_t cino, pino = inode_at(s, dir)->ino;
 	uint8_t dtype;
-	int rc = store_get_dentry(ns->store, inode_at(s, dir)->ino, name, len, &cino, &dtype);
+	if (ns->miss_fn)
+		ns->miss_fn(ns->miss_arg, pino); /* read-ahead (warm.c) */
+	/* The store: read without the lock when the caller can start over
+	 * (ns_miss.c), else here. */
+	int rc = ns_miss_defer(ns, pino, name, len);
+	if (rc < 0)
+		return rc;
+	struct ns_miss_ans a;
+	ns_miss_read(ns, pino, name, len, &a);
+	rc = a.err;
+	cino = a.ino;
+	dtype = a.dtype;
 	if (rc == -ENOENT) {
 		*ino = 0;
 		*d = 0;
@@ -127,8 +146,11 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 	}
 	if (rc < 0)
 		return rc;
-	mc_off_t ioff;
-	rc = ns_load_inode(ns, cino, &ioff);
+	mc_off_t ioff = inode_find(s, cino); /* cached: newer than any read */
+	if (!ioff && !a.have_rec)
+		return -EIO; /* a dentry names an inode the store does not have */
+	if (!ioff)
+		rc = ns_cache_inode_rec(ns, &a.rec, a.target, a.tlen, &ioff);
 	if (rc < 0)
 		return rc;
 	de = dcache_add(s, dir, name, len, ioff, dtype);
