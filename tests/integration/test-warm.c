@@ -305,8 +305,10 @@ static void test_warm_never_resurrects_uncommitted(void **state)
 }
 
 /* A commit that waits for the semaphore is let through between two entries:
- * with warmers whose batch takes ~25 ms (256 entries of 100 us), the publish
- * phase stays far below it, and the warmers count their yields. */
+ * with warmers whose batch takes ~250 ms (256 entries of 1 ms), the publish
+ * phase stays far below it, and the warmers count their yields. The warm-up
+ * lasts about a second, long enough for several syncs on a slow (sanitizer,
+ * loaded) machine. */
 static void test_warm_yields_to_committer(void **state)
 {
 	(void)state;
@@ -316,7 +318,7 @@ static void test_warm_yields_to_committer(void **state)
 	make_tree(c);
 	mc_disconnect(c);
 
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "100", 1);
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
 	restart(warm);
 	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
@@ -340,7 +342,7 @@ static void test_warm_yields_to_committer(void **state)
 	assert_true(syncs >= 5);
 	assert_true(cnt >= 5);
 	assert_true(yields >= 1);
-	/* Holding the semaphore for a whole batch would make it ~12 ms on average. */
+	/* Holding the semaphore for a whole batch would make it ~125 ms on average. */
 	assert_true(pub / cnt < 3000);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
