@@ -73,6 +73,15 @@ int mc_mkdir(mc_client *c, const char *path, mode_t mode)
 	return path_op(c, &op, path);
 }
 
+int mc_mknod(mc_client *c, const char *path, mode_t mode, dev_t rdev)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_MKNOD;
+	op.mode = (uint32_t)mode;
+	op.rdev = (uint64_t)rdev;
+	return path_op(c, &op, path);
+}
+
 int mc_rmdir(mc_client *c, const char *path)
 {
 	Mcache__Op op = MCACHE__OP__INIT;

@@ -189,6 +189,19 @@ static bool inode_still(const struct view *v, mc_off_t off, uint64_t ino)
 	return i && LD(i->ino) == ino;
 }
 
+/* The credentials this thread acts for (mc_cred_set), or NULL. */
+static _Thread_local const struct view_cred *acting;
+
+void view_cred_act(const struct view_cred *c)
+{
+	acting = c;
+}
+
+const struct view_cred *view_cred_acting(const struct view_cred *own)
+{
+	return acting ? acting : own;
+}
+
 /* The server's permission(), on a snapshot. */
 static int permission(const struct view_cred *c, const struct isnap *i, int mask)
 {
@@ -420,7 +433,7 @@ static int walk_parent(struct walk *w, const char *path, size_t len, unsigned le
 		rc = top_snap(w);
 		if (rc)
 			return rc;
-		rc = permission(&w->v->cred, &w->top, MAY_EXEC);
+		rc = permission(view_cred_acting(&w->v->cred), &w->top, MAY_EXEC);
 		if (rc)
 			return rc;
 		if (c.last) {
@@ -565,6 +578,8 @@ static void fill_stat(const struct isnap *s, struct stat *st)
 		st->st_size = 40 + 20 * (off_t)s->nentries;
 	else if (S_ISLNK(s->mode))
 		st->st_size = s->lnk_len;
+	else if (S_ISCHR(s->mode) || S_ISBLK(s->mode))
+		st->st_rdev = (dev_t)s->size;   /* a device's number, where a file keeps its size */
 	else
 		st->st_size = (off_t)s->size;
 	st->st_blksize = 4096;
@@ -661,7 +676,7 @@ int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *
 		return rc;
 	if (!S_ISDIR(s.mode))
 		return -ENOTDIR;
-	rc = permission(&v->cred, &s, MAY_READ);
+	rc = permission(view_cred_acting(&v->cred), &s, MAY_READ);
 	if (rc)
 		return rc;
 	bool complete;

@@ -23,11 +23,13 @@
 
 #include "area.h"
 #include "commit.h"
+#include "cred.h"
 #include "extent_map.h"
 #include "extent_ns.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
+#include "mknod.h"
 #include "ns.h"
 
 struct handle {
@@ -161,6 +163,10 @@ static void fill_attr(struct op_out *out, const ns_attr *a)
 	t->uid = a->uid;
 	t->gid = a->gid;
 	t->size = S_ISDIR(a->mode) ? 40 + 20 * a->size : a->size;
+	if (S_ISCHR(a->mode) || S_ISBLK(a->mode)) {
+		t->rdev = a->size;   /* a device keeps its number where a file keeps its size */
+		t->size = 0;
+	}
 	const int64_t *ns[3] = { &a->atime_ns, &a->mtime_ns, &a->ctime_ns };
 	int64_t sec[3];
 	uint32_t nsec[3];
@@ -428,6 +434,7 @@ static bool is_mutation(Mcache__OpCode code)
 	case MCACHE__OP_CODE__OP_CREATE:
 	case MCACHE__OP_CODE__OP_EXTENT_SET:
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_MKNOD:
 		return true;
 	default:
 		return false;
@@ -437,7 +444,14 @@ static bool is_mutation(Mcache__OpCode code)
 static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	struct ns *ns = s->m->ns;
+	struct cred acting;
 	const struct cred *c = &s->cred;
+	if (op->cred) {
+		int rc_ = cred_acting(&s->cred, op->cred, &acting);
+		if (rc_ < 0)
+			return rc_;
+		c = &acting;
+	}
 	const char *p = (const char *)op->path.data;
 	size_t plen = op->path.len;
 	const char *p2 = (const char *)op->path2.data;
@@ -571,6 +585,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 	case MCACHE__OP_CODE__OP_EXTENT_MAP:
 		return op_extent(s, op, out);
+	case MCACHE__OP_CODE__OP_MKNOD:
+		return ns_mknod(ns, c, p, plen, op->mode, op->rdev);
 	default:
 		return -EOPNOTSUPP;
 	}
