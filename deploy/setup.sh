@@ -22,7 +22,8 @@
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
-          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev)
+          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev
+          libfuse3-dev fuse3)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${MCACHE_BUILD_DIR:-build}

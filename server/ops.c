@@ -444,14 +444,7 @@ static bool is_mutation(Mcache__OpCode code)
 static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	struct ns *ns = s->m->ns;
-	struct cred acting;
 	const struct cred *c = &s->cred;
-	if (op->cred) {
-		int rc_ = cred_acting(&s->cred, op->cred, &acting);
-		if (rc_ < 0)
-			return rc_;
-		c = &acting;
-	}
 	const char *p = (const char *)op->path.data;
 	size_t plen = op->path.len;
 	const char *p2 = (const char *)op->path2.data;
@@ -596,7 +589,17 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	mcache__result__init(&out->res);
-	int rc = run(s, op, out);
+	/* An op naming credentials runs as them, helpers included (cred.h). */
+	struct cred peer;
+	int rc = 0;
+	if (op->cred) {
+		peer = s->cred;
+		rc = cred_acting(&peer, op->cred, &s->cred);   /* changes nothing on failure */
+	}
+	if (rc == 0)
+		rc = run(s, op, out);
+	if (op->cred)
+		s->cred = peer;
 	out->res.err = rc < 0 ? -rc : 0;
 	if (rc == 0 && is_mutation(op->code)) {
 		if (s->m->cfg->sync)

@@ -1,0 +1,236 @@
+/* mcachefs_main.c - mcachefs: mount the mcache namespace with FUSE.
+ *
+ *   mcachefs [-s SOCKET] [--data-dir DIR] [--entry-timeout SEC]
+ *            [--attr-timeout SEC] [--poll-ms MS] MOUNTPOINT [FUSE OPTIONS]
+ *
+ * Options, the mount, the multi-threaded session loop, and the poller that
+ * pushes invalidations to the kernel when the kernel may cache (timeouts
+ * above 0): every --poll-ms it compares what the kernel was told with the
+ * namespace (fs_nodes_poll). With the default timeouts of 0 the kernel
+ * caches nothing and asks mcachefs, which answers from shared memory: a
+ * change through this host's mcached is seen at once. */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mcachefs.h"
+
+#define FS_DEFAULT_DATA_DIR "/var/lib/mcachefs"
+#define FS_DEFAULT_POLL_MS 100u
+
+struct fs fs_global;
+
+struct options {
+	char *socket;
+	char *data_dir;
+	char *entry_timeout;
+	char *attr_timeout;
+	char *poll_ms;
+	int help;
+};
+
+#define OPT(t, m) { t, offsetof(struct options, m), 1 }
+static const struct fuse_opt option_spec[] = {
+	OPT("-s %s", socket),
+	OPT("--socket=%s", socket),
+	/* Both forms of a template match "--x=V" (the spaced one taking "=V"):
+	 * the "=" form comes last so that its value is the one kept. */
+	OPT("--data-dir %s", data_dir),
+	OPT("--data-dir=%s", data_dir),
+	OPT("--entry-timeout %s", entry_timeout),
+	OPT("--entry-timeout=%s", entry_timeout),
+	OPT("--attr-timeout %s", attr_timeout),
+	OPT("--attr-timeout=%s", attr_timeout),
+	OPT("--poll-ms %s", poll_ms),
+	OPT("--poll-ms=%s", poll_ms),
+	OPT("-h", help),
+	OPT("--help", help),
+	FUSE_OPT_END
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n"
+	       "\n"
+	       "Mount the mcache namespace of a running mcached with FUSE.\n"
+	       "\n"
+	       "  -s, --socket=PATH      mcached's client socket (default: $MCACHE_SOCKET,\n"
+	       "                         else libmcache's built-in socket)\n"
+	       "  --data-dir=DIR         backing directory for file data, one file per\n"
+	       "                         inode number (default " FS_DEFAULT_DATA_DIR ")\n"
+	       "  --entry-timeout=SEC    how long the kernel may cache a name (default 0)\n"
+	       "  --attr-timeout=SEC     how long it may cache attributes (default 0)\n"
+	       "  --poll-ms=MS           with a timeout above 0: how often changes made by\n"
+	       "                         other clients are looked for and invalidated in\n"
+	       "                         the kernel (default %u; 1..60000)\n"
+	       "  -f                     stay in the foreground\n"
+	       "  -d                     debug output (implies -f)\n"
+	       "  -o OPT[,OPT...]        FUSE mount options (allow_other, ...)\n"
+	       "  -h, --help             this text\n",
+	       prog, FS_DEFAULT_POLL_MS);
+}
+
+static int parse_seconds(const char *s, const char *what, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0 && v <= 86400)) {
+		fprintf(stderr, "mcachefs: %s: '%s' is not a number of seconds in 0..86400\n", what,
+		        s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static volatile sig_atomic_t poller_stop;
+
+static void *poller(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec ts = { fs->poll_ms / 1000, (long)(fs->poll_ms % 1000) * 1000000 };
+	while (!poller_stop) {
+		nanosleep(&ts, NULL);
+		if (!poller_stop)
+			fs_nodes_poll(fs);
+	}
+	return NULL;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct options o = { 0 };
+	struct fuse_cmdline_opts cl = { 0 };
+	struct fs *fs = &fs_global;
+	struct fuse_lowlevel_ops ops = { 0 };
+	pthread_t poll_thread;
+	bool polling = false, mounted = false, nodes = false;
+	int ret = 1;
+
+	if (fuse_opt_parse(&args, &o, option_spec, NULL) == -1)
+		return 2;
+	if (o.help) {
+		usage(argv[0]);
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &cl) != 0) {
+		ret = 2;
+		goto out;
+	}
+	if (cl.show_version) {
+		printf("mcachefs, FUSE library %s\n", fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (!cl.mountpoint) {
+		fprintf(stderr, "mcachefs: no mount point (see --help)\n");
+		ret = 2;
+		goto out;
+	}
+	fs->socket = o.socket;
+	fs->data_dir = o.data_dir ? o.data_dir : strdup(FS_DEFAULT_DATA_DIR);
+	fs->poll_ms = FS_DEFAULT_POLL_MS;
+	fs->data_fd = -1;
+	if ((o.entry_timeout &&
+	     parse_seconds(o.entry_timeout, "--entry-timeout", &fs->entry_timeout) < 0) ||
+	    (o.attr_timeout && parse_seconds(o.attr_timeout, "--attr-timeout", &fs->attr_timeout) < 0)) {
+		ret = 2;
+		goto out;
+	}
+	if (o.poll_ms) {
+		char *end;
+		unsigned long v = strtoul(o.poll_ms, &end, 10);
+		if (end == o.poll_ms || *end || v < 1 || v > 60000) {
+			fprintf(stderr, "mcachefs: --poll-ms: '%s' is not in 1..60000\n", o.poll_ms);
+			ret = 2;
+			goto out;
+		}
+		fs->poll_ms = (unsigned)v;
+	}
+	if (mkdir(fs->data_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "mcachefs: --data-dir %s: %s\n", fs->data_dir, strerror(errno));
+		goto out;
+	}
+	fs->data_fd = open(fs->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs->data_fd < 0) {
+		fprintf(stderr, "mcachefs: --data-dir %s: %s\n", fs->data_dir, strerror(errno));
+		goto out;
+	}
+	/* Check the server now, so a mount never stands on nothing. */
+	mc_client *probe = mc_connect(fs->socket);
+	if (!probe) {
+		fprintf(stderr, "mcachefs: cannot connect to mcached%s%s: %s\n",
+		        fs->socket ? " at " : "", fs->socket ? fs->socket : "", strerror(errno));
+		goto out;
+	}
+	mc_disconnect(probe);
+	if (fs_nodes_init(fs) < 0) {
+		fprintf(stderr, "mcachefs: out of memory\n");
+		goto out;
+	}
+	nodes = true;
+
+	fs_meta_ops(&ops);
+	fs_data_ops(&ops);
+	fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs);
+	if (!fs->se)
+		goto out;
+	if (fuse_set_signal_handlers(fs->se) != 0)
+		goto out;
+	if (fuse_session_mount(fs->se, cl.mountpoint) != 0)
+		goto out;
+	mounted = true;
+	fuse_daemonize(cl.foreground);
+	if (fs->entry_timeout > 0 || fs->attr_timeout > 0) {
+		if (pthread_create(&poll_thread, NULL, poller, fs) == 0)
+			polling = true;
+	}
+	if (cl.singlethread) {
+		ret = fuse_session_loop(fs->se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+		if (!lc)
+			goto out;
+		fuse_loop_cfg_set_clone_fd(lc, cl.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, cl.max_threads);
+		fuse_loop_cfg_set_idle_threads(lc, UINT_MAX); /* clients live until unmount */
+		ret = fuse_session_loop_mt(fs->se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	ret = ret != 0;
+out:
+	if (polling) {
+		poller_stop = 1;
+		pthread_join(poll_thread, NULL);
+	}
+	if (fs->se) {
+		if (mounted)
+			fuse_session_unmount(fs->se);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
+	}
+	if (nodes)
+		fs_nodes_free(fs);
+	if (fs->data_fd >= 0)
+		close(fs->data_fd);
+	free(fs->data_dir);
+	free(o.socket);
+	free(o.entry_timeout);
+	free(o.attr_timeout);
+	free(o.poll_ms);
+	free(cl.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret;
+}
