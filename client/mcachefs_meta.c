@@ -115,6 +115,60 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_attr(req, r.fs, &st);
 }
 
+/* The permission bits of st against the caller, as the kernel checks them
+ * (root: read and write always, execute when some x bit is set or a
+ * directory): 0 or -EACCES. */
+static int caller_may(const struct fs_req *r, const struct stat *st, int mask)
+{
+	unsigned want = (unsigned)mask & 7u, have;
+	if (r->uid == 0) {
+		have = 6u | ((S_ISDIR(st->st_mode) || (st->st_mode & 0111)) ? 1u : 0u);
+	} else if (r->uid == st->st_uid) {
+		have = (st->st_mode >> 6) & 7u;
+	} else {
+		bool member = r->gid == st->st_gid;
+		for (int i = 0; !member && i < r->ngroups; i++)
+			member = r->groups[i] == st->st_gid;
+		have = member ? (st->st_mode >> 3) & 7u : st->st_mode & 7u;
+	}
+	return (want & have) == want ? 0 : -EACCES;
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct fs_req r;
+	struct stat st;
+	int rc = fs_begin(&r, req);
+	if (rc == 0)
+		rc = fs_stat_ino(&r, ino, &st);
+	if (rc == 0 && mask != F_OK)
+		rc = caller_may(&r, &st, mask);
+	reply_rc(req, rc);
+}
+
+/* chmod. The kernel asks, as the caller, to clear S_ISUID and S_ISGID when
+ * a file is written, truncated or given away (file_remove_privs); FUSE
+ * cannot tell that from a chmod(2). A caller who may write the file may
+ * drop those bits (a write would), so that change alone is made with the
+ * mount's own credentials when the caller's are refused. */
+static int set_mode(struct fs_req *r, uint64_t ino, const char *path, mode_t mode)
+{
+	if (mc_chmod(r->c, path, mode) == 0)
+		return 0;
+	int rc = errno_rc();
+	struct stat st;
+	if (rc != -EPERM || fs_stat_ino(r, ino, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) != mode ||
+	    caller_may(r, &st, W_OK) < 0)
+		return rc;
+	struct mc_cred as = { .uid = r->uid, .gid = r->gid, .ngroups = (size_t)r->ngroups,
+		              .groups = r->groups };
+	mc_cred_set(NULL);
+	rc = mc_chmod(r->c, path, mode) < 0 ? errno_rc() : 0;
+	mc_cred_set(&as);
+	return rc;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -124,8 +178,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int rc = fs_begin(&r, req);
 	if (rc == 0)
 		rc = fs_path(r.fs, ino, path, sizeof(path));
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) && mc_chmod(r.c, path, attr->st_mode & 07777) < 0)
-		rc = errno_rc();
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE))
+		rc = set_mode(&r, ino, path, attr->st_mode & 07777);
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
 	    mc_chown(r.c, path, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 	             (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1) < 0)
@@ -313,34 +367,6 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_ffree = sv.f_favail = 1ull << 31;
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
-}
-
-/* access(2): the permission bits against the caller, as the kernel checks
- * them (root: read and write always, execute when some x bit is set or a
- * directory). */
-static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
-{
-	struct fs_req r;
-	struct stat st;
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_stat_ino(&r, ino, &st);
-	if (rc == 0 && mask != F_OK) {
-		unsigned want = (unsigned)mask & 7u, have;
-		if (r.uid == 0) {
-			have = 6u | ((S_ISDIR(st.st_mode) || (st.st_mode & 0111)) ? 1u : 0u);
-		} else if (r.uid == st.st_uid) {
-			have = (st.st_mode >> 6) & 7u;
-		} else {
-			bool member = r.gid == st.st_gid;
-			for (int i = 0; !member && i < r.ngroups; i++)
-				member = r.groups[i] == st.st_gid;
-			have = member ? (st.st_mode >> 3) & 7u : st.st_mode & 7u;
-		}
-		if ((want & have) != want)
-			rc = -EACCES;
-	}
-	reply_rc(req, rc);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
