@@ -162,6 +162,10 @@ MC_EXPORT int mc_fstat(mc_client *c, int fd, struct stat *st);
 MC_EXPORT int mc_chmod(mc_client *c, const char *path, mode_t mode);
 MC_EXPORT int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid);
 MC_EXPORT int mc_utimens(mc_client *c, const char *path, const struct timespec times[2]);
+/* lchown(2) and utimensat(2) with AT_SYMLINK_NOFOLLOW: as mc_chown and
+ * mc_utimens, on a symlink itself rather than its target. */
+MC_EXPORT int mc_lchown(mc_client *c, const char *path, uid_t uid, gid_t gid);
+MC_EXPORT int mc_lutimens(mc_client *c, const char *path, const struct timespec times[2]);
 /* truncate(2), ftruncate(2): set the size. EISDIR, EINVAL (negative, checked
  * before sending). */
 MC_EXPORT int mc_truncate(mc_client *c, const char *path, off_t length);

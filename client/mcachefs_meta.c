@@ -178,10 +178,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int rc = fs_begin(&r, req);
 	if (rc == 0)
 		rc = fs_path(r.fs, ino, path, sizeof(path));
+	/* The inode itself: a symlink's own owner and times, never its
+	 * target's (there is no lchmod: the kernel never asks for it). */
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		rc = set_mode(&r, ino, path, attr->st_mode & 07777);
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
-	    mc_chown(r.c, path, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+	    mc_lchown(r.c, path, (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
 	             (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1) < 0)
 		rc = errno_rc();
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
@@ -196,7 +198,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			t[1].tv_nsec = UTIME_NOW;
 		else if (to_set & FUSE_SET_ATTR_MTIME)
 			t[1] = attr->st_mtim;
-		if (mc_utimens(r.c, path, t) < 0)
+		if (mc_lutimens(r.c, path, t) < 0)
 			rc = errno_rc();
 	}
 	if (rc == 0)

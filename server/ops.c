@@ -540,11 +540,13 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_CHMOD:
 		return ns_chmod(ns, c, p, plen, op->mode);
 	case MCACHE__OP_CODE__OP_CHOWN:
+		if (op->flags & AT_SYMLINK_NOFOLLOW)
+			return ns_lchown(ns, c, p, plen, op->uid, op->gid);
 		return ns_chown(ns, c, p, plen, op->uid, op->gid);
 	case MCACHE__OP_CODE__OP_UTIMENS: {
 		struct timespec t[2] = { { (time_t)op->atime_sec, (long)op->atime_nsec },
 		                         { (time_t)op->mtime_sec, (long)op->mtime_nsec } };
-		return ns_utimens(ns, c, p, plen, t);
+		return ns_utimens_at(ns, c, p, plen, t, !(op->flags & AT_SYMLINK_NOFOLLOW));
 	}
 	case MCACHE__OP_CODE__OP_TRUNCATE:
 		return ns_truncate(ns, c, p, plen, (int64_t)op->size);

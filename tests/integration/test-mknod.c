@@ -1,6 +1,7 @@
 /* test-mknod.c - mc_mknod and mc_cred_set against a real mcached: every
  * file type tmpfs stores (FIFOs, sockets, devices with their numbers), its
- * errors, persistence across a restart; acting for other credentials
+ * errors, persistence across a restart; lchown and lutimens of a symlink
+ * itself; acting for other credentials
  * (checked on the server and in local answers) and its refusal on a
  * connection that is not root's. */
 #include <errno.h>
@@ -112,6 +113,36 @@ static void test_errors(void **state)
 	mc_disconnect(c);
 }
 
+/* mc_lchown and mc_lutimens change a symlink itself; the following calls
+ * its target. */
+static void test_nofollow(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/l", 0755), 0);
+	assert_int_equal(mc_mknod(c, "/l/t", S_IFREG | 0644, 0), 0);
+	assert_int_equal(mc_symlink(c, "t", "/l/s"), 0);
+	assert_int_equal(mc_symlink(c, "missing", "/l/dangling"), 0);
+	assert_int_equal(mc_lchown(c, "/l/s", 123, 456), 0);
+	struct stat st;
+	assert_int_equal(mc_lstat(c, "/l/s", &st), 0);
+	assert_int_equal(st.st_uid, 123);
+	assert_int_equal(st.st_gid, 456);
+	assert_int_equal(mc_stat(c, "/l/s", &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(mc_lchown(c, "/l/dangling", 7, (gid_t)-1), 0);
+	EXPECT_ERR(mc_chown(c, "/l/dangling", 7, (gid_t)-1), ENOENT);
+	struct timespec t[2] = { { 1000, 0 }, { 2000, 5 } };
+	assert_int_equal(mc_lutimens(c, "/l/s", t), 0);
+	assert_int_equal(mc_lstat(c, "/l/s", &st), 0);
+	assert_int_equal(st.st_mtim.tv_sec, 2000);
+	assert_int_equal(st.st_mtim.tv_nsec, 5);
+	assert_int_equal(st.st_atim.tv_sec, 1000);
+	assert_int_equal(mc_stat(c, "/l/t", &st), 0);
+	assert_true(st.st_mtim.tv_sec != 2000);
+	mc_disconnect(c);
+}
+
 /* Root acting for uid 1000: the server and the local answers check 1000. */
 static void test_cred_acting(void **state)
 {
@@ -196,6 +227,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_nofollow),
 		cmocka_unit_test(test_cred_acting),
 		cmocka_unit_test(test_cred_refused),
 	};
