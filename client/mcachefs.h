@@ -121,6 +121,8 @@ void fs_data_unlinked(struct fs *fs, const struct stat *st);
 /* fstat through an open file's handle (fi from create/open; a directory's
  * handle gives -ESTALE). */
 int fs_file_fstat(struct fuse_file_info *fi, struct stat *st);
+/* fstat through any open file of inode ino: -ESTALE when none is open. */
+int fs_open_fstat(uint64_t ino, struct stat *st);
 /* truncate(2) of ino at path, or ftruncate(2) through fi when not NULL:
  * the size in mcache and the backing file. */
 int fs_file_truncate(struct fs_req *r, uint64_t ino, const char *path, struct fuse_file_info *fi,

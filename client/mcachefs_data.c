@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/queue.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,7 +30,41 @@ struct fs_file {
 	int dfd;                     /* backing file, -1 until needed */
 	bool writable;
 	pthread_mutex_t mu;          /* guards dfd's creation */
+	LIST_ENTRY(fs_file) link;    /* in open_files */
 };
+
+/* Every open file, to answer fstat(2) of a file whose last name went: the
+ * kernel asks getattr by inode number only, and an unlinked inode has no
+ * path (mcachefs.h invariant 2). */
+static LIST_HEAD(, fs_file) open_files = LIST_HEAD_INITIALIZER(open_files);
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int fs_open_fstat(uint64_t ino, struct stat *st)
+{
+	int rc = -ESTALE;
+	pthread_mutex_lock(&open_mu);
+	struct fs_file *f;
+	LIST_FOREACH(f, &open_files, link) {
+		if (f->ino == ino) {
+			rc = mc_fstat(f->c, f->mfd, st) < 0 ? (errno ? -errno : -EIO) : 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&open_mu);
+	return rc;
+}
+
+static void file_free(struct fs_file *f)
+{
+	pthread_mutex_lock(&open_mu);
+	LIST_REMOVE(f, link);
+	pthread_mutex_unlock(&open_mu);
+	mc_close(f->c, f->mfd);
+	if (f->dfd >= 0)
+		close(f->dfd);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
 
 static int errno_rc(void)
 {
@@ -103,6 +138,9 @@ static void open_file(fuse_req_t req, uint64_t parent, const char *name, fuse_in
 	f->dfd = -1;
 	f->writable = (flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_init(&f->mu, NULL);
+	pthread_mutex_lock(&open_mu);
+	LIST_INSERT_HEAD(&open_files, f, link);
+	pthread_mutex_unlock(&open_mu);
 	if ((flags & O_TRUNC) && st.st_size == 0) {
 		int dfd;
 		if (file_data(r.fs, f, false, &dfd) == 0 && dfd >= 0 && ftruncate(dfd, 0) < 0)
@@ -130,11 +168,7 @@ static void open_file(fuse_req_t req, uint64_t parent, const char *name, fuse_in
 	if (fuse_reply_open(req, fi) == 0)
 		return;
 undo:
-	mc_close(f->c, f->mfd);
-	if (f->dfd >= 0)
-		close(f->dfd);
-	pthread_mutex_destroy(&f->mu);
-	free(f);
+	file_free(f);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -151,12 +185,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
-	mc_close(f->c, f->mfd);
-	if (f->dfd >= 0)
-		close(f->dfd);
-	pthread_mutex_destroy(&f->mu);
-	free(f);
+	file_free((struct fs_file *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

@@ -205,7 +205,8 @@ int main(int argc, char *argv[])
 			goto out;
 		fuse_loop_cfg_set_clone_fd(lc, cl.clone_fd);
 		fuse_loop_cfg_set_max_threads(lc, cl.max_threads);
-		fuse_loop_cfg_set_idle_threads(lc, UINT_MAX); /* clients live until unmount */
+		/* Idle threads stay (up to the maximum): each keeps its client. */
+		fuse_loop_cfg_set_idle_threads(lc, cl.max_threads);
 		ret = fuse_session_loop_mt(fs->se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}

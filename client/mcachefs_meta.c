@@ -107,8 +107,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int rc = fs_begin(&r, req);
 	if (rc == 0)
 		rc = fs_stat_ino(&r, ino, &st);
-	if (rc == -ESTALE && fi)
-		rc = fs_file_fstat(fi, &st);   /* open but unlinked: by its handle */
+	if (rc == -ESTALE)
+		rc = fi ? fs_file_fstat(fi, &st) : fs_open_fstat(ino, &st); /* open, unlinked */
 	if (rc < 0)
 		reply_rc(req, rc);
 	else

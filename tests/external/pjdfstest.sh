@@ -67,5 +67,9 @@ printf '%-10s %-12s %-14s %s\n' tmpfs "$f" "$a" "$s"
 echo
 echo "failures on mcachefs (file: failed assertions):"
 sed -n '/^Test Summary Report/,/^Files=/p' "$OUT/mcachefs.log" |
-	awk '/\(Wstat/ {f = $1} /Failed tests?:/ {sub(/^ +Failed tests?: +/, ""); print "  " f ": " $0}'
+	awk '/\(Wstat/ {if (l != "") print l; l = ""; f = $1; next}
+	     /Failed tests?:/ {sub(/^ +Failed tests?: +/, ""); l = "  " f ": " $0; next}
+	     /^ +[0-9]/ && l != "" {sub(/^ +/, " "); l = l $0; next}
+	     {if (l != "") print l; l = ""}
+	     END {if (l != "") print l}'
 echo "logs: $OUT"

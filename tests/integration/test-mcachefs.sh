@@ -92,7 +92,7 @@ until_true() {
 }
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-echo "1..46"
+echo "1..47"
 
 "$MCACHED" -s "$SOCK" -d "$T/db" --admin none >"$T/mcached.log" 2>&1 &
 SERVER_PID=$!
@@ -101,7 +101,7 @@ until_true 10 test -S "$SOCK" || { echo "Bail out! mcached did not start"; exit 
 if ! mount_fs "$M" 2>"$T/mount.err"; then
 	if grep -qiE "fuse: device not found|permission denied|operation not permitted" "$T/mount.err"; then
 		echo "# SKIP: FUSE cannot mount here: $(head -1 "$T/mount.err")"
-		for i in $(seq 46); do echo "ok $i # SKIP no FUSE mount"; done
+		for i in $(seq 47); do echo "ok $i # SKIP no FUSE mount"; done
 		exit 0
 	fi
 	echo "Bail out! mcachefs did not mount: $(cat "$T/mount.err")"
@@ -142,6 +142,12 @@ eq "hole reads as zeros, data where written" "10000 0 XYZ" \
 eq "find" "$(printf '%s\n' a a/b a/b/c a/b/moved a/empty a/fifo a/hard a/null a/sparse a/sym | sort)" \
 	"$(cd "$M" && find a | sort)"
 eq "ls -A" "b empty fifo hard null sparse sym" "$(ls -A "$M/a" | tr '\n' ' ' | sed 's/ $//')"
+
+exec 3>"$M/a/gone"
+echo data >&3
+rm "$M/a/gone"
+eq "fstat of an open, unlinked file: no links, its size" "0 5" "$(stat -L -c '%h %s' /proc/self/fd/3)"
+exec 3>&-
 
 # ---- the same namespace through libmcache ----------------------------------
 eq "library client lists the same names" "$(ls -A "$M/a" | sort)" "$(ctl ls /a | awk '{print $NF}' | sort)"
@@ -194,5 +200,5 @@ wait "$SERVER_PID"
 rc=$?
 SERVER_PID=
 [ "$rc" -eq 0 ] || { echo "# mcached exited $rc"; sed 's/^/#   /' "$T/mcached.log"; FAILED=$((FAILED + 1)); }
-[ "$N" -eq 46 ] || echo "# ran $N checks, planned 46"
+[ "$N" -eq 47 ] || echo "# ran $N checks, planned 47"
 exit $((FAILED > 0))
