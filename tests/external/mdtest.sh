@@ -8,7 +8,10 @@
 #
 # MDTEST_BINARY: a built mdtest (IOR's src/mdtest; see README.md here).
 # BUILD_DIR: the mcache build holding server/mcached, client/mcachefs and
-# client/mcachectl. N defaults to 50000, FIND_ENTRIES to 100000. Fetches
+# client/mcachectl. N defaults to 50000, FIND_ENTRIES to 100000;
+# $MCACHEFS_ARGS adds mcachefs options (e.g. "--entry-timeout=60
+# --attr-timeout=60" to let the kernel cache). MPI ranks are told to yield
+# when idle, or on two cores their busy-waiting starves the FUSE daemon. Fetches
 # nothing; needs root and /dev/fuse. Not part of `meson test`. Timings on a
 # shared machine are noisy: compare the ratios of one run.
 set -euo pipefail
@@ -35,7 +38,8 @@ trap cleanup EXIT
 "$BUILD/server/mcached" -s "$T/mcached.sock" -d "$T/db" --admin none >"$T/mcached.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do [ -S "$T/mcached.sock" ] && break; sleep 0.1; done
-"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" "$T/mnt"
+# shellcheck disable=SC2086
+"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" ${MCACHEFS_ARGS:-} "$T/mnt"
 mount -t tmpfs -o mode=0755 tmpfs "$T/tmpfs"
 
 NPS="1"
@@ -52,7 +56,7 @@ rates() {
 	if [ "$np" -eq 1 ] && ! command -v mpirun >/dev/null 2>&1; then
 		"$MDTEST" -F -n "$N" -u -i 1 -d "$dir/md" >"$log" 2>&1
 	else
-		mpirun --allow-run-as-root --oversubscribe -np "$np" "$MDTEST" -F -n "$N" -u -i 1 \
+		mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np "$np" "$MDTEST" -F -n "$N" -u -i 1 \
 			-d "$dir/md" >"$log" 2>&1
 	fi
 	rm -rf "$dir/md"
@@ -98,6 +102,18 @@ mc_warm=$(find_secs "$T/mnt")
 r1=$(requests)
 tf=$(find_secs "$T/tmpfs")
 entries=$(find "$T/tmpfs/tree" | wc -l)
+mc_entries=$(find "$T/mnt/tree" | wc -l)
+[ "$mc_entries" -eq "$entries" ] || echo "# the mount lists $mc_entries entries, tmpfs $entries"
+stat_secs() { # stat_secs DIR: seconds of a stat of every entry (find -printf %s)
+	local s e
+	s=$(date +%s.%N)
+	find "$1/tree" -printf '%s\n' >/dev/null
+	e=$(date +%s.%N)
+	awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", e - s}'
+}
+mc_lstat=$(stat_secs "$T/mnt")
+tf_lstat=$(stat_secs "$T/tmpfs")
 echo
 echo "find over $entries entries: mcachefs ${mc_cold}s cold, ${mc_warm}s cached; tmpfs ${tf}s;" \
      "rate ratio (cached) $(ratio "$tf" "$mc_warm"); server requests during the cached find: $((r1 - r0 - 1))"
+echo "find -printf %s (an lstat per entry): mcachefs ${mc_lstat}s, tmpfs ${tf_lstat}s, ratio $(ratio "$tf_lstat" "$mc_lstat")"
