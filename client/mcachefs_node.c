@@ -298,11 +298,49 @@ void fs_node_seen(struct fs *fs, const struct stat *st)
 	pthread_mutex_unlock(&fs->mu);
 }
 
-/* One change the poller found. */
-struct inval {
+/* One node as the poller checks it: taken under the lock, checked
+ * without it. */
+struct probe {
 	uint64_t ino, parent;
-	char *name;                  /* set: invalidate the entry, else the inode */
+	char *path;                  /* malloc'd */
+	char *name;                  /* points into path */
+	int64_t mtime_ns, ctime_ns;
+	uint64_t size;
+	bool gone, changed;
+	struct stat st;
 };
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* Snapshot every named node with its path (fs->mu held). */
+static size_t poll_snapshot(struct fs *fs, struct probe **out)
+{
+	struct probe *p = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*p));
+	size_t n = 0;
+	char path[FS_PATH_MAX];
+	if (!p)
+		return 0;
+	for (size_t i = 0; i <= fs->tabmask && n < fs->nnodes; i++) {
+		for (struct fs_node *nd = fs->tab[i]; nd && n < fs->nnodes; nd = nd->next) {
+			if ((nd->ino != FUSE_ROOT_ID && !nd->name) ||
+			    do_path(fs, nd->ino, path, sizeof(path)) < 0)
+				continue;
+			char *copy = strdup(path);
+			if (!copy)
+				break;
+			p[n] = (struct probe){ .ino = nd->ino, .parent = nd->parent, .path = copy,
+				               .name = strrchr(copy, '/') + 1,
+				               .mtime_ns = nd->mtime_ns, .ctime_ns = nd->ctime_ns,
+				               .size = nd->size };
+			n++;
+		}
+	}
+	*out = p;
+	return n;
+}
 
 void fs_nodes_poll(struct fs *fs)
 {
@@ -310,54 +348,46 @@ void fs_nodes_poll(struct fs *fs)
 	if (!c)
 		return;
 	mc_cred_set(NULL);
-	struct inval *iv = NULL;
-	size_t niv = 0, cap = 0;
-	char path[FS_PATH_MAX];
+	struct probe *p;
 	pthread_mutex_lock(&fs->mu);
-	for (size_t i = 0; i <= fs->tabmask; i++) {
-		for (struct fs_node *n = fs->tab[i]; n; n = n->next) {
-			if (n->ino != FUSE_ROOT_ID && !n->name)
-				continue;
-			struct stat st;
-			bool gone = do_path(fs, n->ino, path, sizeof(path)) < 0 ||
-			            mc_lstat(c, path, &st) < 0 || (uint64_t)st.st_ino != n->ino;
-			bool changed = !gone &&
-			               ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
-			                        n->mtime_ns ||
-			                (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec !=
-			                        n->ctime_ns ||
-			                (uint64_t)st.st_size != n->size);
-			if (!gone && !changed)
-				continue;
-			if (niv == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct inval *p = realloc(iv, cap * sizeof(*p));
-				if (!p)
-					goto done;
-				iv = p;
-			}
-			iv[niv].ino = n->ino;
-			iv[niv].parent = n->parent;
-			iv[niv].name = gone && n->name ? strdup(n->name) : NULL;
-			niv++;
-			if (changed)
-				node_set_attr(n, &st);
-			else if (n->name) {
-				/* The kernel drops the entry: look it up afresh. */
-				free(n->name);
-				n->name = NULL;
-			}
+	size_t n = poll_snapshot(fs, &p);
+	pthread_mutex_unlock(&fs->mu);
+
+	/* Without the lock: requests go on while the namespace is read. */
+	for (size_t i = 0; i < n; i++) {
+		struct probe *q = &p[i];
+		q->gone = mc_lstat(c, q->path, &q->st) < 0 || (uint64_t)q->st.st_ino != q->ino;
+		q->changed = !q->gone && (ts_ns(&q->st.st_mtim) != q->mtime_ns ||
+		                          ts_ns(&q->st.st_ctim) != q->ctime_ns ||
+		                          (uint64_t)q->st.st_size != q->size);
+	}
+
+	/* Record what the kernel will be told, for nodes still as taken. */
+	pthread_mutex_lock(&fs->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct probe *q = &p[i];
+		struct fs_node *nd = node_find(fs, q->ino);
+		if (!nd || (q->ino != FUSE_ROOT_ID && (!nd->name || nd->parent != q->parent ||
+		                                      strcmp(nd->name, q->name))))
+			continue;
+		if (q->changed) {
+			node_set_attr(nd, &q->st);
+		} else if (q->gone && q->ino != FUSE_ROOT_ID) {
+			/* The kernel drops the entry: it is looked up afresh. */
+			free(nd->name);
+			nd->name = NULL;
 		}
 	}
-done:
 	pthread_mutex_unlock(&fs->mu);
+
 	/* Outside the lock: the kernel may call back into us. */
-	for (size_t i = 0; i < niv; i++) {
-		if (iv[i].name)
-			fuse_lowlevel_notify_inval_entry(fs->se, iv[i].parent, iv[i].name,
-			                                 strlen(iv[i].name));
-		fuse_lowlevel_notify_inval_inode(fs->se, iv[i].ino, 0, 0);
-		free(iv[i].name);
+	for (size_t i = 0; i < n; i++) {
+		struct probe *q = &p[i];
+		if (q->gone && q->ino != FUSE_ROOT_ID)
+			fuse_lowlevel_notify_inval_entry(fs->se, q->parent, q->name, strlen(q->name));
+		if (q->gone || q->changed)
+			fuse_lowlevel_notify_inval_inode(fs->se, q->ino, 0, 0);
+		free(q->path);
 	}
-	free(iv);
+	free(p);
 }
