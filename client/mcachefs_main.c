@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,7 @@ static int parse_seconds(const char *s, const char *what, double *out)
 	return 0;
 }
 
-static volatile sig_atomic_t poller_stop;
+static atomic_bool poller_stop;
 
 static void *poller(void *arg)
 {
