@@ -5,8 +5,8 @@
  *
  * Options, the mount, the multi-threaded session loop, and the poller that
  * pushes invalidations to the kernel when the kernel may cache (timeouts
- * above 0): every --poll-ms it compares what the kernel was told with the
- * namespace (fs_nodes_poll). With the default timeouts of 0 the kernel
+ * above 0): every --poll-ms (or twice the time a scan took, when longer)
+ * it compares what the kernel was told with the namespace (fs_nodes_poll). With the default timeouts of 0 the kernel
  * caches nothing and asks mcachefs, which answers from shared memory: a
  * change through this host's mcached is seen at once. */
 #include <errno.h>
@@ -71,7 +71,9 @@ static void usage(const char *prog)
 	       "  --attr-timeout=SEC     how long it may cache attributes (default 0)\n"
 	       "  --poll-ms=MS           with a timeout above 0: how often changes made by\n"
 	       "                         other clients are looked for and invalidated in\n"
-	       "                         the kernel (default %u; 1..60000)\n"
+	       "                         the kernel (default %u; 1..60000; a scan takes\n"
+	       "                         time in proportion to the inodes the kernel\n"
+	       "                         holds, and the period stretches to twice that)\n"
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     debug output (implies -f)\n"
 	       "  -o OPT[,OPT...]        FUSE mount options (allow_other, ...)\n"
@@ -95,14 +97,29 @@ static int parse_seconds(const char *s, const char *what, double *out)
 
 static atomic_bool poller_stop;
 
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Every poll_ms, or twice the last scan's time when that is longer: a
+ * scan is O(inodes the kernel holds), and the poller keeps to a third of
+ * a core however many that is. */
 static void *poller(void *arg)
 {
 	struct fs *fs = arg;
-	struct timespec ts = { fs->poll_ms / 1000, (long)(fs->poll_ms % 1000) * 1000000 };
+	uint64_t wait = fs->poll_ms;
 	while (!poller_stop) {
+		struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000 };
 		nanosleep(&ts, NULL);
-		if (!poller_stop)
-			fs_nodes_poll(fs);
+		if (poller_stop)
+			break;
+		uint64_t t0 = now_ms();
+		fs_nodes_poll(fs);
+		uint64_t took = now_ms() - t0;
+		wait = 2 * took > fs->poll_ms ? 2 * took : fs->poll_ms;
 	}
 	return NULL;
 }
