@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mc_config.h"
 #include "mcachefs.h"
 
 #define FS_DEFAULT_DATA_DIR "/var/lib/mcachefs"
@@ -57,14 +58,20 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_END
 };
 
-static void usage(const char *prog)
+static void usage(void)
 {
-	printf("usage: %s [options] MOUNTPOINT\n"
+	printf("Usage: mcachefs [-s SOCKET] [--data-dir DIR] [OPTION...] MOUNTPOINT\n"
+	       "       mcachefs --help | --version\n"
 	       "\n"
-	       "Mount the mcache namespace of a running mcached with FUSE.\n"
+	       "Mount the namespace of a running mcached (the mcache metadata cache server)\n"
+	       "with FUSE, so that unmodified programs use it. Metadata comes from mcache\n"
+	       "(lookups from its shared memory), permissions are checked by mcache for\n"
+	       "the caller of each request, file data lives in DIR. Run as root; unmount\n"
+	       "with fusermount3 -u MOUNTPOINT.\n"
 	       "\n"
+	       "Options:\n"
 	       "  -s, --socket=PATH      mcached's client socket (default: $MCACHE_SOCKET,\n"
-	       "                         else libmcache's built-in socket)\n"
+	       "                         else " MC_DEFAULT_SOCKET ")\n"
 	       "  --data-dir=DIR         backing directory for file data, one file per\n"
 	       "                         inode number (default " FS_DEFAULT_DATA_DIR ")\n"
 	       "  --entry-timeout=SEC    how long the kernel may cache a name (default 0)\n"
@@ -76,9 +83,15 @@ static void usage(const char *prog)
 	       "                         holds, and the period stretches to twice that)\n"
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     debug output (implies -f)\n"
-	       "  -o OPT[,OPT...]        FUSE mount options (allow_other, ...)\n"
-	       "  -h, --help             this text\n",
-	       prog, FS_DEFAULT_POLL_MS);
+	       "  -o OPT[,OPT...]        FUSE mount options: allow_other (let other users\n"
+	       "                         in), default_permissions (the kernel checks the\n"
+	       "                         permission bits too: needed for opens of FIFOs\n"
+	       "                         and devices, which the kernel serves itself)\n"
+	       "  -h, --help             print this help and exit\n"
+	       "  -V, --version          print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 after a clean unmount, 1 on failure, 2 for bad usage.\n",
+	       FS_DEFAULT_POLL_MS);
 }
 
 static int parse_seconds(const char *s, const char *what, double *out)
@@ -138,8 +151,7 @@ int main(int argc, char *argv[])
 	if (fuse_opt_parse(&args, &o, option_spec, NULL) == -1)
 		return 2;
 	if (o.help) {
-		usage(argv[0]);
-		fuse_lowlevel_help();
+		usage();
 		ret = 0;
 		goto out;
 	}
@@ -148,7 +160,7 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	if (cl.show_version) {
-		printf("mcachefs, FUSE library %s\n", fuse_pkgversion());
+		printf("mcachefs (mcache) %s\nlibfuse %s\n", MC_VERSION, fuse_pkgversion());
 		ret = 0;
 		goto out;
 	}

@@ -92,7 +92,12 @@ until_true() {
 }
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-echo "1..47"
+echo "1..50"
+
+# ---- usage ------------------------------------------------------------------
+check "--help names every option" sh -c "'$MCACHEFS' --help | grep -q -- --data-dir && '$MCACHEFS' --help | grep -q -- --entry-timeout && '$MCACHEFS' --help | grep -q -- --poll-ms"
+check "a bad timeout: exit 2 and a message" sh -c "'$MCACHEFS' -s '$SOCK' --attr-timeout=-1 '$M' 2>&1; test \$? -eq 2" 
+check "no server: exit 1, saying so, nothing mounted" sh -c "'$MCACHEFS' -s '$T/none.sock' --data-dir '$T/data' '$M' 2>&1 | grep -q 'cannot connect to mcached'; ! mountpoint -q '$M'"
 
 "$MCACHED" -s "$SOCK" -d "$T/db" --admin none >"$T/mcached.log" 2>&1 &
 SERVER_PID=$!
@@ -101,7 +106,7 @@ until_true 10 test -S "$SOCK" || { echo "Bail out! mcached did not start"; exit 
 if ! mount_fs "$M" 2>"$T/mount.err"; then
 	if grep -qiE "fuse: device not found|permission denied|operation not permitted" "$T/mount.err"; then
 		echo "# SKIP: FUSE cannot mount here: $(head -1 "$T/mount.err")"
-		for i in $(seq 47); do echo "ok $i # SKIP no FUSE mount"; done
+		for i in $(seq 50); do echo "ok $i # SKIP no FUSE mount"; done
 		exit 0
 	fi
 	echo "Bail out! mcachefs did not mount: $(cat "$T/mount.err")"
@@ -200,5 +205,5 @@ wait "$SERVER_PID"
 rc=$?
 SERVER_PID=
 [ "$rc" -eq 0 ] || { echo "# mcached exited $rc"; sed 's/^/#   /' "$T/mcached.log"; FAILED=$((FAILED + 1)); }
-[ "$N" -eq 47 ] || echo "# ran $N checks, planned 47"
+[ "$N" -eq 50 ] || echo "# ran $N checks, planned 50"
 exit $((FAILED > 0))
