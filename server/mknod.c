@@ -1,11 +1,11 @@
 /* mknod.c - mknod(2) on the namespace: the type checks of the kernel's
- * may_mknod() and vfs_mknod(), then the common create path of ns.c. */
+ * may_mknod(), then the common create path of ns.c (which refuses devices
+ * to all but root after the directory's checks, as vfs_mknod()). */
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "mknod.h"
 #include "ns_impl.h"
-#include "ops.h"
 
 /* may_mknod(): which types mknod(2) makes. */
 static int mknod_type(uint32_t mode, uint32_t *type)
@@ -32,16 +32,6 @@ int ns_mknod(struct ns *ns, const struct cred *c, const char *path, size_t len, 
 	if (rc < 0)
 		return rc;
 	bool dev = type == S_IFCHR || type == S_IFBLK;
-	if (dev && c->uid != 0) {
-		/* vfs_mknod(): the directory checks come first, then CAP_MKNOD.
-		 * Probe them with a FIFO that is never created: a stat that
-		 * finds the name gives EEXIST, as mknod would. */
-		ns_attr a;
-		rc = ns_stat(ns, c, path, len, false, &a);
-		if (rc == 0)
-			return -EEXIST;
-		return rc == -ENOENT ? -EPERM : rc;
-	}
 	return ns_create_path(ns, c, path, len, type | (mode & 07777), NULL, 0, dev ? rdev : 0,
 	                      NULL);
 }

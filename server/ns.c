@@ -359,6 +359,9 @@ int ns_create_path(struct ns *ns, const struct cred *c, const char *path, size_t
 			rc = walk_parent(&nd, path, len);
 		if (rc == 0)
 			rc = create_checks(&nd, S_ISDIR(mode), &d);
+		/* vfs_mknod(): CAP_MKNOD after the directory's checks. */
+		if (rc == 0 && (S_ISCHR(mode) || S_ISBLK(mode)) && c->uid != 0)
+			rc = -EPERM;
 		if (rc == 0)
 			rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, mode, target,
 			               target_len, rdev, &off);

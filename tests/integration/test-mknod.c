@@ -165,6 +165,10 @@ static void test_cred_acting(void **state)
 	EXPECT_ERR(mc_mkdir(c, "/c/x", 0755), EACCES);
 	EXPECT_ERR(mc_stat(c, "/c/closed/f", &st), EACCES);
 	EXPECT_ERR(mc_mknod(c, "/c/open/dev", S_IFCHR | 0644, makedev(1, 3)), EPERM);
+	/* The directory's checks come first, as in vfs_mknod(). */
+	EXPECT_ERR(mc_mknod(c, "/c/nodir/dev", S_IFBLK | 0644, makedev(1, 3)), ENOENT);
+	EXPECT_ERR(mc_mknod(c, "/c/dev", S_IFBLK | 0644, makedev(1, 3)), EACCES);
+	EXPECT_ERR(mc_mknod(c, "/c/open", S_IFCHR | 0644, makedev(1, 3)), EEXIST);
 	assert_int_equal(mc_mkdir(c, "/c/open/mine", 0755), 0);
 	assert_int_equal(mc_mknod(c, "/c/open/fifo", S_IFIFO | 0600, 0), 0);
 	assert_int_equal(mc_stat(c, "/c/open/mine", &st), 0);
