@@ -750,11 +750,13 @@ int mc_sync(mc_client *c)
 	return err < 0 ? client_fail(err) : 0;
 }
 
-char *mc_server_stats(mc_client *c)
+/* The data of an op that answers a document (stats, fsck) as a malloc'd
+ * NUL-terminated string; NULL and errno on failure. */
+static char *client_document(mc_client *c, Mcache__OpCode code)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
-	op.code = MCACHE__OP_CODE__OP_STATS;
+	op.code = code;
 	int err = client_op(c, &op, &rsp);
 	if (err < 0) {
 		errno = -err;
@@ -772,4 +774,14 @@ char *mc_server_stats(mc_client *c)
 	s[d->len] = 0;
 	mcache__response__free_unpacked(rsp, NULL);
 	return s;
+}
+
+char *mc_server_stats(mc_client *c)
+{
+	return client_document(c, MCACHE__OP_CODE__OP_STATS);
+}
+
+char *mc_server_fsck(mc_client *c)
+{
+	return client_document(c, MCACHE__OP_CODE__OP_FSCK);
 }

@@ -1,5 +1,9 @@
 /* extent.c - libmcache's extent-state calls (mcache.h, "Extent state"):
- * each is one request on a descriptor's handle; mc_evict one on a path. */
+ * each is one request on a descriptor's handle, but for mc_range_test and
+ * mc_range_find on a file whose state tree exists (read from shared
+ * memory) and mc_extent_map of a loaded map; mc_evict one on a path.
+ * The vector forms (mc_range_set_v, ...) send one op per element, up to
+ * VEC_BATCH (or the server's max-ops) in a request. */
 #include "client_impl.h"
 
 #include <stdlib.h>
@@ -46,10 +50,32 @@ int mc_range_clear(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t 
 	return range_change(c, fd, start, end, bits, MCACHE__OP_CODE__OP_RANGE_CLEAR);
 }
 
+/* The inode of descriptor fd when the read path may be used, else 0. */
+static uint64_t local_ino(mc_client *c, int fd)
+{
+	uint64_t handle, ino = 0;
+	if (client_check(c) == 0 && client_fd_handle(c, fd, &handle, &ino) == 0 && ino &&
+	    client_local(c))
+		return ino;
+	return 0;
+}
+
 int mc_range_test(mc_client *c, int fd, uint64_t start, uint64_t end, uint32_t bits, int all)
 {
 	if (start > end || bits == 0)
 		return client_fail(-EINVAL);
+	uint64_t ino = local_ino(c, fd);
+	if (ino) {
+		/* The file's state tree, when it has one, answers from shared
+		 * memory: no request. */
+		struct view_range q = { .start = start, .end = end, .bits = bits, .all = all != 0 };
+		int yes = 0;
+		int err = client_view_result(c, view_range_test(c->view, ino, &q, &yes));
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0)
+			return yes;
+	}
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_RANGE_TEST;
@@ -70,6 +96,21 @@ int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, uint64_t *
 {
 	if (bits == 0 || !start || !end)
 		return client_fail(-EINVAL);
+	uint64_t ino = local_ino(c, fd);
+	if (ino) {
+		struct view_range q = { .from = from, .bits = bits };
+		int found = 0;
+		int err = client_view_result(c, view_range_find(c->view, ino, &q, &found));
+		if (err < 0)
+			return client_fail(err);
+		if (err == 0 && !found)
+			return client_fail(-ENOENT);
+		if (err == 0) {
+			*start = q.start;
+			*end = q.end;
+			return 0;
+		}
+	}
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
 	op.code = MCACHE__OP_CODE__OP_RANGE_FIND;
@@ -176,4 +217,130 @@ ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len, struct m
 	ssize_t n = (ssize_t)r->n_extents;
 	mcache__response__free_unpacked(rsp, NULL);
 	return n;
+}
+
+/* ---- vector forms ------------------------------------------------------ */
+
+/* Most ops a request of a vector call carries (fewer when the server's
+ * max-ops says so): about 170 KiB of frame. */
+#define VEC_BATCH 4096u
+
+/* Run ops[0..n) on fd's handle, VEC_BATCH or max_ops to a request, in order.
+ * errs (when not NULL) gets each op's errno, 0 when it took effect. The
+ * number of ops that failed, or -errno when a request could not be made
+ * (then errs gets that errno for it and every later op). */
+static int vec_run(mc_client *c, int fd, Mcache__Op *ops, size_t n, int *errs)
+{
+	uint64_t handle;
+	int err = client_check(c);
+	if (err == 0)
+		err = client_fd_handle(c, fd, &handle, NULL);
+	if (err < 0)
+		return err;
+	size_t per = VEC_BATCH;
+	if (c->max_ops && c->max_ops < per)
+		per = c->max_ops;
+	Mcache__Op **p = malloc((n < per ? n : per) * sizeof(*p) + 1);
+	if (!p)
+		return -ENOMEM;
+	int failed = 0;
+	size_t off = 0;
+	while (off < n) {
+		size_t k = n - off < per ? n - off : per;
+		for (size_t i = 0; i < k; i++) {
+			ops[off + i].handle = handle;
+			p[i] = &ops[off + i];
+		}
+		Mcache__Response *rsp = NULL;
+		err = client_call(c, p, k, &rsp);
+		if (err < 0)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			int e = rsp->results[i]->err;
+			if (errs)
+				errs[off + i] = e;
+			failed += e != 0;
+		}
+		mcache__response__free_unpacked(rsp, NULL);
+		off += k;
+	}
+	free(p);
+	if (err < 0 && errs)
+		for (size_t i = off; i < n; i++)
+			errs[i] = -err;
+	return err < 0 ? err : failed;
+}
+
+static int range_change_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs,
+                          Mcache__OpCode code)
+{
+	if (n == 0)
+		return 0;
+	if (!r || n > INT32_MAX)
+		return client_fail(-EINVAL);
+	for (size_t i = 0; i < n; i++)
+		if (r[i].start > r[i].end || r[i].bits == 0)
+			return client_fail(-EINVAL);
+	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	if (!ops)
+		return client_fail(-ENOMEM);
+	for (size_t i = 0; i < n; i++) {
+		mcache__op__init(&ops[i]);
+		ops[i].code = code;
+		ops[i].start = r[i].start;
+		ops[i].end = r[i].end;
+		ops[i].bits = r[i].bits;
+	}
+	int rc = vec_run(c, fd, ops, n, errs);
+	free(ops);
+	return rc < 0 ? client_fail(rc) : rc;
+}
+
+int mc_range_set_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs)
+{
+	return range_change_v(c, fd, r, n, errs, MCACHE__OP_CODE__OP_RANGE_SET);
+}
+
+int mc_range_clear_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs)
+{
+	return range_change_v(c, fd, r, n, errs, MCACHE__OP_CODE__OP_RANGE_CLEAR);
+}
+
+static int extent_change_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs,
+                           Mcache__OpCode code)
+{
+	if (n == 0)
+		return 0;
+	if (!e || n > INT32_MAX)
+		return client_fail(-EINVAL);
+	for (size_t i = 0; i < n; i++)
+		if (e[i].len == 0 ||
+		    (code == MCACHE__OP_CODE__OP_EXTENT_SET && e[i].off + (e[i].len - 1) < e[i].off))
+			return client_fail(-EINVAL);
+	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	if (!ops)
+		return client_fail(-ENOMEM);
+	for (size_t i = 0; i < n; i++) {
+		mcache__op__init(&ops[i]);
+		ops[i].code = code;
+		ops[i].start = e[i].off;
+		ops[i].len = e[i].len;
+		if (code == MCACHE__OP_CODE__OP_EXTENT_SET) {
+			ops[i].phys = e[i].phys;
+			ops[i].flags = e[i].flags;
+		}
+	}
+	int rc = vec_run(c, fd, ops, n, errs);
+	free(ops);
+	return rc < 0 ? client_fail(rc) : rc;
+}
+
+int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs)
+{
+	return extent_change_v(c, fd, e, n, errs, MCACHE__OP_CODE__OP_EXTENT_SET);
+}
+
+int mc_extent_punch_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs)
+{
+	return extent_change_v(c, fd, e, n, errs, MCACHE__OP_CODE__OP_EXTENT_PUNCH);
 }

@@ -1,10 +1,10 @@
-/* extview.c - extent maps read from shared memory (view_extent_map in
- * shmview.h): find the map through the ebucket chain of its inode number,
- * descend the treap to the first extent, walk the list, and validate it
- * all with the bucket's and the tree head's seq (proto/mc_shm.h, notes 3
- * and 11). Every offset is checked before it is followed; every walk is
- * bounded; a map that keeps changing, or that is not loaded, goes to the
- * server. */
+/* extview.c - extent maps and extent-state trees read from shared memory
+ * (view_extent_map, view_range_test, view_range_find in shmview.h): find
+ * the tree through the ebucket chain of its inode number, descend the treap
+ * to the first record, walk the list, and validate it all with the
+ * bucket's and the tree head's seq (proto/mc_shm.h, notes 3 and 11). Every
+ * reference is checked before it is followed; every walk is bounded; a tree
+ * that keeps changing, or that is not there, goes to the server. */
 #include "shmview.h"
 
 #include <errno.h>
@@ -25,13 +25,24 @@ static bool seq_same(const _Atomic uint32_t *s, uint32_t s0)
 	return atomic_load_explicit(s, memory_order_relaxed) == s0;
 }
 
-/* A record or tree head slot at off, or NULL. */
-static const struct mc_estate *slot_at(const struct view *v, mc_off_t off)
+/* The record ref names, of a map (MC_EREF_MAP) or a state tree as kind
+ * says, or NULL. */
+static const struct mc_estate *slot_at(const struct view *v, mc_eref ref, mc_eref kind)
 {
-	if (!mc_eslot_ok(off) ||
-	    !mc_shm_valid(v->base, v->size, v->ptypes, off, MC_ECHUNK_SLOT, MC_PT_EXTENT))
+	uint64_t b = mc_eref_byte(ref);
+	if (b == 0 || (ref & MC_EREF_MAP) != kind || b + MC_EM_SLOT > v->size ||
+	    v->ptypes[b >> MC_PAGE_SHIFT] != MC_PT_EXTENT)
 		return NULL;
-	return (const struct mc_estate *)(v->base + ((size_t)off << MC_OFF_SHIFT));
+	return (const struct mc_estate *)(v->base + b);
+}
+
+/* The head of the tree whose first chunk is at off, or NULL. */
+static const struct mc_etree *head_at(const struct view *v, mc_off_t off)
+{
+	if (((uint64_t)off << MC_OFF_SHIFT) % MC_ECHUNK_SIZE != 0 ||
+	    !mc_shm_valid(v->base, v->size, v->ptypes, off, sizeof(struct mc_etree), MC_PT_EXTENT))
+		return NULL;
+	return (const struct mc_etree *)(v->base + ((size_t)off << MC_OFF_SHIFT));
 }
 
 static const struct mc_echunk_tail *tail_at(const struct view *v, mc_off_t chunk)
@@ -43,8 +54,10 @@ static const struct mc_echunk_tail *tail_at(const struct view *v, mc_off_t chunk
 	return (const struct mc_echunk_tail *)(v->base + ((size_t)off << MC_OFF_SHIFT));
 }
 
-/* The head of ino's map, its seq in *ts: 0, VIEW_MISS (not linked), AGAIN. */
-static int find_map(const struct view *v, uint64_t ino, const struct mc_etree **out, uint32_t *ts)
+/* The head of ino's tree of kind (MC_EREF_MAP: its map; 0: its state
+ * tree), its seq in *ts: 0, VIEW_MISS (not linked), AGAIN. */
+static int find_tree(const struct view *v, uint64_t ino, uint16_t kind,
+                     const struct mc_etree **out, uint32_t *ts)
 {
 	const struct mc_bucket *b = &v->ebuckets[mc_hash_ino(v->seed, ino) & v->emask];
 	uint32_t bs = seq_read(&b->seq);
@@ -54,16 +67,14 @@ static int find_map(const struct view *v, uint64_t ino, const struct mc_etree **
 	for (unsigned n = 0; t; n++) {
 		if (n >= v->lim.chain)
 			return VIEW_MISS;
-		if (((uint64_t)t << MC_OFF_SHIFT) % MC_ECHUNK_SIZE != 0)
-			return AGAIN;
-		const struct mc_etree *h = (const struct mc_etree *)slot_at(v, t);
+		const struct mc_etree *h = head_at(v, t);
 		const struct mc_echunk_tail *tl = tail_at(v, t);
 		if (!h || !tl)
 			return AGAIN;
 		uint32_t s = seq_read(&h->seq);
 		if (s & 1)
 			return AGAIN;
-		if (LD(h->ino) == ino) {
+		if (LD(h->ino) == ino && LD(h->kind) == kind) {
 			if (!seq_same(&b->seq, bs))
 				return AGAIN;
 			*out = h;
@@ -79,9 +90,9 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
                     uint64_t end, struct view_extent *out, size_t max, size_t *np)
 {
 	/* The record with the greatest start <= off. */
-	mc_off_t best = 0, m = LD(h->root);
+	mc_eref best = 0, m = LD(h->root);
 	for (unsigned d = 0; m; d++) {
-		const struct mc_estate *r = slot_at(v, m);
+		const struct mc_estate *r = slot_at(v, m, MC_EREF_MAP);
 		if (!r || d >= EXT_DEPTH_MAX)
 			return AGAIN;
 		if (LD(r->start) <= off) {
@@ -96,7 +107,7 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
 	uint32_t count = LD(h->count);
 	size_t n = 0;
 	for (uint32_t k = 0; best; k++) {
-		const struct mc_estate *r = slot_at(v, best);
+		const struct mc_estate *r = slot_at(v, best, MC_EREF_MAP);
 		if (!r || k > count)
 			return AGAIN;
 		uint64_t s = LD(r->start), e = LD(r->end);
@@ -104,7 +115,9 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
 			break;
 		if (e >= off) {
 			if (n < max)
-				out[n] = (struct view_extent){ s, e - s + 1, LD(r->phys), LD(r->bits) };
+				out[n] = (struct view_extent){ s, e - s + 1,
+				                               LD(((const struct mc_emap *)r)->phys),
+				                               LD(r->bits) };
 			n++;
 		}
 		best = LD(r->next);
@@ -126,7 +139,7 @@ int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
 			return -ENOTCONN;
 		const struct mc_etree *h;
 		uint32_t ts;
-		int rc = find_map(v, ino, &h, &ts);
+		int rc = find_tree(v, ino, MC_EREF_MAP, &h, &ts);
 		if (rc == 0)
 			rc = read_map(v, h, ts, off, end, out, max, n);
 		if (rc != AGAIN) {
@@ -140,4 +153,149 @@ int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
 	if (v->slot)
 		atomic_fetch_add_explicit(&v->slot->fallbacks, 1, memory_order_relaxed);
 	return VIEW_MISS;
+}
+
+/* ---- extent-state trees -------------------------------------------------- */
+
+/* The first record of state tree h with end >= pos into *out (0: none):
+ * 0 or AGAIN. */
+static int state_first_from(const struct view *v, const struct mc_etree *h, uint64_t pos,
+                            mc_eref *out)
+{
+	mc_eref best = 0, m = LD(h->root);
+	for (unsigned d = 0; m; d++) {
+		const struct mc_estate *r = slot_at(v, m, 0);
+		if (!r || d >= EXT_DEPTH_MAX)
+			return AGAIN;
+		if (LD(r->start) <= pos) {
+			best = m;
+			m = LD(r->right);
+		} else {
+			m = LD(r->left);
+		}
+	}
+	if (!best) {
+		*out = LD(h->first);
+		return 0;
+	}
+	const struct mc_estate *r = slot_at(v, best, 0);
+	if (!r)
+		return AGAIN;
+	*out = LD(r->end) >= pos ? best : LD(r->next);
+	return 0;
+}
+
+/* What estate_test answers (server/extent_state.h), into *res. */
+static int read_test(const struct view *v, const struct mc_etree *h, uint32_t ts,
+                     const struct view_range *q, int *res)
+{
+	mc_eref n;
+	if (state_first_from(v, h, q->start, &n) != 0)
+		return AGAIN;
+	uint32_t count = LD(h->count);
+	uint64_t pos = q->start;
+	int ans = 0;
+	for (uint32_t k = 0; n; k++) {
+		const struct mc_estate *r = slot_at(v, n, 0);
+		if (!r || k > count)
+			return AGAIN;
+		uint64_t s = LD(r->start), e = LD(r->end);
+		uint32_t b = LD(r->bits);
+		if (s > q->end)
+			break;
+		if (q->all) {
+			if (s > pos || (b & q->bits) != q->bits)
+				break;
+			if (e >= q->end) {
+				ans = 1;
+				break;
+			}
+			pos = e + 1;
+		} else if (b & q->bits) {
+			ans = 1;
+			break;
+		}
+		n = LD(r->next);
+	}
+	if (!seq_same(&h->seq, ts))
+		return AGAIN;
+	*res = ans;
+	return 0;
+}
+
+/* What estate_find answers: 0 with *res 1 and [q->start, q->end] the run,
+ * or *res 0 (none). */
+static int read_find(const struct view *v, const struct mc_etree *h, uint32_t ts,
+                     struct view_range *q, int *res)
+{
+	mc_eref n;
+	if (state_first_from(v, h, q->from, &n) != 0)
+		return AGAIN;
+	uint32_t count = LD(h->count), k = 0;
+	const struct mc_estate *r = NULL;
+	for (; n; k++) {
+		r = slot_at(v, n, 0);
+		if (!r || k > count)
+			return AGAIN;
+		if (LD(r->bits) & q->bits)
+			break;
+		n = LD(r->next);
+	}
+	bool found = n != 0;
+	uint64_t s = 0, e = 0;
+	if (found) {
+		s = LD(r->start);
+		s = s > q->from ? s : q->from;
+		e = LD(r->end);
+		for (n = LD(r->next); n && e != UINT64_MAX; n = LD(r->next), k++) {
+			r = slot_at(v, n, 0);
+			if (!r || k > count)
+				return AGAIN;
+			if (LD(r->start) != e + 1 || !(LD(r->bits) & q->bits))
+				break;
+			e = LD(r->end);
+		}
+	}
+	if (!seq_same(&h->seq, ts))
+		return AGAIN;
+	*res = found;
+	q->start = s;
+	q->end = e;
+	return 0;
+}
+
+static int view_range(struct view *v, uint64_t ino, struct view_range *q, bool find, int *res)
+{
+	if (!v->ebuckets)
+		return VIEW_MISS;
+	for (unsigned tries = 0; tries <= v->lim.retries; tries++) {
+		if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
+			return -ENOTCONN;
+		const struct mc_etree *h;
+		uint32_t ts;
+		int rc = find_tree(v, ino, 0, &h, &ts);
+		if (rc == 0)
+			rc = find ? read_find(v, h, ts, q, res) : read_test(v, h, ts, q, res);
+		if (rc != AGAIN) {
+			if (v->slot && rc == 0)
+				atomic_fetch_add_explicit(&v->slot->hits, 1, memory_order_relaxed);
+			return rc;
+		}
+		if (v->slot)
+			atomic_fetch_add_explicit(&v->slot->retries, 1, memory_order_relaxed);
+	}
+	if (v->slot)
+		atomic_fetch_add_explicit(&v->slot->fallbacks, 1, memory_order_relaxed);
+	return VIEW_MISS;
+}
+
+int view_range_test(struct view *v, uint64_t ino, const struct view_range *q, int *res)
+{
+	struct view_range c = *q;
+	return view_range(v, ino, &c, false, res);
+}
+
+int view_range_find(struct view *v, uint64_t ino, struct view_range *q, int *found)
+{
+	return view_range(v, ino, q, true, found);
 }

@@ -198,6 +198,52 @@ MC_EXPORT int mc_rmtree(mc_client *c, const char *path);
  * Returns a malloc'd NUL-terminated string the caller frees, or NULL. */
 MC_EXPORT char *mc_server_stats(mc_client *c);
 
+/* The server's connected clients, oldest first, as a JSON array of
+ * objects: "pid", "uid", "gid" (the peer's credentials at connect),
+ * "requests" (received so far), "connected" (Unix time, seconds) and
+ * "age_seconds". Returns a malloc'd NUL-terminated string the caller
+ * frees, or NULL with errno: ENOTCONN, ENOMEM, EMSGSIZE (the list is larger
+ * than the server's --max-reply), EOPNOTSUPP (a server without it). */
+MC_EXPORT char *mc_server_clients(mc_client *c);
+/* The server's slow-operation log: its newest n entries (0: all it keeps,
+ * --slowlog-max-len), newest first, as a JSON array of objects: "id"
+ * (entries ever logged, counting from 1), "time" (Unix time the op ended,
+ * seconds), "duration_seconds" (service time on the server, not the wait
+ * for durability), "op" ("mkdir"...), "path" (its first 128 bytes;
+ * "path_truncated" says when cut), "pid" and "uid" of the client. An op
+ * enters it when its service time reaches --slowlog-threshold-ms. Returns
+ * a malloc'd NUL-terminated string the caller frees, or NULL with errno as
+ * mc_server_clients. */
+MC_EXPORT char *mc_server_slowlog(mc_client *c, unsigned n);
+/* Run the server's consistency check (`mcachectl fsck`): the store
+ * (every name's inode exists, link counts, no orphans, no cycles, extents
+ * inside their files) and the cache against the store. Returns its report,
+ * a JSON document {"clean": bool, "checked": {...}, "problems": [{"kind",
+ * "ino", "name", "detail"}, ...], "dropped": n} (malloc'd, NUL-terminated;
+ * the caller frees it); problems found are not an error. The cache is
+ * compared in batches under the server's namespace lock: mutations may wait
+ * for one batch. NULL and errno: EPERM (only root and the
+ * server's own user may run it), ENOMEM, EAGAIN or EIO (the store could not
+ * be read), ENOTCONN, ECHILD. */
+MC_EXPORT char *mc_server_fsck(mc_client *c);
+/* The server's commit log: every committed change with its batch sequence
+ * number, as JSON lines, one record a line (fields in mcachectl(1), `log`).
+ * Reads from record pos->rec of batch pos->seq ({0, 0}: from the oldest
+ * batch kept) about max bytes of lines (0: 256 KiB; whole lines, at least
+ * one), then moves *pos past what it returned. *first (may be NULL)
+ * receives the oldest batch the server keeps (0: none; a later one than
+ * asked for means the records between were dropped by retention), *eof
+ * (may be NULL) 1 when every record committed so far was returned.
+ * Returns a malloc'd NUL-terminated string the caller frees (empty when
+ * there is nothing new), or NULL with errno: EACCES (the caller is neither
+ * root nor the server's user), EIO (the server's store failed), and those
+ * listed at the top of this header. */
+struct mc_log_pos {
+	uint64_t seq, rec;
+};
+MC_EXPORT char *mc_log_read(mc_client *c, struct mc_log_pos *pos, size_t max, uint64_t *first,
+                            int *eof);
+
 /* Act for other credentials, as a file server acts for its callers: every
  * later call made by this thread, on any client, has its permissions
  * checked against cred (uid, gid and ngroups supplementary groups) instead
@@ -253,7 +299,11 @@ MC_EXPORT void mc_batch_free(mc_batch *b);
  * the application's. The state lives in the server's memory only (it is
  * not persistent) and is shared by every client; it is freed when the file
  * leaves the cache (mc_evict). Each call is one request on a descriptor
- * from mc_open of a regular file; any access mode will do.
+ * from mc_open of a regular file; any access mode will do. mc_range_test
+ * and mc_range_find send none when the file has state: they read it from
+ * shared memory, without a lock, and answer as the server would have at
+ * one instant (a tree that keeps changing under them is asked of the
+ * server).
  *
  * MC_RANGE_LOCKED is an exclusive range lock: setting it fails with EAGAIN
  * when any byte of the range is locked already, by anyone, this client
@@ -322,6 +372,33 @@ MC_EXPORT int mc_extent_punch(mc_client *c, int fd, uint64_t off, uint64_t len);
  * for out NULL with max > 0. */
 MC_EXPORT ssize_t mc_extent_map(mc_client *c, int fd, uint64_t off, uint64_t len,
                                 struct mc_extent *out, size_t max);
+
+/* Vector forms: the call over each element of an array, in order, with one
+ * request for up to 4096 elements (or the server's max-ops, if lower), so a
+ * long run of changes costs a round trip per 4096 rather than one each.
+ * Each element succeeds or fails on its own, with the errors of the single
+ * call (mc_range_set, mc_range_clear, mc_extent_set, mc_extent_punch; the
+ * punch form reads off and len and ignores phys and flags); errs, when not
+ * NULL, receives each element's errno (0: it took effect). Returns the
+ * number of elements that failed (0: all took effect), or -1 with errno
+ * when the call itself failed: EINVAL (array NULL with n > 0, n past
+ * INT32_MAX, or any element invalid as for the single call; checked before
+ * anything is sent), EBADF, ENOMEM, or those listed at the top of this
+ * header, in which case the requests answered before took effect and errs
+ * holds the errno for every element from the first request that failed on.
+ * n == 0 does nothing and returns 0. */
+struct mc_range {
+	uint64_t start, end;      /* inclusive */
+	uint32_t bits;
+};
+MC_EXPORT int mc_range_set_v(mc_client *c, int fd, const struct mc_range *r, size_t n,
+                             int *errs);
+MC_EXPORT int mc_range_clear_v(mc_client *c, int fd, const struct mc_range *r, size_t n,
+                               int *errs);
+MC_EXPORT int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, size_t n,
+                              int *errs);
+MC_EXPORT int mc_extent_punch_v(mc_client *c, int fd, const struct mc_extent *e, size_t n,
+                                int *errs);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
- * namespace through libmcache (ls, stat, mkdir, rm, mv, chown, truncate,
- * rmtree, sync, stats, extents, dump, load), with the options and exit
- * statuses of coreutils. */
+ * namespace through libmcache (mkdir, rm, mv, chown, truncate, rmtree,
+ * sync, extents, dump, load; ls and stat live in mcachectl_ls.c, stats,
+ * clients and slowlog in mcachectl_admin.c), with the options, exit
+ * statuses and error messages of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -18,44 +19,28 @@
 
 #include "mc_config.h"
 #include "mc_socket.h"
+#include "mcachectl.h"
+#include "mcachectl_admin.h"
 #include "mcachectl_dump.h"
 #include "mcachectl_extents.h"
 #include "mcachectl_fmt.h"
+#include "mcachectl_ls.h"
+#include "mcachectl_fsck.h"
 #include "mcachectl_help.h"
+#include "mcachectl_log.h"
 #include "mcache.h"
 
-#define EXIT_FAIL  1
-#define EXIT_USAGE 2
-
-static const char *prog = "mcachectl";
+const char *prog = "mcachectl";
+json_t *json_doc;                /* --json: the array the command fills */
 static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
-static json_t *json_doc;         /* --json: the array the command fills */
 
-/* --json: append the attributes of path (listed as name) to json_doc. */
-static void json_entry(mc_client *c, const char *name, const char *path, const struct stat *st)
-{
-	char target[4096];
-	const char *t = NULL;
-	if (S_ISLNK(st->st_mode)) {
-		ssize_t n = mc_readlink(c, path, target, sizeof(target) - 1);
-		if (n >= 0) {
-			target[n] = '\0';
-			t = target;
-		}
-	}
-	json_t *o = stat_json(name, path, st, t);
-	if (o == NULL || json_array_append_new(json_doc, o) != 0) {
-		fprintf(stderr, "%s: %s\n", prog, strerror(ENOMEM));
-		exit(EXIT_FAIL);
-	}
-}
 
 /* Connect on first use, after the command checked its arguments, so usage
  * errors never depend on the server. Exits 1 when it cannot connect, saying
  * what to do: a path that is not a socket is named as such, and when nothing
  * listens there the hint says how to start mcached or name its socket. */
-static mc_client *conn(void)
+mc_client *conn(void)
 {
 	if (client)
 		return client;
@@ -79,8 +64,7 @@ static mc_client *conn(void)
 	return client;
 }
 
-__attribute__((format(printf, 1, 2)))
-static void usage_error(const char *fmt, ...)
+void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "%s: ", prog);
@@ -90,214 +74,24 @@ static void usage_error(const char *fmt, ...)
 	fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
 }
 
-static int fail(const char *what)
+int fail(const char *what)
 {
 	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
 	return EXIT_FAIL;
 }
 
-/* ---- commands ---------------------------------------------------------- */
-
-static void ls_long(mc_client *c, const char *path, const char *name, const struct stat *st)
+int failf(const char *fmt, ...)
 {
-	char mode[11], when[64], ub[24], gb[24];
-	mode_string(st->st_mode, mode);
-	format_time(&st->st_mtim, when, sizeof(when), false);
-	printf("%s %3ju %-8s %-8s %10jd %s %s", mode, (uintmax_t)st->st_nlink,
-	       id_name(st->st_uid, true, ub), id_name(st->st_gid, false, gb),
-	       (intmax_t)st->st_size, when, name);
-	if (S_ISLNK(st->st_mode)) {
-		char target[4096];
-		ssize_t n = mc_readlink(c, path, target, sizeof(target));
-		if (n >= 0)
-			printf(" -> %.*s", (int)n, target);
-	}
-	putchar('\n');
+	int err = errno;
+	va_list ap;
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", strerror(err));
+	return EXIT_FAIL;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool ls_long_fmt, ls_all, ls_self, ls_recursive;
-
-/* List the open directory d (closed here) at path; with -R, then each
- * subdirectory, under a "PATH:" heading as ls -R writes them. */
-static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
-{
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	struct dirent *e;
-	struct stat st;
-	if (heading && !json_doc)
-		printf("%s:\n", path);
-	errno = 0;
-	/* -a: the dot entries too, which the namespace does not store. */
-	for (int dots = ls_all ? 2 : 0; dots > 0; dots--) {
-		if (n == cap) {
-			cap = 64;
-			names = malloc(cap * sizeof(*names));
-			if (!names)
-				break;
-		}
-		names[n] = strdup(dots == 2 ? "." : "..");
-		if (names[n])
-			n++;
-	}
-	while ((e = mc_readdir(d))) {
-		if (!ls_all && e->d_name[0] == '.')
-			continue;   /* hidden, as ls hides them */
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **p = realloc(names, cap * sizeof(*p));
-			if (!p) {
-				errno = ENOMEM;
-				break;
-			}
-			names = p;
-		}
-		if (!(names[n] = strdup(e->d_name))) {
-			errno = ENOMEM;
-			break;
-		}
-		n++;
-	}
-	if (errno)
-		rc = fail(path);
-	mc_closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
-	if (ls_long_fmt && rc == 0 && !json_doc)
-		printf("total 0\n");   /* no data blocks: mcache holds metadata */
-	for (size_t i = 0; i < n; i++) {
-		if (!ls_long_fmt && !json_doc) {
-			printf("%s\n", names[i]);
-			continue;
-		}
-		char *p = path_join(path, names[i]);
-		if (!p) {
-			errno = ENOMEM;
-			rc = fail(path);
-			break;
-		}
-		if (mc_lstat(c, p, &st) < 0)
-			rc = fail(p); /* removed meanwhile */
-		else if (json_doc)
-			json_entry(c, names[i], p, &st);
-		else
-			ls_long(c, p, names[i], &st);
-		free(p);
-	}
-	for (size_t i = 0; i < n && ls_recursive; i++) {
-		if (!strcmp(names[i], ".") || !strcmp(names[i], ".."))
-			continue;
-		char *p = path_join(path, names[i]);
-		if (!p) {
-			errno = ENOMEM;
-			rc = fail(path);
-			break;
-		}
-		if (mc_lstat(c, p, &st) == 0 && S_ISDIR(st.st_mode)) {
-			MC_DIR *sub = mc_opendir(c, p);
-			if (!json_doc)
-				putchar('\n');
-			if (!sub)
-				rc = fail(p);
-			else if (ls_dir(c, p, sub, true) != 0)
-				rc = EXIT_FAIL;
-		}
-		free(p);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
-}
-
-static int cmd_ls(int argc, char **argv)
-{
-	int opt;
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+ladR")) != -1) {
-		switch (opt) {
-		case 'l': ls_long_fmt = true; break;
-		case 'a': ls_all = true; break;
-		case 'd': ls_self = true; break;
-		case 'R': ls_recursive = true; break;
-		default:
-			usage_error("ls: invalid option -- '%c'", optopt);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind > 1) {
-		usage_error("ls: too many arguments");
-		return EXIT_USAGE;
-	}
-	const char *path = optind < argc ? argv[optind] : "/";
-	mc_client *c = conn();
-
-	struct stat st;
-	MC_DIR *d = ls_self ? NULL : mc_opendir(c, path);
-	if (!d) {
-		if (!ls_self && errno != ENOTDIR)
-			return fail(path);
-		/* Not a directory: list the thing itself, as ls does. */
-		if (mc_lstat(c, path, &st) < 0)
-			return fail(path);
-		if (json_doc)
-			json_entry(c, path, path, &st);
-		else if (ls_long_fmt)
-			ls_long(c, path, path, &st);
-		else
-			printf("%s\n", path);
-		return 0;
-	}
-	return ls_dir(c, path, d, ls_recursive);
-}
-
-static const char *stat_format;   /* stat -c FORMAT, or NULL */
-
-static int stat_one(mc_client *c, const char *path)
-{
-	struct stat st;
-	char mode[11], t[96];
-	if (mc_lstat(c, path, &st) < 0)
-		return fail(path);
-	if (json_doc) {
-		json_entry(c, path, path, &st);
-		return 0;
-	}
-	if (stat_format) {
-		stat_print_format(stat_format, path, &st);
-		return 0;
-	}
-	printf("  File: %s", path);
-	if (S_ISLNK(st.st_mode)) {
-		char target[4096];
-		ssize_t n = mc_readlink(c, path, target, sizeof(target));
-		if (n >= 0)
-			printf(" -> %.*s", (int)n, target);
-	}
-	printf("\n  Size: %-15jd Blocks: %-10jd IO Block: %-6ld %s\n", (intmax_t)st.st_size,
-	       (intmax_t)st.st_blocks, (long)st.st_blksize, type_name(&st));
-	printf("Device: %jxh/%jud\tInode: %-11ju Links: %ju\n", (uintmax_t)st.st_dev,
-	       (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (uintmax_t)st.st_nlink);
-	mode_string(st.st_mode, mode);
-	printf("Access: (%04o/%s)  ", (unsigned)(st.st_mode & 07777), mode);
-	print_id("Uid", (unsigned long)st.st_uid, true);
-	printf("   ");
-	print_id("Gid", (unsigned long)st.st_gid, false);
-	putchar('\n');
-	format_time(&st.st_atim, t, sizeof(t), true);
-	printf("Access: %s\n", t);
-	format_time(&st.st_mtim, t, sizeof(t), true);
-	printf("Modify: %s\n", t);
-	format_time(&st.st_ctim, t, sizeof(t), true);
-	printf("Change: %s\n", t);
-	return 0;
-}
 
 /* mkdir -p: create every missing component of path. */
 static int mkdir_parents(mc_client *c, const char *path, mode_t mode)
@@ -320,13 +114,14 @@ static int mkdir_parents(mc_client *c, const char *path, mode_t mode)
 		/* Parents get u+wx as mkdir -p gives them. */
 		mode_t m = saved ? (mode | S_IWUSR | S_IXUSR) : mode;
 		if (mc_mkdir(c, p, m) < 0) {
-			/* An existing component is fine if it is a directory; an
-			 * existing non-directory parent fails at the next step
-			 * (ENOTDIR), the last one here. */
-			bool ok = errno == EEXIST && (saved || (mc_stat(c, p, &st) == 0 && S_ISDIR(st.st_mode)));
+			/* An existing component is fine if it is a directory (or
+			 * a symlink to one). As mkdir -p, a parent that is not
+			 * one is named with ENOTDIR, the last one with EEXIST. */
+			int err = errno ? errno : EEXIST;
+			bool ok = err == EEXIST && mc_stat(c, p, &st) == 0 && S_ISDIR(st.st_mode);
 			if (!ok) {
-				errno = errno ? errno : EEXIST;
-				rc = fail(p);
+				errno = err == EEXIST && saved ? ENOTDIR : err;
+				rc = failf("cannot create directory '%s'", p);
 				break;
 			}
 		}
@@ -372,7 +167,7 @@ static int cmd_mkdir(int argc, char **argv)
 			if (mkdir_parents(c, argv[i], mode))
 				rc = EXIT_FAIL;
 		} else if (mc_mkdir(c, argv[i], mode) < 0) {
-			rc = fail(argv[i]);
+			rc = failf("cannot create directory '%s'", argv[i]);
 		}
 	}
 	return rc;
@@ -389,15 +184,13 @@ static int touch_one(mc_client *c, const char *path)
 	 * "file/", because open says EISDIR), setting the times decides, and
 	 * its error is the one reported ("file/": Not a directory). */
 	if (errno != EEXIST && errno != EISDIR)
-		return fail(path);
+		return failf("cannot touch '%s'", path);
 	if (mc_utimens(c, path, NULL) < 0)
-		return fail(path);
+		return failf("setting times of '%s'", path);
 	return 0;
 }
 
-typedef int (*path_fn)(mc_client *c, const char *path);
-
-static int each_path(int argc, char **argv, path_fn fn, int first)
+int each_path(int argc, char **argv, path_fn fn, int first)
 {
 	if (argc <= first) {
 		usage_error("%s: missing PATH", argv[0]);
@@ -425,7 +218,7 @@ static int rm_one(mc_client *c, const char *path)
 		r = mc_unlink(c, path);
 	if (r < 0 && rm_force && errno == ENOENT)
 		return 0;
-	return r < 0 ? fail(path) : 0;
+	return r < 0 ? failf("cannot remove '%s'", path) : 0;
 }
 
 static int cmd_rm(int argc, char **argv)
@@ -450,9 +243,23 @@ static int cmd_rm(int argc, char **argv)
 static uid_t chown_uid;
 static gid_t chown_gid;
 
+/* chown and chmod as coreutils word a failure: a path that cannot be
+ * reached, or one whose change failed (what names the change). */
+static int change_failed(mc_client *c, const char *path, const char *what)
+{
+	struct stat st;
+	int err = errno;
+	if (mc_lstat(c, path, &st) < 0)
+		return failf("cannot access '%s'", path);
+	errno = err;
+	return failf("%s '%s'", what, path);
+}
+
 static int chown_one(mc_client *c, const char *path)
 {
-	return mc_chown(c, path, chown_uid, chown_gid) < 0 ? fail(path) : 0;
+	if (mc_chown(c, path, chown_uid, chown_gid) < 0)
+		return change_failed(c, path, "changing ownership of");
+	return 0;
 }
 
 /* chown OWNER[:GROUP] PATH... (an empty or missing part is left as is). */
@@ -469,11 +276,11 @@ static int cmd_chown(int argc, char **argv)
 		*colon++ = '\0';
 	unsigned long u = (unsigned long)-1, g = (unsigned long)-1;
 	if (spec[0] && parse_id(spec, true, &u) < 0) {
-		fprintf(stderr, "%s: chown: invalid user: '%s'\n", prog, argv[1]);
+		fprintf(stderr, "%s: invalid user: '%s'\n", prog, argv[1]);
 		return EXIT_FAIL;
 	}
 	if (colon && colon[0] && parse_id(colon, false, &g) < 0) {
-		fprintf(stderr, "%s: chown: invalid group: '%s'\n", prog, argv[1]);
+		fprintf(stderr, "%s: invalid group: '%s'\n", prog, argv[1]);
 		return EXIT_FAIL;
 	}
 	chown_uid = (uid_t)u;
@@ -487,9 +294,11 @@ static int truncate_one(mc_client *c, const char *path)
 {
 	int fd = mc_open(c, path, O_CREAT | O_WRONLY, 0666 & ~current_umask());
 	if (fd < 0)
-		return fail(path);
+		return failf("cannot open '%s' for writing", path);
 	mc_close(c, fd);
-	return mc_truncate(c, path, truncate_size) < 0 ? fail(path) : 0;
+	if (mc_truncate(c, path, truncate_size) < 0)
+		return failf("failed to truncate '%s' at %jd bytes", path, (intmax_t)truncate_size);
+	return 0;
 }
 
 /* truncate -s SIZE PATH...: as truncate(1), a missing file is created. */
@@ -506,7 +315,7 @@ static int cmd_truncate(int argc, char **argv)
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			if (!*optarg || *end || errno || v < 0) {
-				fprintf(stderr, "%s: truncate: invalid number: '%s'\n", prog, optarg);
+				fprintf(stderr, "%s: Invalid number: '%s'\n", prog, optarg);
 				return EXIT_FAIL;
 			}
 			truncate_size = (off_t)v;
@@ -526,7 +335,7 @@ static int cmd_truncate(int argc, char **argv)
 
 static int rmdir_one(mc_client *c, const char *path)
 {
-	return mc_rmdir(c, path) < 0 ? fail(path) : 0;
+	return mc_rmdir(c, path) < 0 ? failf("failed to remove '%s'", path) : 0;
 }
 
 static int rmtree_one(mc_client *c, const char *path)
@@ -538,7 +347,9 @@ static mode_t chmod_mode;
 
 static int chmod_one(mc_client *c, const char *path)
 {
-	return mc_chmod(c, path, chmod_mode) < 0 ? fail(path) : 0;
+	if (mc_chmod(c, path, chmod_mode) < 0)
+		return change_failed(c, path, "changing permissions of");
+	return 0;
 }
 
 static int need_args(int argc, char **argv, int n, const char *what)
@@ -558,9 +369,26 @@ static int cmd_mv(int argc, char **argv)
 	if (rc)
 		return rc;
 	mc_client *c = conn();
-	if (mc_rename(c, argv[1], argv[2]) < 0)
-		return fail(argv[1]);
-	return 0;
+	const char *from = argv[1], *to = argv[2];
+	if (mc_rename(c, from, to) == 0)
+		return 0;
+	/* As mv -T words it: a missing FROM, a type clash, or the rename. */
+	int err = errno;
+	struct stat sf, st;
+	if (mc_lstat(c, from, &sf) < 0)
+		return failf("cannot stat '%s'", from);
+	bool have_to = mc_lstat(c, to, &st) == 0;
+	if (have_to && S_ISDIR(st.st_mode) && !S_ISDIR(sf.st_mode)) {
+		fprintf(stderr, "%s: cannot overwrite directory '%s' with non-directory\n", prog, to);
+		return EXIT_FAIL;
+	}
+	if (have_to && !S_ISDIR(st.st_mode) && S_ISDIR(sf.st_mode)) {
+		fprintf(stderr, "%s: cannot overwrite non-directory '%s' with directory '%s'\n", prog,
+		        to, from);
+		return EXIT_FAIL;
+	}
+	errno = err;
+	return failf("cannot move '%s' to '%s'", from, to);
 }
 
 static int cmd_ln(int argc, char **argv)
@@ -581,20 +409,41 @@ static int cmd_ln(int argc, char **argv)
 	}
 	const char *target = argv[optind], *link = argv[optind + 1];
 	mc_client *c = conn();
-	int r = sym ? mc_symlink(c, target, link) : mc_link(c, target, link);
-	return r < 0 ? fail(link) : 0;
+	if (sym)
+		return mc_symlink(c, target, link) < 0 ?
+		       failf("failed to create symbolic link '%s'", link) : 0;
+	/* As ln words it: TARGET checked first, then the link. */
+	struct stat st;
+	if (mc_lstat(c, target, &st) < 0)
+		return failf("failed to access '%s'", target);
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: %s: hard link not allowed for directory\n", prog, target);
+		return EXIT_FAIL;
+	}
+	if (mc_link(c, target, link) == 0)
+		return 0;
+	if (errno == EEXIST || errno == ENOSPC || errno == EROFS || errno == EDQUOT)
+		return failf("failed to create hard link '%s'", link);
+	return failf("failed to create hard link '%s' => '%s'", link, target);
 }
 
 static int cmd_readlink(int argc, char **argv)
 {
-	int rc = need_args(argc, argv, 1, "PATH");
+	bool verbose = false;
+	if (argc > 1 && strcmp(argv[1], "-v") == 0) {
+		verbose = true;
+		argc--;
+		argv++;
+	}
+	int rc = need_args(argc, argv, 1, "[-v] PATH");
 	if (rc)
 		return rc;
 	mc_client *c = conn();
 	char buf[4096];
 	ssize_t n = mc_readlink(c, argv[1], buf, sizeof(buf));
+	/* As readlink(1): a failure is only the exit status, unless -v. */
 	if (n < 0)
-		return fail(argv[1]);
+		return verbose ? fail(argv[1]) : EXIT_FAIL;
 	if (json_doc) {
 		json_t *o = json_pack("{s:s,s:s%}", "path", argv[1], "target", buf, (size_t)n);
 		if (o == NULL || json_array_append_new(json_doc, o) != 0)
@@ -627,36 +476,6 @@ static int cmd_sync(int argc, char **argv)
 	return mc_sync(c) < 0 ? fail("sync") : 0;
 }
 
-static int cmd_stats(int argc, char **argv)
-{
-	int rc = need_args(argc, argv, 0, "");
-	if (rc)
-		return rc;
-	mc_client *c = conn();
-	char *s = mc_server_stats(c);
-	if (!s)
-		return fail("stats");
-	size_t n = strlen(s);
-	fputs(s, stdout);
-	if (n == 0 || s[n - 1] != '\n')
-		putchar('\n');
-	free(s);
-	return 0;
-}
-
-static int cmd_stat(int argc, char **argv)
-{
-	int opt;
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+c:")) != -1) {
-		if (opt != 'c') {
-			usage_error("stat: invalid option -- '%c' or missing FORMAT", optopt);
-			return EXIT_USAGE;
-		}
-		stat_format = optarg;
-	}
-	return each_path(argc, argv, stat_one, optind);
-}
 
 /* A module's 0 or -errno as an exit status, the error named after what. */
 static int exit_rc(int rc, const char *what)
@@ -686,6 +505,12 @@ static int cmd_load(int argc, char **argv)
 	return load_stream(conn(), stdin, argc == 2 ? argv[1] : NULL, prog) ? EXIT_FAIL : 0;
 }
 
+static int cmd_fsck(int argc, char **argv)
+{
+	return fsck_command(argc, argv, socket_arg, json_doc != NULL, prog);
+}
+
+static int cmd_log(int argc, char **argv) { return log_main(conn(), argc, argv, json_doc, prog); }
 static int cmd_touch(int argc, char **argv) { return each_path(argc, argv, touch_one, 1); }
 static int cmd_rmdir(int argc, char **argv) { return each_path(argc, argv, rmdir_one, 1); }
 static int cmd_rmtree(int argc, char **argv) { return each_path(argc, argv, rmtree_one, 1); }
@@ -725,7 +550,9 @@ static const struct command {
 	  "Rename FROM to TO atomically, replacing a file or an empty directory.\n" },
 	{ "ln", cmd_ln, "[-s] TARGET LINK",
 	  "Make LINK a hard link to TARGET; -s: a symbolic link to TARGET.\n" },
-	{ "readlink", cmd_readlink, "PATH", "Print the target of the symbolic link PATH.\n" },
+	{ "readlink", cmd_readlink, "[-v] PATH",
+	  "Print the target of the symbolic link PATH. As readlink(1), a PATH\n"
+	  "that is not a symbolic link fails (exit 1) silently; -v says why.\n" },
 	{ "chmod", cmd_chmod, "MODE PATH...", "Set the permission bits (octal MODE, e.g. 0755).\n" },
 	{ "chown", cmd_chown, "OWNER[:GROUP] PATH...",
 	  "Set the owner and group (names or numbers; an empty part is kept).\n" },
@@ -735,7 +562,30 @@ static const struct command {
 	  "Remove PATH and everything below it, on the server (rm -rf in one call).\n" },
 	{ "sync", cmd_sync, "",
 	  "Wait until every change acknowledged so far is durable on the server.\n" },
-	{ "stats", cmd_stats, "", "Print the server's statistics (JSON, as GET /stats).\n" },
+	{ "stats", cmd_stats, "[--commits | --watch [INTERVAL] [--count N]]",
+	  "Print the server's statistics (JSON, as GET /stats).\n"
+	  "  --commits               instead, the commit pipeline as a table\n"
+	  "                          (phases, batch sizes, lag, journal, log)\n"
+	  "  -w, --watch [INTERVAL]  instead, every INTERVAL seconds (default 1),\n"
+	  "                          a line of rates per second: requests, ops,\n"
+	  "                          errors, commits, committed records, read-path\n"
+	  "                          hits and misses, and the cache's used bytes and\n"
+	  "                          connections; until interrupted (SIGINT)\n"
+	  "  -n, --count N           stop after N lines\n"
+	  "With --json, each line is a JSON object (JSON lines).\n" },
+	{ "clients", cmd_clients, "",
+	  "List the server's connected clients, oldest first: pid, user, group,\n"
+	  "requests received, age and connection time (this mcachectl too).\n" },
+	{ "slowlog", cmd_slowlog, "[N]",
+	  "Print the newest N (default 10; 0: all kept) entries of the server's\n"
+	  "slow-operation log, newest first: id, time, service time in ms, op,\n"
+	  "client pid and path. An op enters it when its service time on the\n"
+	  "server reaches --slowlog-threshold-ms; the log keeps --slowlog-max-len.\n" },
+	{ "log", cmd_log, "[--follow] [--since SEQ] [--json]",
+	  "Print the committed changes, one record a line: SEQ.REC TIME OP FIELDS\n"
+	  "(--json: the server's JSON lines), from batch SEQ on (default: the\n"
+	  "oldest the server keeps); --follow waits for new commits. Root or\n"
+	  "the server's user only.\n" },
 	{ "extents", cmd_extents, "PATH",
 	  "Print the extent map of the file PATH (OFF LEN PHYS FLAGS) and its\n"
 	  "extent-state ranges (START END BITS, END inclusive); --json: one object.\n" },
@@ -748,6 +598,7 @@ static const struct command {
 	  "(default: at its path): directories, files of their size, symlinks,\n"
 	  "hard links (same ino), then mode, times and, as root, owner. Bad lines\n"
 	  "and failed entries are reported as \"line N: ...\" and skipped (exit 1).\n" },
+	{ "fsck", cmd_fsck, "[--json] [--offline DATA_DIR]", FSCK_HELP },
 };
 
 /* `mcachectl CMD --help` anywhere before "--": the command's usage. */

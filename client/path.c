@@ -159,10 +159,23 @@ ssize_t mc_readlink(mc_client *c, const char *path, char *buf, size_t size)
 	return (ssize_t)n;
 }
 
-static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct stat *st)
+/* stat and lstat through the server. Out of line: the shared-memory
+ * answer above it builds no request. */
+static __attribute__((noinline)) int stat_rpc(mc_client *c, Mcache__OpCode code, const char *path,
+                                              struct stat *st)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
+	op.code = code;
+	path_set(&op.path, path);
+	int err = client_op(c, &op, &rsp);
+	if (err == 0)
+		err = client_take_attr(rsp, st);
+	return err < 0 ? client_fail(err) : 0;
+}
+
+static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct stat *st)
+{
 	size_t plen;
 	int err = path_prep(c, path, &plen);
 	if (err < 0)
@@ -176,12 +189,7 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 		if (err <= 0)
 			return err < 0 ? client_fail(err) : 0;
 	}
-	op.code = code;
-	path_set(&op.path, path);
-	err = client_op(c, &op, &rsp);
-	if (err == 0)
-		err = client_take_attr(rsp, st);
-	return err < 0 ? client_fail(err) : 0;
+	return stat_rpc(c, code, path, st);
 }
 
 int mc_stat(mc_client *c, const char *path, struct stat *st)

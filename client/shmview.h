@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "mc_shm.h"
+#include "shmprefix.h"
 
 #define VIEW_MISS 1
 
@@ -51,6 +52,7 @@ struct view {
 	uint64_t size;
 	const struct mc_shm_header *hdr;
 	const uint8_t *ptypes;
+	uint32_t npages;                  /* pages in the segment (ptypes[npages]) */
 	const struct mc_bucket *dbuckets;
 	const struct mc_bucket *ibuckets;
 	const struct mc_bucket *ebuckets; /* loaded extent maps; NULL: none */
@@ -61,6 +63,8 @@ struct view {
 	struct mc_client_slot *slot;      /* this client's counters, or NULL */
 	struct view_limits lim;
 	struct view_cred cred;
+	/* Resolved directory prefixes (shmprefix.c), shared by the threads. */
+	struct prefix_entry prefixes[PREFIX_SLOTS];
 };
 
 /* Check the segment header and set v up over it (cred and limits are the
@@ -109,5 +113,22 @@ struct view_extent {
 };
 int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
                     struct view_extent *out, size_t max, size_t *n);
+
+/* Extent-state trees (client/extview.c), answered as the server's
+ * estate_test and estate_find would at one instant. view_range_test: *res
+ * is 1 when every byte of [q->start, q->end] carries every bit of q->bits
+ * (q->all) or some byte some bit (!q->all), else 0. view_range_find: *found
+ * is 1 with [q->start, q->end] the first run at or after q->from carrying
+ * some bit of q->bits, else 0 (q->start and q->end then 0). Both:
+ * VIEW_MISS when ino has no state tree (the server answers: it also knows
+ * what the descriptor is) or a bound was hit; -ENOTCONN when the server
+ * stopped serving. q->start <= q->end and q->bits != 0 are the caller's. */
+struct view_range {
+	uint64_t start, end, from;
+	uint32_t bits;
+	bool all;
+};
+int view_range_test(struct view *v, uint64_t ino, const struct view_range *q, int *res);
+int view_range_find(struct view *v, uint64_t ino, struct view_range *q, int *found);
 
 #endif

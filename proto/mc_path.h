@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mc_shm.h"
+
 #define MC_MAY_EXEC  1
 #define MC_MAY_WRITE 2
 #define MC_MAY_READ  4
@@ -23,29 +25,110 @@ struct mc_comp {
 	size_t len;
 	bool last;       /* nothing but slashes follows */
 	bool slash;      /* the last component was followed by slashes */
+	uint64_t hash;   /* mc_hash_part(seed, name, len) (mc_path_next_hash) */
+	uint64_t w[2];   /* the name's first 16 bytes, zero-padded past len */
 };
 
-/* The next component of the path at *p (before end), skipping slashes.
- * false when only slashes were left. */
-static inline bool mc_path_next(const char **p, const char *end, struct mc_comp *c)
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the word-at-a-time parser is little-endian");
+
+#define MC_PATH_ONES  0x0101010101010101ull
+#define MC_PATH_HIGHS 0x8080808080808080ull
+#define MC_PATH_SLASHES 0x2f2f2f2f2f2f2f2full
+
+/* The index of the first '/' byte of the little-endian word w, 8 if none. */
+static inline unsigned mc_path_slash_at(uint64_t w)
+{
+	uint64_t x = w ^ MC_PATH_SLASHES;
+	uint64_t z = (x - MC_PATH_ONES) & ~x & MC_PATH_HIGHS;
+	return z ? (unsigned)__builtin_ctzll(z) >> 3 : 8;
+}
+
+/* The next component of the path at *p (before end), skipping slashes,
+ * found 8 bytes at a time and folded into c->hash on the way (the dentry
+ * hash's name part, mc_hash_part, from seed). false when only slashes were
+ * left. Reads no byte at or past end. */
+static inline bool mc_path_next_hash(const char **p, const char *end, uint64_t seed,
+                                     struct mc_comp *c)
 {
 	const char *s = *p;
 	while (s < end && *s == '/')
 		s++;
 	if (s == end)
 		return false;
-	const char *e = memchr(s, '/', (size_t)(end - s));
-	if (!e)
-		e = end;
-	const char *q = e;
+	const char *q = s;
+	uint64_t h = seed;
+	unsigned k = 0;
+	c->w[0] = c->w[1] = 0;
+	for (;;) {
+		uint64_t w = 0;
+		size_t room = (size_t)(end - q);
+		if (room >= 8)
+			memcpy(&w, q, 8);
+		else
+			memcpy(&w, q, room); /* zero bytes are never '/' */
+		unsigned i = mc_path_slash_at(w);
+		if (i > room)
+			i = (unsigned)room;
+		if (i < 8) {
+			if (i) {
+				w &= ~0ull >> (64 - 8 * i);
+				h = mc_hash_mix(h, w);
+				if (k < 2)
+					c->w[k] = w;
+			}
+			q += i;
+			break;
+		}
+		h = mc_hash_mix(h, w);
+		if (k < 2)
+			c->w[k] = w;
+		k++;
+		q += 8;
+	}
+	const char *e = q;
 	while (q < end && *q == '/')
 		q++;
 	c->name = s;
 	c->len = (size_t)(e - s);
+	c->hash = h;
 	c->last = q == end;
 	c->slash = e < end;
 	*p = e;
 	return true;
+}
+
+/* The component name[0..len) (no slash in it, nothing after it), as
+ * mc_path_next_hash would give it. */
+static inline void mc_comp_make(const char *name, size_t len, uint64_t seed, struct mc_comp *c)
+{
+	uint64_t h = seed;
+	size_t k = 0;
+	c->w[0] = c->w[1] = 0;
+	for (; k + 8 <= len; k += 8) {
+		uint64_t w;
+		memcpy(&w, name + k, 8);
+		h = mc_hash_mix(h, w);
+		if (k < 16)
+			c->w[k / 8] = w;
+	}
+	if (k < len) {
+		uint64_t w = 0;
+		memcpy(&w, name + k, len - k);
+		h = mc_hash_mix(h, w);
+		if (k < 16)
+			c->w[k / 8] = w;
+	}
+	c->name = name;
+	c->len = len;
+	c->hash = h;
+	c->last = true;
+	c->slash = false;
+}
+
+/* mc_path_next_hash with seed 0, for those who need no hash. */
+static inline bool mc_path_next(const char **p, const char *end, struct mc_comp *c)
+{
+	return mc_path_next_hash(p, end, 0, c);
 }
 
 static inline enum mc_last mc_comp_type(const char *name, size_t len)

@@ -36,12 +36,14 @@
  *     rewritten every MC_HEARTBEAT_MS while it serves. A reader that finds
  *     it older than MC_HEARTBEAT_STALE_MS asks the kernel whether the
  *     server is still there before it trusts the segment again.
- * 11. Loaded extent maps are found by inode number through their own hash
- *     table (ebuckets, mc_hash_ino), chained through the first chunk's tail
- *     (mc_echunk_tail.hnext). A map is linked only once it is whole (loaded
- *     from the store), and unlinked before it is freed. A reader validates
- *     the chain with the bucket's seq and the records with the tree head's
- *     seq (the record seqs do not move when a tree is freed whole).
+ * 11. Loaded extent maps and extent-state trees are found by inode number
+ *     through their own hash table (ebuckets, mc_hash_ino), chained through
+ *     the first chunk's tail (mc_echunk_tail.hnext); the head's kind tells
+ *     a map from a state tree. A map is linked only once it is whole
+ *     (loaded from the store), a state tree as soon as it is made (empty);
+ *     each is unlinked before it is freed. A reader validates the chain
+ *     with the bucket's seq and the records with the tree head's seq
+ *     (records carry none).
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H
@@ -52,7 +54,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 2u
+#define MC_SHM_VERSION 4u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last */
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
@@ -196,15 +198,31 @@ struct mc_dirx {
 
 /* Extent trees (server/extent.c, server/extent_state.c). Each inode's tree
  * lives in its own arena: a list of MC_ECHUNK_SIZE-byte chunks carved from
- * MC_PT_EXTENT pages, each chunk MC_ECHUNK_SLOTS 48-byte slots then a tail.
- * Slot 0 of the arena's first chunk is the tree head (struct mc_etree), so
- * the tree's offset is its first chunk's. Freeing a tree hands its whole
- * chunk list back at once: record seqs do not move then; the head's seq
- * does, and readers validate records against the head's seq (bumped around
- * every change of the tree), never against a record's own. */
-#define MC_ECHUNK_SIZE  4096u
-#define MC_ECHUNK_SLOT  48u
-#define MC_ECHUNK_SLOTS (MC_ECHUNK_SIZE / MC_ECHUNK_SLOT)   /* 85 */
+ * MC_PT_EXTENT pages, each chunk a run of equal slots then a 16-byte tail.
+ * A state tree's slots are 40 bytes (MC_ES_SLOTS of them: a state record),
+ * an extent map's 48 (MC_EM_SLOTS: a record and its phys); both runs end at
+ * MC_ECHUNK_TAIL_OFF, so a chunk serves either kind. The tree head (struct
+ * mc_etree) opens the arena's first chunk, in its first MC_E*_HEAD_SLOTS
+ * slots, so the tree's offset is its first chunk's. Freeing a tree hands its
+ * whole chunk list back at once; readers validate records against the
+ * head's seq (bumped around every change of the tree): records carry none.
+ *
+ * Records refer to each other by reference (mc_eref), not by offset: a
+ * 40-byte slot is not 16-byte aligned. A reference is the chunk's number
+ * (its byte offset / MC_ECHUNK_SIZE) << 8 | MC_EREF_MAP for a map's slot |
+ * the slot's index; 0 is none (chunk 0 is the header's). */
+#define MC_ECHUNK_SIZE     4096u
+#define MC_ECHUNK_TAIL_OFF 4080u
+#define MC_ES_SLOT         40u
+#define MC_ES_SLOTS        (MC_ECHUNK_TAIL_OFF / MC_ES_SLOT)   /* 102 */
+#define MC_ES_HEAD_SLOTS   2u
+#define MC_EM_SLOT         48u
+#define MC_EM_SLOTS        (MC_ECHUNK_TAIL_OFF / MC_EM_SLOT)   /* 85 */
+#define MC_EM_HEAD_SLOTS   1u
+#define MC_EREF_MAP        0x80u
+#define MC_EREF_SLOT_MASK  0x7fu
+
+typedef uint32_t mc_eref;
 
 /* Extent-state bits; bits 8..31 are the application's. */
 #define MC_ES_DIRTY     (1u << 0)  /* data newer than its backing store */
@@ -214,34 +232,34 @@ struct mc_dirx {
 #define MC_ES_UPTODATE  (1u << 4)  /* cached contents valid */
 #define MC_ES_APP_FIRST (1u << 8)  /* first bit left to applications */
 
-/* 48 bytes: one record of an extent tree over the inclusive [start, end]:
- * in a state tree, bits over the range; in an extent map, the range's
- * physical location. */
+/* 40 bytes: one record of an extent tree over the inclusive [start, end]:
+ * in a state tree, bits over the range; in an extent map, the extent's
+ * flags (its phys follows, struct mc_emap). */
 struct mc_estate {
-	_Atomic uint32_t seq;
 	uint32_t bits;            /* state: MC_ES_*, never 0 while linked; map: the extent's flags */
+	uint32_t owner;           /* state, LOCKED: the holder's id; else 0 */
 	uint64_t start;
 	uint64_t end;             /* inclusive */
-	mc_off_t left, right;     /* treap children, keyed by start */
-	mc_off_t prev, next;      /* neighbours in start order (next: free-list link) */
-	union {
-		struct {
-			uint32_t owner;   /* state, LOCKED: the holder's id; else 0 */
-			uint32_t pad;
-		};
-		uint64_t phys;        /* map: physical location of start */
-	};
+	mc_eref left, right;      /* treap children, keyed by start */
+	mc_eref prev, next;       /* neighbours in start order (next: free-list link) */
 };
 
-/* 48 bytes: the head of one inode's tree, slot 0 of its first chunk. */
+/* 48 bytes: one record of an extent map. */
+struct mc_emap {
+	struct mc_estate r;
+	uint64_t phys;            /* physical location of r.start */
+};
+
+/* 48 bytes: the head of one inode's tree, at the start of its first chunk. */
 struct mc_etree {
 	_Atomic uint32_t seq;     /* odd while the tree changes */
-	mc_off_t root;            /* treap root */
-	mc_off_t first, last;     /* records in start order */
-	mc_off_t hint;            /* the record last touched (sequential calls) */
-	mc_off_t free;            /* freed record slots, linked through next */
+	mc_eref root;             /* treap root */
+	mc_eref first, last;      /* records in start order */
+	mc_eref hint;             /* the record last touched (sequential calls) */
+	mc_eref free;             /* freed record slots, linked through next */
 	mc_off_t chunk_tail;      /* last chunk of the arena (the head's is first) */
-	uint32_t bump;            /* slots handed out of chunk_tail */
+	uint16_t bump;            /* slots handed out of chunk_tail */
+	uint16_t kind;            /* 0: state tree; MC_EREF_MAP: extent map */
 	uint32_t count;           /* linked records */
 	uint32_t nchunks;
 	uint64_t ino;
@@ -253,19 +271,31 @@ struct mc_echunk_tail {
 	mc_off_t hnext;           /* first chunk of a linked map: next tree in its ebucket chain */
 	uint32_t pad[2];
 };
-#define MC_ECHUNK_TAIL_OFF (MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT)
 
-/* Is off a slot of an extent chunk (a record or a tree head)? */
-static inline int mc_eslot_ok(mc_off_t off)
+/* The byte offset in the segment of the slot ref names, 0 when ref is not
+ * a slot's (a record's or, in a state tree, a head's second). Readers check
+ * the page's type too. */
+static inline uint64_t mc_eref_byte(mc_eref ref)
 {
-	uint32_t in = (uint32_t)(((uint64_t)off << MC_OFF_SHIFT) % MC_ECHUNK_SIZE);
-	return in % MC_ECHUNK_SLOT == 0 && in < MC_ECHUNK_TAIL_OFF;
+	uint32_t slot = ref & MC_EREF_SLOT_MASK;
+	uint32_t size = ref & MC_EREF_MAP ? MC_EM_SLOT : MC_ES_SLOT;
+	uint32_t nslots = ref & MC_EREF_MAP ? MC_EM_SLOTS : MC_ES_SLOTS;
+	if ((ref >> 8) == 0 || slot >= nslots)
+		return 0;
+	return (uint64_t)(ref >> 8) * MC_ECHUNK_SIZE + (uint64_t)slot * size;
 }
 
-_Static_assert(sizeof(struct mc_estate) == MC_ECHUNK_SLOT, "state record is 48 bytes");
-_Static_assert(sizeof(struct mc_etree) == MC_ECHUNK_SLOT, "tree head fits a slot");
-_Static_assert(MC_ECHUNK_SLOTS * MC_ECHUNK_SLOT + sizeof(struct mc_echunk_tail) <= MC_ECHUNK_SIZE,
-               "slots and tail fit a chunk");
+_Static_assert(sizeof(struct mc_estate) == MC_ES_SLOT, "state record is 40 bytes");
+_Static_assert(sizeof(struct mc_emap) == MC_EM_SLOT, "map record is 48 bytes");
+_Static_assert(sizeof(struct mc_etree) <= MC_ES_HEAD_SLOTS * MC_ES_SLOT &&
+               sizeof(struct mc_etree) <= MC_EM_HEAD_SLOTS * MC_EM_SLOT,
+               "tree head fits its slots");
+_Static_assert(MC_ES_SLOTS * MC_ES_SLOT == MC_ECHUNK_TAIL_OFF &&
+               MC_EM_SLOTS * MC_EM_SLOT == MC_ECHUNK_TAIL_OFF,
+               "slots tile a chunk up to its tail");
+_Static_assert(MC_ECHUNK_TAIL_OFF + sizeof(struct mc_echunk_tail) == MC_ECHUNK_SIZE,
+               "the tail ends the chunk");
+_Static_assert((MC_SHM_MAX_SIZE / MC_ECHUNK_SIZE) <= (1ull << 24), "chunk numbers fit 24 bits");
 
 _Static_assert(sizeof(struct mc_dentry) == 48, "dentry slot is 48 bytes");
 _Static_assert(sizeof(struct mc_inode) == 64, "inode slot is 64 bytes");
@@ -328,27 +358,48 @@ static inline int mc_shm_valid(const void *base, uint64_t seg_size, const uint8_
 	return page_types[b >> MC_PAGE_SHIFT] == t;
 }
 
-/* The dentry hash: both sides compute the same bucket for (parent ino, name). */
-static inline uint64_t mc_hash_name(uint64_t seed, uint64_t parent_ino, const char *name, size_t len)
+/* The dentry hash: both sides compute the same bucket for (parent ino,
+ * name). The name is folded 8 bytes at a time (the last word zero-padded)
+ * from the seed, and the parent and the length come in at the end, so that
+ * a path parser can fold a component while it looks for its end
+ * (mc_path_next_hash in mc_path.h) and finish the hash once it knows the
+ * directory. */
+#define MC_HASH_MUL 0x9e3779b97f4a7c15ull
+
+static inline uint64_t mc_hash_mix(uint64_t h, uint64_t w)
 {
-	const uint64_t m = 0x9e3779b97f4a7c15ull;
-	uint64_t h = seed ^ (parent_ino * m) ^ len;
+	h = (h ^ w) * MC_HASH_MUL;
+	return h ^ (h >> 29);
+}
+
+static inline uint64_t mc_hash_fin(uint64_t h, uint64_t parent_ino, size_t len)
+{
+	h = (h ^ (parent_ino * MC_HASH_MUL) ^ len) * MC_HASH_MUL;
+	return h ^ (h >> 32);
+}
+
+/* The fold of name alone (mc_hash_mix over its words). */
+static inline uint64_t mc_hash_part(uint64_t seed, const char *name, size_t len)
+{
+	uint64_t h = seed;
 	while (len >= 8) {
 		uint64_t w;
 		memcpy(&w, name, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = mc_hash_mix(h, w);
 		name += 8;
 		len -= 8;
 	}
 	if (len) {
 		uint64_t w = 0;
 		memcpy(&w, name, len);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = mc_hash_mix(h, w);
 	}
-	h *= m;
-	return h ^ (h >> 32);
+	return h;
+}
+
+static inline uint64_t mc_hash_name(uint64_t seed, uint64_t parent_ino, const char *name, size_t len)
+{
+	return mc_hash_fin(mc_hash_part(seed, name, len), parent_ino, len);
 }
 
 static inline uint64_t mc_hash_ino(uint64_t seed, uint64_t ino)

@@ -1,12 +1,23 @@
 /* commit.c - the group committer.
  *
- * One thread. Every interval (or at once when someone waits for
- * durability, or the journal is half way to its bound) it runs one commit:
+ * One thread. It sleeps until the running batch receives its first change
+ * (ns_set_arm: an idle server never wakes), then runs one commit when the
+ * interval has passed since that change, or at once when someone waits for
+ * durability or the journal is half way to its bound (a kick):
  *
  *     swap (ns_swap, O(1), excludes writers)
  *       -> write (store_commit: log append + table updates + fsync, no lock)
  *       -> publish (ns_publish: entries clean, committed_seq advances)
  *       -> wake (waiters whose batch is now durable)
+ *
+ * Under sustained load every batch is armed right after the previous swap,
+ * so commits run once per interval, each carrying what came in meanwhile;
+ * waiters that arrive while a commit runs share the next one.
+ *
+ * A commit a waiter asked for first lets mutations already in progress
+ * finish (commit_settle: at most COMMIT_SETTLE_MAX_US, only while the
+ * journal still grows), so that concurrent clients that each mutate, then
+ * wait, share commits instead of taking turns.
  *
  * A failed write:
  *
@@ -28,6 +39,10 @@
  *     (its batch cannot be durable before the failed one): nobody waits
  *     longer than one commit attempt while the store fails.
  *  4. Every waiter is answered exactly once; commit_stop answers those left.
+ *  5. At most one commit starts per turn: a turn ends at a kick, at
+ *     `armed_us` + the interval, or (failing) at the back-off; `armed` is
+ *     cleared before the swap, so a change after the swap arms the next
+ *     turn and none is left behind.
  */
 #include "commit.h"
 
@@ -36,6 +51,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "clock.h"
@@ -45,6 +61,11 @@
 
 /* Least time between two failed attempts, however often we are kicked. */
 #define COMMIT_RETRY_GAP_MS 10u
+/* Before a commit a waiter asked for, while other mutations are still
+ * coming in, look this often (and at most this long) for the journal to
+ * settle, so that concurrent clients share the commit (commit_settle). */
+#define COMMIT_SETTLE_POLL_US 20u
+#define COMMIT_SETTLE_MAX_US 1000u
 
 struct waiter {
 	uint64_t seq;
@@ -62,6 +83,9 @@ struct commit {
 	pthread_cond_t cv;
 	bool stop;
 	bool kick;
+	bool waited;                    /* a waiter arrived since the last turn */
+	bool armed;                     /* the running batch holds a change ... */
+	uint64_t armed_us;              /* ... since then (mono_us) */
 	uint64_t deadline_us;           /* commit_shutdown (mono_us); 0: none */
 	bool expired;                   /* past the deadline with the store failing */
 	int last_err;                   /* of the last failed write; 0 after a success */
@@ -117,8 +141,9 @@ static void fail_waiters(struct commit *c, int err)
 	}
 }
 
-/* One commit. Returns 0, 1 when nothing was pending, or the store error. */
-static int commit_once(struct commit *c)
+/* One commit of the changes made since since_us (0: unknown). Returns 0,
+ * 1 when nothing was pending, or the store error. */
+static int commit_once(struct commit *c, uint64_t since_us)
 {
 	uint64_t t0 = mono_us();
 	struct journal_batch *b = c->pending;
@@ -176,6 +201,16 @@ static int commit_once(struct commit *c)
 	stat_set(&s->last_apply_us, apply);
 	stat_set(&s->last_sync_us, sync);
 	stat_set(&s->last_publish_us, publish);
+	hist_add(&s->swap_hist_us, swap);
+	hist_add(&s->log_hist_us, logu);
+	hist_add(&s->apply_hist_us, apply);
+	hist_add(&s->sync_hist_us, sync);
+	hist_add(&s->publish_hist_us, publish);
+	if (since_us && since_us <= t3)
+		hist_add(&s->lag_us, t3 - since_us);
+	uint64_t w0 = mono_us();
+	wake(c);
+	hist_add(&s->wake_hist_us, mono_us() - w0);
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
 	          (unsigned long long)swap, (unsigned long long)logu, (unsigned long long)apply,
@@ -214,11 +249,29 @@ static bool commit_sleep(struct commit *c, unsigned ms)
 	return pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT;
 }
 
-/* Wait (c->mu held) until it is time for the next attempt: the interval
- * (backed off while failing, and never past the shutdown deadline), or a
- * kick -- but while the store fails, never sooner than COMMIT_RETRY_GAP_MS
- * after the last failed attempt, so waiters and mutations cannot turn
- * retries into a busy loop. Once stopping, at once unless failing. */
+/* Sleep on c->cv (held) until mono_us() reaches due_us, or a signal. */
+static void commit_sleep_until(struct commit *c, uint64_t due_us)
+{
+	uint64_t now = mono_us();
+	if (due_us <= now)
+		return;
+	uint64_t us = due_us - now;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(us / 1000000);
+	ts.tv_nsec += (long)(us % 1000000) * 1000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+/* Wait (c->mu held) until it is time for the next attempt (invariant 5):
+ * a kick; the interval since the running batch's first change; while
+ * failing, the back-off (and never past the shutdown deadline) -- but never
+ * sooner than COMMIT_RETRY_GAP_MS after the last failed attempt, so
+ * waiters and mutations cannot turn retries into a busy loop. With nothing
+ * to commit it sleeps without a timeout. Once stopping, at once unless
+ * failing. */
 static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
 {
 	for (;;) {
@@ -229,12 +282,35 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 			if (!failures || since >= COMMIT_RETRY_GAP_MS ||
 			    !commit_sleep(c, COMMIT_RETRY_GAP_MS - (unsigned)since))
 				return;
-		} else if (c->interval_ms == 0 && !failures && !c->stop) {
-			/* Interval 0: every mutation kicks us (commit_kick). */
+		} else if (failures || c->stop) {
+			if (!commit_sleep(c, commit_sleep_ms(c, failures)))
+				return;
+		} else if (c->armed) {
+			uint64_t due = c->armed_us + (uint64_t)c->interval_ms * 1000;
+			if (mono_us() >= due)
+				return;
+			commit_sleep_until(c, due);
+		} else {
 			pthread_cond_wait(&c->cv, &c->mu);
-		} else if (!commit_sleep(c, commit_sleep_ms(c, failures))) {
-			return;
 		}
+	}
+}
+
+/* A waiter asked for a commit: while the journal still grows (another
+ * client is in the middle of its mutations, and will likely wait for
+ * them next), give it up to COMMIT_SETTLE_MAX_US to finish, so that one
+ * commit serves both instead of two in a row. A lone client's journal is
+ * already still: it pays one poll. */
+static void commit_settle(struct commit *c)
+{
+	uint64_t end = mono_us() + COMMIT_SETTLE_MAX_US;
+	uint64_t n = ns_journal_records(c->ns);
+	for (;;) {
+		nanosleep(&(struct timespec){ 0, COMMIT_SETTLE_POLL_US * 1000L }, NULL);
+		uint64_t m = ns_journal_records(c->ns);
+		if (m == n || mono_us() >= end)
+			return;
+		n = m;
 	}
 }
 
@@ -243,17 +319,29 @@ static void *commit_main(void *arg)
 	struct commit *c = arg;
 	unsigned failures = 0;
 	uint64_t failed_us = 0;
+	/* commit_settle's short sleeps: 1 us of slack, not the default 50. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		commit_wait_turn(c, failures, failed_us);
+		bool settle = c->waited && !c->stop && !failures && !c->pending;
+		c->waited = false;
+		if (settle) {
+			pthread_mutex_unlock(&c->mu);
+			uint64_t s0 = mono_us();
+			commit_settle(c);
+			hist_add(&c->stats.settle_us, mono_us() - s0);
+			pthread_mutex_lock(&c->mu);
+		}
+		stat_add(&c->stats.turns, 1);
 		c->kick = false;
+		uint64_t since = c->armed ? c->armed_us : 0;
+		c->armed = false;
 		bool stopping = c->stop;
 		uint64_t deadline = c->deadline_us;
 		pthread_mutex_unlock(&c->mu);
 
-		int rc;
-		while ((rc = commit_once(c)) == 0)
-			wake(c);
+		int rc = commit_once(c, since);
 		wake(c);
 		bool expired = false;
 		if (rc < 0) {
@@ -269,8 +357,15 @@ static void *commit_main(void *arg)
 		} else {
 			failures = 0;
 		}
+		/* A change the arm did not announce (none is known) still gets
+		 * its turn: with records left, the next turn counts from now. */
+		bool left = rc >= 0 && ns_journal_records(c->ns) > 0;
 
 		pthread_mutex_lock(&c->mu);
+		if (left && !c->armed) {
+			c->armed = true;
+			c->armed_us = mono_us();
+		}
 		if (stopping && (rc == 1 || expired))
 			break;
 	}
@@ -281,6 +376,19 @@ static void *commit_main(void *arg)
 static void commit_kick_cb(void *arg)
 {
 	commit_kick(arg);
+}
+
+/* The running batch received its first change (ns lock held). */
+static void commit_arm_cb(void *arg)
+{
+	struct commit *c = arg;
+	pthread_mutex_lock(&c->mu);
+	if (!c->armed) {
+		c->armed = true;
+		c->armed_us = mono_us();
+		pthread_cond_signal(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out)
@@ -308,6 +416,7 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 		return -rc;
 	}
 	ns_set_kick(ns, commit_kick_cb, c);
+	ns_set_arm(ns, commit_arm_cb, c);
 	*out = c;
 	return 0;
 }
@@ -327,6 +436,7 @@ void commit_stop(struct commit *c)
 	if (!c)
 		return;
 	ns_set_kick(c->ns, NULL, NULL);
+	ns_set_arm(c->ns, NULL, NULL);
 	pthread_mutex_lock(&c->mu);
 	if (!c->deadline_us)
 		c->deadline_us = mono_us() + 1;
@@ -362,6 +472,7 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 	*w = (struct waiter){ seq, fn, arg, c->waiters };
 	c->waiters = w;
 	c->kick = true;
+	c->waited = true;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
@@ -408,4 +519,13 @@ int commit_wait(struct commit *c, uint64_t seq)
 const struct commit_stats *commit_get_stats(const struct commit *c)
 {
 	return &c->stats;
+}
+
+uint64_t commit_lag(struct commit *c)
+{
+	pthread_mutex_lock(&c->mu);
+	uint64_t now = mono_us();
+	uint64_t lag = c->armed && now > c->armed_us ? now - c->armed_us : 0;
+	pthread_mutex_unlock(&c->mu);
+	return lag;
 }

@@ -13,10 +13,11 @@ struct commit;
 struct ns;
 struct store;
 
-/* Start the committer for ns over store, committing every interval_ms (and
- * at once when someone waits, or when ns finds its journal half way to its
- * bound: commit_start registers itself with ns_set_kick). -ENOMEM, or the
- * pthread error. */
+/* Start the committer for ns over store: it commits interval_ms after the
+ * first change not yet committed (ns_set_arm), so at most once per
+ * interval under sustained load and never while nothing changes, and at
+ * once when someone waits or ns finds its journal half way to its bound
+ * (ns_set_kick). -ENOMEM, or the pthread error. */
 int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct commit **out);
 /* Begin a bounded shutdown: keep committing (and retrying a failing store)
  * for at most timeout_ms from now. Once the deadline has passed and an
@@ -47,5 +48,8 @@ void commit_kick(struct commit *c);
 int commit_wait(struct commit *c, uint64_t seq);
 
 const struct commit_stats *commit_get_stats(const struct commit *c);
+/* Age in microseconds of the oldest change not yet taken by a commit; 0
+ * when there is none. */
+uint64_t commit_lag(struct commit *c);
 
 #endif

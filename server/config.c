@@ -26,6 +26,7 @@
 enum config_kind {
 	CK_SOCKET,   /* a unix socket path */
 	CK_DATA,     /* a directory, not empty */
+	CK_PATH,     /* an absolute file path, or none (stored as NULL) */
 	CK_ADMIN,    /* unix:PATH, HOST:PORT, [IPV6]:PORT or none */
 	CK_BOOL,     /* true/false, yes/no, on/off, 1/0; alone: true */
 	CK_SIZE,     /* bytes with an optional K, M, G, T suffix, in [min, max] */
@@ -249,7 +250,8 @@ void config_free(struct mcd_config *c)
 	free(c->socket_path);
 	free(c->data_dir);
 	free(c->admin_addr);
-	c->socket_path = c->data_dir = c->admin_addr = NULL;
+	free(c->shm_path);
+	c->socket_path = c->data_dir = c->admin_addr = c->shm_path = NULL;
 }
 
 /* Decimal digits only (no sign, no blanks): -EINVAL, -ERANGE. */
@@ -441,6 +443,18 @@ static int config_set(struct mcd_config *c, int row, const char *v, char *msg, s
 	case CK_DATA:
 		if (v[0] == '\0') {
 			msgf(msg, n, "the data directory must not be empty");
+			return -EINVAL;
+		}
+		return set_str((char **)(void *)((char *)c + o->off), v);
+	case CK_PATH:
+		if (strcmp(v, "none") == 0) {
+			char **f = (char **)(void *)((char *)c + o->off);
+			free(*f);
+			*f = NULL;
+			return 0;
+		}
+		if (v[0] != '/' || strlen(v) >= PATH_MAX - 16) {
+			msgf(msg, n, "'%s' is not an absolute file path (or none)", v);
 			return -EINVAL;
 		}
 		return set_str((char **)(void *)((char *)c + o->off), v);
@@ -743,7 +757,7 @@ done:
 /* Settings a running server takes on SIGHUP; the others need a restart. */
 static bool reloadable(int row)
 {
-	return row == OPT_LOG_LEVEL;
+	return row == OPT_LOG_LEVEL || row == OPT_SLOWLOG_MS || row == OPT_SLOWLOG_LEN;
 }
 
 /* Does row's field differ between a and b? */
@@ -753,7 +767,7 @@ static bool field_differs(const struct mcd_config *a, const struct mcd_config *b
 	const char *fa = (const char *)a + o->off, *fb = (const char *)b + o->off;
 	if (o->size == 0)
 		return false;
-	if (o->kind == CK_SOCKET || o->kind == CK_DATA || o->kind == CK_ADMIN) {
+	if (o->kind == CK_SOCKET || o->kind == CK_DATA || o->kind == CK_ADMIN || o->kind == CK_PATH) {
 		const char *sa, *sb;
 		memcpy(&sa, fa, sizeof(sa));
 		memcpy(&sb, fb, sizeof(sb));

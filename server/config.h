@@ -20,7 +20,9 @@ struct mcd_config {
 	unsigned idle_timeout_s;    /* --idle-timeout; default 0 (none) */
 	uint32_t max_frame;         /* --max-frame; default 16M */
 	uint64_t map_size;          /* --store-map-size; default 256M (grows) */
-	uint64_t log_retention;     /* --log-retention; batches; default 10000 */
+	uint64_t log_retention;     /* --log-retention; batches; default 0: none */
+	uint64_t log_retention_bytes; /* --log-retention-bytes; default 64M */
+	uint64_t log_retention_age_s; /* --log-retention-age; default 86400 */
 	int log_level;              /* --log-level; enum log_level; default info */
 	uint32_t root_mode;         /* --root-mode (octal); default 0755 */
 	uint64_t journal_max_records; /* --journal-max-records; uncommitted records; default 1000000 */
@@ -38,6 +40,10 @@ struct mcd_config {
 	unsigned cache_low_pct;     /* --cache-low; ... low watermark; default 80 */
 	uint64_t neg_max;           /* --negative-max; 0: an eighth of the cache's capacity */
 	uint32_t neg_dir_max;       /* --negative-dir-max; per directory; default 256 */
+	unsigned slowlog_ms;        /* --slowlog-threshold-ms; default 10 */
+	unsigned slowlog_len;       /* --slowlog-max-len; entries kept; default 128 */
+	unsigned warmers;           /* --warmers; warmer threads, 0: none; default 2 */
+	char *shm_path;             /* --shm-path; the segment's file, NULL: a memfd */
 };
 
 /* Set defaults. */

@@ -69,8 +69,9 @@
 	  "are not reading their replies are disconnected.") \
 	X(MAP_SIZE, "store-map-size", 0, CK_SIZE, F(map_size), "SIZE", 1 * MiB, 16 * TiB, "256M", \
 	  "Initial LMDB map size (it grows when full).") \
-	X(RETENTION, "log-retention", 0, CK_UINT, F(log_retention), "N", 1, 1000000000, "10000", \
-	  "Committed batches kept in the commit log.") \
+	X(RETENTION, "log-retention", 0, CK_UINT, F(log_retention), "N", 0, 1000000000, "0", \
+	  "Committed batches kept in the commit log at most; 0: no bound by\n" \
+	  "count (--log-retention-bytes and --log-retention-age bound it).") \
 	X(LOG_LEVEL, "log-level", 0, CK_LEVEL, F(log_level), "LEVEL", 0, 0, "info", \
 	  "One of error, warn, info, debug; SIGHUP re-reads it.") \
 	X(ROOT_MODE, "root-mode", 0, CK_MODE, F(root_mode), "MODE", 0, 07777, "0755", \
@@ -102,6 +103,31 @@
 	  "cache holds.") \
 	X(NEG_DIR_MAX, "negative-dir-max", 0, CK_UINT, F(neg_dir_max), "N", 1, UINT32_MAX, "256", \
 	  "Cached negative entries at most per directory.") \
+	X(SLOWLOG_MS, "slowlog-threshold-ms", 0, CK_UINT, F(slowlog_ms), "MS", 0, 3600000, "10", \
+	  "Operations whose service time reaches this enter the slow log\n" \
+	  "(mcachectl slowlog); 0 logs every operation. SIGHUP re-reads it.") \
+	X(SLOWLOG_LEN, "slowlog-max-len", 0, CK_UINT, F(slowlog_len), "N", 0, 100000, "128", \
+	  "Entries the slow log keeps, the oldest dropped first; 0 keeps none.\n" \
+	  "SIGHUP re-reads it (a new length empties the log).") \
+	X(RETENTION_BYTES, "log-retention-bytes", 0, CK_SIZE, F(log_retention_bytes), "SIZE", 0, \
+	  1 * TiB, "64M", \
+	  "Bytes of committed batches kept in the commit log (`mcachectl log`);\n" \
+	  "the oldest go first; 0: no bound by size.") \
+	X(RETENTION_AGE, "log-retention-age", 0, CK_UINT, F(log_retention_age_s), "SECONDS", 0, \
+	  315360000, "86400", \
+	  "Committed batches older than this leave the commit log; 0: no bound\n" \
+	  "by age.") \
+	X(WARMERS, "warmers", 0, CK_UINT, F(warmers), "N", 0, 64, "2", \
+	  "Threads that load the namespace from the store into the cache at\n" \
+	  "start (upper levels first, up to the --cache-low watermark) while\n" \
+	  "the server serves, then read ahead directories where lookups miss;\n" \
+	  "0 loads entries only when they are looked up.") \
+	X(SHM_PATH, "shm-path", 0, CK_PATH, F(shm_path), "PATH", 0, 0, NULL, \
+	  "Keep the shared-memory segment in this file (under /dev/shm) instead\n" \
+	  "of an anonymous memfd: it outlives a clean stop, and the next start\n" \
+	  "re-attaches it and serves the cached namespace at once when it\n" \
+	  "matches the store (else it is discarded and warmed again). none: a\n" \
+	  "memfd. Default: none") \
 	X(CONFIG, "config", 'c', CK_CONFIG, NOFIELD, "FILE", 0, 0, NULL, \
 	  "Read settings from FILE first; options on the command line win.") \
 	X(HELP, "help", 'h', CK_HELP, NOFIELD, NULL, 0, 0, NULL, \

@@ -47,6 +47,9 @@
  *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
  *     them the conn is RUNNING, reads and parses nothing, and its next slice
  *     waits behind the worker's other ready events (a zero timer).
+ *  8. c->ent is listed in r->m->clients (clients.c) from a good Hello
+ *     (conn_hello) until conn_close, and counts each request received; each
+ *     request's job records its slow ops in r->m->slowlog (slowlog.c).
  */
 #include "conn.h"
 
@@ -62,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clients.h"
 #include "clock.h"
 #include "commit.h"
 #include "frame.h"
@@ -111,6 +115,7 @@ struct conn {
 	uint64_t held_id;
 	size_t held_nres;
 	size_t job_nops;             /* ops of the request being run */
+	struct client_ent ent;       /* in r->m->clients from Hello to conn_close */
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -234,6 +239,7 @@ static void conn_close(struct conn *c)
 	if (c->sess)
 		session_free(c->sess);
 	c->sess = NULL;
+	clients_remove(c->w->r->m->clients, &c->ent);
 	c->st = CONN_CLOSED;
 	atomic_fetch_sub(&c->w->r->nconns, 1);
 	conn_unref(c);
@@ -574,6 +580,7 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		return;
 	}
 	c->st = CONN_READY;
+	clients_add(r->m->clients, &c->ent, c->pid, c->cred.uid, c->cred.gid);
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 
@@ -639,6 +646,7 @@ static void conn_request(struct conn *c, Mcache__Request *req)
 		return;
 	}
 	stat_inc(&w->stats.requests);
+	client_ent_request(&c->ent);
 	c->job_nops = req->n_ops;
 	err = request_job_new(req, w->r->o.max_reply, &c->job);
 	if (err) {
@@ -646,6 +654,7 @@ static void conn_request(struct conn *c, Mcache__Request *req)
 		conn_fail(c, id, -err, "out of memory");
 		return;
 	}
+	request_job_trace(c->job, w->r->m->slowlog, c->pid, c->cred.uid);
 	conn_job_run(c, CONN_SLICE_US);
 }
 

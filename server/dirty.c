@@ -54,6 +54,10 @@ static void slot_dirty(struct ns *ns, uint16_t *flags, uint16_t bit0, uint64_t *
 {
 	unsigned p = (unsigned)(ns->running->seq & 1);
 	uint16_t bit = (uint16_t)(bit0 << p);
+	if (ns->arm && ns->armed_seq != ns->running->seq) {
+		ns->armed_seq = ns->running->seq;
+		ns->arm(ns->arm_arg);
+	}
 	if (*flags & bit)
 		return;
 	if (!(*flags & (bit0 | bit0 << 1)))
@@ -162,6 +166,7 @@ int ns_journal_room(struct ns *ns)
 		return -ENOSPC;
 	}
 	ns->full_waits++;
+	uint64_t w0 = mono_us();
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += ns->jwait_ms / 1000;
@@ -177,9 +182,11 @@ int ns_journal_room(struct ns *ns)
 		    journal_at(ns, 1)) {
 			ns->full_refusals++;
 			ns->jrefusing = true;
+			ns->full_wait_us += mono_us() - w0;
 			return -ENOSPC;
 		}
 	}
+	ns->full_wait_us += mono_us() - w0;
 	return 0;
 }
 
@@ -188,6 +195,15 @@ void ns_set_kick(struct ns *ns, void (*fn)(void *arg), void *arg)
 	pthread_mutex_lock(&ns->lock);
 	ns->kick = fn;
 	ns->kick_arg = arg;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+void ns_set_arm(struct ns *ns, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns->arm = fn;
+	ns->arm_arg = arg;
+	ns->armed_seq = 0;
 	pthread_mutex_unlock(&ns->lock);
 }
 
@@ -242,6 +258,9 @@ struct journal_batch *ns_swap(struct ns *ns)
 		ns->spare = NULL;
 		journal_batch_reset(ns->running, b->seq + 1);
 		ns->swapped = b;
+	} else if (ns->running->nrecs == 0) {
+		/* Armed by a change that left no record: the next one arms again. */
+		ns->armed_seq = 0;
 	}
 	pthread_mutex_unlock(&ns->lock);
 	return b;
@@ -251,6 +270,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 {
 	struct shm *s = ns->shm;
 	unsigned p = (unsigned)(b->seq & 1);
+	/* No warmer may hold a snapshot older than this publish (ns_warm.c). */
+	commit_sem_write_lock(&ns->csem);
 	pthread_mutex_lock(&ns->lock);
 	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
 	struct offvec *dv = &ns->dirty_d[p];
@@ -291,6 +312,7 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	ns->jrefusing = false;
 	pthread_cond_broadcast(&ns->room);
 	pthread_mutex_unlock(&ns->lock);
+	commit_sem_write_unlock(&ns->csem);
 }
 
 void ns_get_counts(struct ns *ns, struct ns_counts *out)
@@ -315,6 +337,7 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->backlog_bytes = bl.bytes;
 	out->full_waits = ns->full_waits;
 	out->full_refusals = ns->full_refusals;
+	out->full_wait_us = ns->full_wait_us;
 	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
 	out->shrink = ns->shr.st;
 	out->high_bytes = ns->shr.high;

@@ -6,11 +6,11 @@
 
 #include <errno.h>
 
-static mc_off_t map_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
+static mc_eref map_insert(struct extent_cache *c, mc_off_t tree, mc_eref prev, uint64_t start,
                            uint64_t end, uint64_t phys, uint32_t flags)
 {
-	mc_off_t n = erec_insert(c, tree, prev, start, end, flags);
-	erec_at(c, n)->phys = phys;
+	mc_eref n = erec_insert(c, tree, prev, start, end, flags);
+	emap_at(c, n)->phys = phys;
 	c->mapped++;
 	return n;
 }
@@ -19,21 +19,22 @@ static mc_off_t map_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev,
 static void do_punch(struct extent_cache *c, mc_off_t tree, uint64_t start, uint64_t end)
 {
 	struct mc_etree *t = etree_at(c, tree);
-	mc_off_t cur = erec_first_from(c, t, start, NULL);
+	mc_eref cur = erec_first_from(c, t, start, NULL);
 	while (cur) {
 		struct mc_estate *r = erec_at(c, cur);
 		if (r->start > end)
 			break;
-		mc_off_t next = r->next;
+		mc_eref next = r->next;
 		if (r->start < start && r->end > end) {
-			map_insert(c, tree, cur, end + 1, r->end, r->phys + (end + 1 - r->start), r->bits);
+			map_insert(c, tree, cur, end + 1, r->end,
+			           emap_at(c, cur)->phys + (end + 1 - r->start), r->bits);
 			r->end = start - 1;
 			break;
 		}
 		if (r->start < start) {
 			r->end = start - 1;
 		} else if (r->end > end) {
-			r->phys += end + 1 - r->start;
+			emap_at(c, cur)->phys += end + 1 - r->start;
 			r->start = end + 1;
 			break;
 		} else {
@@ -49,7 +50,7 @@ static void do_punch(struct extent_cache *c, mc_off_t tree, uint64_t start, uint
 static uint32_t punch_need(const struct extent_cache *c, mc_off_t tree, uint64_t start,
                            uint64_t end)
 {
-	mc_off_t n = erec_first_from(c, etree_at(c, tree), start, NULL);
+	mc_eref n = erec_first_from(c, etree_at(c, tree), start, NULL);
 	return n && erec_at(c, n)->start < start && erec_at(c, n)->end > end;
 }
 
@@ -79,7 +80,7 @@ int emap_set(struct extent_cache *c, mc_off_t tree, uint64_t off, uint64_t len, 
 	struct mc_etree *t = etree_at(c, tree);
 	shm_write_begin(&t->seq);
 	do_punch(c, tree, off, end);
-	mc_off_t prev;
+	mc_eref prev;
 	erec_first_from(c, t, off, &prev);
 	t->hint = map_insert(c, tree, prev, off, end, phys, flags);
 	shm_write_end(&t->seq);
@@ -92,12 +93,13 @@ size_t emap_lookup(const struct extent_cache *c, mc_off_t tree, uint64_t off, ui
 	const struct mc_etree *t = etree_at(c, tree);
 	uint64_t end = len == 0 || off + (len - 1) < off ? UINT64_MAX : off + (len - 1);
 	size_t n = 0;
-	for (mc_off_t m = erec_first_from(c, t, off, NULL); m; m = erec_at(c, m)->next) {
+	for (mc_eref m = erec_first_from(c, t, off, NULL); m; m = erec_at(c, m)->next) {
 		const struct mc_estate *r = erec_at(c, m);
 		if (r->start > end)
 			break;
 		if (n < max)
-			out[n] = (struct emap_ext){ r->start, r->end - r->start + 1, r->phys, r->bits };
+			out[n] = (struct emap_ext){ r->start, r->end - r->start + 1, emap_at(c, m)->phys,
+			                            r->bits };
 		n++;
 	}
 	return n;

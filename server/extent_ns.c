@@ -32,6 +32,10 @@ static int do_range(struct ns *ns, uint64_t ino, uint64_t start, uint64_t end, u
 	rc = estate_set(&ns->ext, t, start, end, bits, owner);
 	if (rc == 0 && (bits & MC_ES_LOCKED) && new_locker)
 		extent_lockers(&ns->ext, ino, 1);
+	/* A set that failed on a tree with nothing in it (made just now, say)
+	 * leaves no empty tree behind. */
+	if (rc < 0 && etree_at(&ns->ext, t)->count == 0 && extent_lockers(&ns->ext, ino, 0) == 0)
+		extent_tree_forget(&ns->ext, ino);
 	return rc;
 }
 
@@ -270,9 +274,70 @@ void ns_extent_stats(struct ns *ns, struct stats_extents *out)
 	out->evictions = e->evictions;
 	out->evicted_states = e->evicted_states;
 	out->bytes = extent_cache_bytes(e);
+	out->shrunk = e->shrunk;
 	memset(&out->evict_ns, 0, sizeof(out->evict_ns));
 	hist_merge(&out->evict_ns, &e->evict_ns);
 	pthread_mutex_unlock(&ns->lock);
+}
+
+/* ---- the shrinker's part ------------------------------------------------ */
+
+#define PINNED_BITS (MC_ES_DIRTY | MC_ES_DELALLOC | MC_ES_LOCKED | MC_ES_WRITEBACK)
+#define IDLE_BATCH 64u
+
+bool do_extent_state_pinned(struct ns *ns, uint64_t ino)
+{
+	struct extent_cache *c = &ns->ext;
+	mc_off_t t;
+	uint64_t s, e;
+	if (extent_state_tree(c, ino, false, &t) != 0)
+		return false;
+	return extent_lockers(c, ino, 0) != 0 ||
+	       estate_find(c, t, 0, PINNED_BITS, &s, &e) != -ENOENT;
+}
+
+/* Free ino's trees that are idle: none while the file is open (held);
+ * its state tree unless a range lock counts or a record carries a bit of
+ * PINNED_BITS; its map unless the inode is dirty (the store lacks some of
+ * it). The number of trees freed. */
+static uint64_t idle_drop(struct ns *ns, uint64_t ino)
+{
+	struct extent_cache *c = &ns->ext;
+	if (map_find(&ns->holds, ino))
+		return 0;
+	uint64_t n = 0;
+	mc_off_t t;
+	if (extent_state_tree(c, ino, false, &t) == 0 && !do_extent_state_pinned(ns, ino)) {
+		extent_state_drop(c, ino);
+		n++;
+	}
+	mc_off_t ioff = inode_find(ns->shm, ino);
+	bool dirty = ioff && (inode_at(ns->shm, ioff)->flags & (MC_I_DIRTY0 | MC_I_DIRTY1));
+	if (!dirty && extent_map_tree(c, ino, false, &t) == 0) {
+		extent_map_drop(c, ino);
+		n++;
+	}
+	c->shrunk += n;
+	return n;
+}
+
+uint64_t do_extent_shrink(struct ns *ns, uint64_t target, uint64_t min_free)
+{
+	struct extent_cache *c = &ns->ext;
+	uint64_t freed = 0;
+	/* Every tree is looked at once at most: the scan goes round. */
+	uint64_t left = c->trees;
+	while (left > 0 && (shm_bytes_used(ns->shm) > target || c->chunks_free < min_free)) {
+		uint64_t inos[IDLE_BATCH];
+		size_t n = extent_idle_scan(c, inos, IDLE_BATCH);
+		if (n == 0)
+			break;
+		for (size_t i = 0; i < n && (shm_bytes_used(ns->shm) > target ||
+		                             c->chunks_free < min_free); i++)
+			freed += idle_drop(ns, inos[i]);
+		left = left > n ? left - n : 0;
+	}
+	return freed;
 }
 
 int ns_evict(struct ns *ns, const struct cred *c, const char *path, size_t len)

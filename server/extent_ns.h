@@ -53,6 +53,18 @@ int ns_extent_map(struct ns *ns, uint64_t ino, uint64_t off, uint64_t len, struc
  * open). Fails only before changing anything: the store's errors or
  * -ENOSPC when the map must be loaded to be cut. */
 int do_extent_truncate(struct ns *ns, mc_off_t ioff, uint64_t size);
+/* Lock held: whether ino's extent state must stay cached -- a range lock
+ * counts in it or a record carries DIRTY, DELALLOC, LOCKED or WRITEBACK
+ * (runtime state the store does not hold). The shrinker does not evict
+ * such an inode. */
+bool do_extent_state_pinned(struct ns *ns, uint64_t ino);
+/* The shrinker's part, lock held: free idle files' extent trees (no open
+ * handle; a state tree with no range lock holder and no record carrying
+ * DIRTY, DELALLOC, LOCKED or WRITEBACK; a map whose inode is clean, which
+ * reloads from the store when next used) until segment use is at most
+ * target and at least min_free chunks are free, or every tree was looked
+ * at. The number of trees freed. */
+uint64_t do_extent_shrink(struct ns *ns, uint64_t target, uint64_t min_free);
 /* The extent cache's figures. */
 struct stats_extents;
 void ns_extent_stats(struct ns *ns, struct stats_extents *out);

@@ -13,16 +13,16 @@
 #include <errno.h>
 
 /* Link a reserved state record after prev (0: at the front). */
-static mc_off_t rec_insert(struct extent_cache *c, mc_off_t tree, mc_off_t prev, uint64_t start,
+static mc_eref rec_insert(struct extent_cache *c, mc_off_t tree, mc_eref prev, uint64_t start,
                            uint64_t end, uint32_t bits, uint32_t owner)
 {
-	mc_off_t n = erec_insert(c, tree, prev, start, end, bits);
+	mc_eref n = erec_insert(c, tree, prev, start, end, bits);
 	erec_at(c, n)->owner = owner;
 	c->states++;
 	return n;
 }
 
-static void rec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
+static void rec_remove(struct extent_cache *c, mc_off_t tree, mc_eref n)
 {
 	erec_remove(c, tree, n);
 	c->states--;
@@ -30,7 +30,7 @@ static void rec_remove(struct extent_cache *c, mc_off_t tree, mc_off_t n)
 
 /* Split n at `at` (start < at <= end): n keeps [start, at - 1]; the new
  * record [at, end] is returned. */
-static mc_off_t rec_split(struct extent_cache *c, mc_off_t tree, mc_off_t n, uint64_t at)
+static mc_eref rec_split(struct extent_cache *c, mc_off_t tree, mc_eref n, uint64_t at)
 {
 	struct mc_estate *r = erec_at(c, n);
 	uint64_t end = r->end;
@@ -41,7 +41,7 @@ static mc_off_t rec_split(struct extent_cache *c, mc_off_t tree, mc_off_t n, uin
 
 /* Merge b into a when they touch and are equal; the record that holds b's
  * range afterwards. */
-static mc_off_t rec_merge(struct extent_cache *c, mc_off_t tree, mc_off_t a, mc_off_t b)
+static mc_eref rec_merge(struct extent_cache *c, mc_off_t tree, mc_eref a, mc_eref b)
 {
 	if (!a || !b)
 		return b;
@@ -63,7 +63,7 @@ static int range_check(const struct extent_cache *c, const struct mc_etree *t, u
 	uint32_t gaps = 0;
 	uint64_t pos = start;
 	bool covered = false;
-	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
+	for (mc_eref n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
 		const struct mc_estate *r = erec_at(c, n);
 		if (r->start > end)
 			break;
@@ -102,8 +102,8 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 		return rc;
 
 	shm_write_begin(&t->seq);
-	mc_off_t prev;
-	mc_off_t cur = erec_first_from(c, t, start, &prev);
+	mc_eref prev;
+	mc_eref cur = erec_first_from(c, t, start, &prev);
 	uint64_t pos = start;
 	for (;;) {
 		uint64_t upto; /* last byte handled in this step */
@@ -111,7 +111,7 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 			upto = cur && erec_at(c, cur)->start - 1 < end ? erec_at(c, cur)->start - 1 : end;
 			if (set) {
 				uint32_t o = bits & MC_ES_LOCKED ? owner : 0;
-				mc_off_t n = rec_insert(c, tree, prev, pos, upto, bits, o);
+				mc_eref n = rec_insert(c, tree, prev, pos, upto, bits, o);
 				prev = rec_merge(c, tree, prev, n);
 			}
 		} else {
@@ -133,7 +133,7 @@ static int range_apply(struct extent_cache *c, mc_off_t tree, uint64_t start, ui
 			}
 			upto = r->end < end ? r->end : end;
 			if (nb == 0) {
-				mc_off_t next = r->next;
+				mc_eref next = r->next;
 				rec_remove(c, tree, cur);
 				cur = next;
 				goto step;
@@ -175,7 +175,7 @@ int estate_test(struct extent_cache *c, mc_off_t tree, uint64_t start, uint64_t 
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
 	uint64_t pos = start;
-	for (mc_off_t n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
+	for (mc_eref n = erec_first_from(c, t, start, NULL); n; n = erec_at(c, n)->next) {
 		const struct mc_estate *r = erec_at(c, n);
 		if (r->start > end)
 			break;
@@ -198,7 +198,7 @@ int estate_find(struct extent_cache *c, mc_off_t tree, uint64_t from, uint32_t b
 	if (bits == 0)
 		return -EINVAL;
 	const struct mc_etree *t = etree_at(c, tree);
-	mc_off_t n = erec_first_from(c, t, from, NULL);
+	mc_eref n = erec_first_from(c, t, from, NULL);
 	while (n && !(erec_at(c, n)->bits & bits))
 		n = erec_at(c, n)->next;
 	if (!n)
@@ -206,7 +206,7 @@ int estate_find(struct extent_cache *c, mc_off_t tree, uint64_t from, uint32_t b
 	const struct mc_estate *r = erec_at(c, n);
 	uint64_t s = r->start > from ? r->start : from;
 	uint64_t e = r->end;
-	for (mc_off_t m = r->next; m; m = erec_at(c, m)->next) {
+	for (mc_eref m = r->next; m; m = erec_at(c, m)->next) {
 		const struct mc_estate *q = erec_at(c, m);
 		if (q->start != e + 1 || !(q->bits & bits))
 			break;
@@ -222,7 +222,7 @@ uint64_t estate_unlock_owner(struct extent_cache *c, mc_off_t tree, uint32_t own
 	struct mc_etree *t = etree_at(c, tree);
 	uint64_t released = 0;
 	shm_write_begin(&t->seq);
-	mc_off_t n = t->first;
+	mc_eref n = t->first;
 	while (n) {
 		struct mc_estate *r = erec_at(c, n);
 		if (!(r->bits & MC_ES_LOCKED) || r->owner != owner) {
@@ -233,12 +233,12 @@ uint64_t estate_unlock_owner(struct extent_cache *c, mc_off_t tree, uint32_t own
 		r->bits &= ~MC_ES_LOCKED;
 		r->owner = 0;
 		if (r->bits == 0) {
-			mc_off_t next = r->next;
+			mc_eref next = r->next;
 			rec_remove(c, tree, n);
 			n = next;
 			continue;
 		}
-		mc_off_t m = rec_merge(c, tree, r->prev, n);
+		mc_eref m = rec_merge(c, tree, r->prev, n);
 		rec_merge(c, tree, m, erec_at(c, m)->next);
 		n = erec_at(c, m)->next;
 	}

@@ -19,6 +19,7 @@
 
 #include "admin.h"
 #include "area.h"
+#include "clients.h"
 #include "clock.h"
 #include "commit.h"
 #include "config.h"
@@ -26,17 +27,21 @@
 #include "mc_config.h"
 #include "mcd.h"
 #include "notify.h"
+#include "restart.h"
 #include "ns.h"
 #include "rpc.h"
 #include "shm.h"
 #include "shrink.h"
+#include "slowlog.h"
 #include "store.h"
+#include "warm.h"
 
 int main(int argc, char **argv)
 {
 	struct mcd_config cfg;
 	struct mcd m = { .cfg = &cfg };
 	int rc, status = 1;
+	bool warmed = false;   /* the kept segment's (and then this run's) warm-up was over */
 
 	config_defaults(&cfg);
 	rc = config_parse(&cfg, argc, argv, stdout, stderr);
@@ -65,6 +70,8 @@ int main(int argc, char **argv)
 	struct store_opts so = {
 		.map_size = cfg.map_size,
 		.log_retention = cfg.log_retention,
+		.log_max_bytes = cfg.log_retention_bytes,
+		.log_max_age_s = cfg.log_retention_age_s,
 		.root_mode = cfg.root_mode,
 		.root_uid = (uint32_t)geteuid(),
 		.root_gid = (uint32_t)getegid(),
@@ -77,10 +84,23 @@ int main(int argc, char **argv)
 			log_error("cannot open data directory %s: %s", cfg.data_dir, strerror(-rc));
 		goto out;
 	}
-	rc = shm_create(cfg.cache_size, &m.shm);
+	rc = -ENOENT;
+	if (cfg.shm_path) {
+		const char *why;
+		rc = restart_attach(cfg.shm_path, cfg.cache_size, m.store, &m.shm, &warmed, &why);
+		if (rc == 0)
+			log_info("re-attached the segment %s: its cache is served at once", cfg.shm_path);
+		else if (rc != -ENOENT)
+			log_info("not re-attaching the segment %s (%s): a new one is warmed",
+			         cfg.shm_path, why ? why : strerror(-rc));
+		m.reattached = rc == 0;
+	}
+	if (!m.reattached)
+		rc = shm_create_at(cfg.shm_path, cfg.cache_size, &m.shm);
 	if (rc < 0) {
-		log_error("cannot create a %llu-byte shared-memory segment: %s",
-		          (unsigned long long)cfg.cache_size, strerror(-rc));
+		log_error("cannot create a %llu-byte shared-memory segment%s%s: %s",
+		          (unsigned long long)cfg.cache_size, cfg.shm_path ? " at " : "",
+		          cfg.shm_path ? cfg.shm_path : "", strerror(-rc));
 		goto out;
 	}
 	rc = area_create(m.shm->size, cfg.max_conns < 4096 ? cfg.max_conns : 4096, &m.area);
@@ -117,6 +137,17 @@ int main(int argc, char **argv)
 	rc = shrink_start(m.ns);
 	if (rc < 0) {
 		log_error("cannot start the shrinker: %s", strerror(-rc));
+		goto out;
+	}
+	if (clients_new(&m.clients) < 0 ||
+	    slowlog_new(cfg.slowlog_ms * 1000ull, cfg.slowlog_len, &m.slowlog) < 0) {
+		rc = -ENOMEM;
+		log_error("cannot start: out of memory");
+		goto out;
+	}
+	rc = warm_start(m.ns, m.store, cfg.warmers, !m.reattached || !warmed, &m.warm);
+	if (rc < 0) {
+		log_error("cannot start the warmers: %s", strerror(-rc));
 		goto out;
 	}
 	struct rpc_opts ro = {
@@ -179,8 +210,12 @@ int main(int argc, char **argv)
 			 * changes now, other settings at the next start. */
 			if (config_reload(&cfg, argc, argv, stderr) == 0) {
 				log_set_level((enum log_level)cfg.log_level);
-				log_info("SIGHUP: settings re-read; log level %s",
-				         log_level_name((enum log_level)cfg.log_level));
+				int src = slowlog_configure(m.slowlog, cfg.slowlog_ms * 1000ull,
+				                            cfg.slowlog_len);
+				log_info("SIGHUP: settings re-read; log level %s; slow log %u ms, "
+				         "%u entries%s",
+				         log_level_name((enum log_level)cfg.log_level), cfg.slowlog_ms,
+				         cfg.slowlog_len, src < 0 ? " (out of memory: not changed)" : "");
 			} else {
 				log_error("SIGHUP: settings not re-read (see above); nothing changed");
 			}
@@ -204,6 +239,10 @@ out:
 	if (m.rpc)
 		rpc_stop(m.rpc);
 	admin_stop(m.admin);
+	/* Kept for a warm restart: a warm-up that was over need not run again. */
+	warmed = (m.reattached && warmed) || warm_done(m.warm);
+	warm_stop(m.warm);
+	m.warm = NULL;
 	if (m.ns)
 		shrink_stop(m.ns);
 	/* Clients reading the segment must stop trusting it. */
@@ -225,10 +264,21 @@ out:
 			log_info("all changes committed; bye");
 		}
 	}
+	if (cfg.shm_path && m.shm && m.ns && status == 0) {
+		const char *why;
+		rc = restart_save(cfg.shm_path, m.shm, m.ns, m.store, warmed, &why);
+		if (rc == 0)
+			log_info("segment %s kept for a warm restart", cfg.shm_path);
+		else
+			log_warn("segment %s not kept for a warm restart: %s", cfg.shm_path,
+			         why ? why : strerror(-rc));
+	}
 	ns_free(m.ns);
 	area_destroy(m.area);
 	shm_destroy(m.shm);
 	store_close(m.store);
+	slowlog_free(m.slowlog);
+	clients_free(m.clients);
 	config_free(&cfg);
 	return status;
 }

@@ -14,6 +14,7 @@
 #include "ns.h"
 #include "rpc.h"
 #include "store.h"
+#include "warm.h"
 
 static void copy_u64(_Atomic uint64_t *dst, const _Atomic uint64_t *src)
 {
@@ -42,6 +43,15 @@ static void commit_stats_copy(struct commit_stats *d, const struct commit_stats 
 	copy_u64(&d->last_apply_us, &s->last_apply_us);
 	copy_u64(&d->last_sync_us, &s->last_sync_us);
 	copy_u64(&d->last_publish_us, &s->last_publish_us);
+	hist_merge(&d->swap_hist_us, &s->swap_hist_us);
+	hist_merge(&d->log_hist_us, &s->log_hist_us);
+	hist_merge(&d->apply_hist_us, &s->apply_hist_us);
+	hist_merge(&d->sync_hist_us, &s->sync_hist_us);
+	hist_merge(&d->publish_hist_us, &s->publish_hist_us);
+	hist_merge(&d->wake_hist_us, &s->wake_hist_us);
+	hist_merge(&d->lag_us, &s->lag_us);
+	copy_u64(&d->turns, &s->turns);
+	hist_merge(&d->settle_us, &s->settle_us);
 }
 
 static void add_client(void *arg, int32_t pid, const struct area_totals *t)
@@ -82,6 +92,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	out->journal_backlog_bytes = nc.backlog_bytes;
 	out->journal_full_waits = nc.full_waits;
 	out->journal_full_refusals = nc.full_refusals;
+	out->journal_full_wait_us = nc.full_wait_us;
 	out->committed_seq = nc.committed_seq;
 	/* The cache's bound. */
 	out->cache = (struct stats_cache){
@@ -96,12 +107,19 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		.bytes_meta = nc.bytes_meta,
 	};
 
-	if (m->commit)
+	warm_get_stats(m->warm, &out->warm);
+	out->warm.reattached = m->reattached;
+	if (m->commit) {
 		commit_stats_copy(&out->commits, commit_get_stats(m->commit));
+		out->commit_lag_us = commit_lag(m->commit);
+	}
 	struct store_info si;
 	if (m->store && store_info(m->store, &si) == 0) {
 		out->store_map_bytes = si.map_size;
 		out->store_used_bytes = si.used_bytes;
+		out->store_log_entries = si.log_entries;
+		out->store_log_bytes = si.log_bytes;
+		out->store_log_trimmed = si.log_trimmed;
 	}
 	if (m->rpc) {
 		rpc_get_stats(m->rpc, &out->rpc);

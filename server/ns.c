@@ -156,6 +156,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	if (!ns)
 		return -ENOMEM;
 	pthread_mutex_init(&ns->lock, NULL);
+	commit_sem_init(&ns->csem);
 	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
@@ -210,6 +211,7 @@ void ns_free(struct ns *ns)
 	ns_listing_free(ns);
 	ns_journal_fini(ns);
 	pthread_mutex_destroy(&ns->lock);
+	commit_sem_destroy(&ns->csem);
 	free(ns);
 }
 

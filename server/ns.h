@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "journal.h"
+#include "mc_shm.h"
 #include "shrink.h"
 
 #define NS_NEG_DIR_MAX 256u
@@ -152,6 +153,11 @@ void ns_journal_backlog(struct ns *ns, struct ns_backlog *out);
  * lock held when the journal is half way to its bound; it must not block
  * nor take the namespace lock. */
 void ns_set_kick(struct ns *ns, void (*fn)(void *arg), void *arg);
+/* The committer's timer (NULL: none): called with the namespace lock held
+ * when the running batch receives its first change, so that the interval
+ * counts from the oldest uncommitted change and an idle committer sleeps
+ * until there is something to commit. Same rules as the kick. */
+void ns_set_arm(struct ns *ns, void (*fn)(void *arg), void *arg);
 
 struct ns_counts {
 	uint64_t positive, negative, dentries_dirty, dirs_complete;
@@ -160,11 +166,61 @@ struct ns_counts {
 	uint64_t journal_records, committed_seq;
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */
+	uint64_t full_wait_us;                     /* time spent waiting for room */
 	/* The cache's bound (shrink.h). */
 	struct shrink_stats shrink;
 	uint64_t high_bytes, low_bytes;            /* watermarks */
 	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 void ns_get_counts(struct ns *ns, struct ns_counts *out);
+
+
+/* ---- warming (ns_warm.c) -------------------------------------------------
+ * The warmers (warm.c) fill the cache from LMDB snapshots while the server
+ * serves. ns_publish takes the commit semaphore (commit_sem.h) for writing;
+ * a warmer holds it for reading from the moment it takes its snapshot until
+ * its entries are inserted, so no publish falls in between (ns_warm.c
+ * invariants). */
+struct commit_sem;
+struct commit_sem *ns_commit_sem(struct ns *ns);
+/* Called (with the namespace lock held; it must not block nor take that
+ * lock) with the inode number of a directory whose miss went to the store.
+ * NULL: none. */
+void ns_set_miss_hook(struct ns *ns, void (*fn)(void *arg, uint64_t dir_ino), void *arg);
+
+/* One directory entry read from a snapshot, with its inode record. */
+struct ns_warm_ent {
+	struct mc_inode_rec rec;
+	uint64_t ino;
+	bool have_rec;            /* false: the snapshot has no inode for it */
+	uint8_t dtype;
+	uint16_t namelen, tlen;
+	char name[MC_NAME_MAX + 1];
+	char target[MC_SYMLINK_MAX];
+};
+struct ns_warm_res {
+	size_t processed;         /* entries of v looked at (a prefix of v) */
+	uint64_t added;           /* of which were inserted */
+	uint64_t bytes;           /* segment bytes they took */
+	bool complete;            /* the directory is complete now */
+};
+/* Insert into the cached directory dir_ino those entries of v[0..n) the
+ * cache does not know, never touching a cached name (positive or negative)
+ * nor a complete directory. Stops early, between entries, when the
+ * committer waits for the commit semaphore or segment use reaches the
+ * shrinker's low watermark. at_end: v ends the directory; then a directory
+ * whose every entry is cached is marked complete. The caller holds the
+ * commit semaphore for reading and read v from a snapshot taken after it
+ * took it. 0 (see *res), -ENOENT (dir_ino is not a cached directory: the
+ * warmer skips it), -ENOSPC (the low watermark is reached or the segment
+ * is full; res->processed tells how far it got). */
+int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
+                bool at_end, struct ns_warm_res *res);
+
+/* Why the cache could not be kept for a warm restart (restart.h), or NULL
+ * when it can: everything committed, no open handle, no extent state or
+ * map, no inode left without a cached name. Call once nothing changes the
+ * namespace any more (the server is stopping). */
+const char *ns_restart_blocker(struct ns *ns);
 
 #endif

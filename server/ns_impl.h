@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "commit_sem.h"
 #include "dcache.h"
 #include "extent.h"
 #include "mc_path.h"
@@ -75,8 +76,16 @@ struct ns {
 	void (*kick)(void *arg);
 	void *kick_arg;
 	uint64_t kicked_seq;             /* running batch already kicked for */
+	void (*arm)(void *arg);          /* the committer's timer (ns_set_arm) */
+	void *arm_arg;
+	uint64_t armed_seq;              /* running batch already armed for; 0: none */
 	bool jrefusing;                  /* a wait timed out, no publish since: no more waits */
 	uint64_t full_waits, full_refusals;
+	uint64_t full_wait_us;           /* time mutations spent waiting for room */
+	/* Warming (ns_warm.c): the commit semaphore and the miss hook. */
+	struct commit_sem csem;
+	void (*miss_fn)(void *arg, uint64_t dir_ino);
+	void *miss_arg;
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -161,6 +170,39 @@ void shrink_fini(struct ns *ns);
 /* Make room for a negative entry in dir under the caps (oldest out first):
  * false when none can be cached. */
 bool do_neg_room(struct ns *ns, mc_off_t dir);
+
+/* ns_miss.c: store reads for misses outside the lock (see there). An
+ * attempt's lookup that needs the store fails with NS_EMISS (never seen
+ * outside the namespace); do_reclaim_retry then reads without the lock,
+ * caches the answer and runs the attempt again. */
+#define NS_EMISS (-4096)
+struct ns_miss_ans {
+	uint64_t parent;          /* the name asked for */
+	size_t len;
+	char name[MC_NAME_MAX];
+	int err;                  /* 0, -ENOENT or the store's error */
+	uint64_t ino;
+	uint8_t dtype;
+	bool have_rec;
+	struct mc_inode_rec rec;
+	size_t tlen;
+	char target[MC_SYMLINK_MAX];
+};
+/* Read name in parent and its inode (one snapshot); no lock needed. */
+void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
+                  struct ns_miss_ans *a);
+void ns_miss_arm(void);
+void ns_miss_disarm(void);
+/* Lock held, on a miss that needs the store: 0 (read it under the lock
+ * now), or NS_EMISS (noted: fail the attempt). */
+int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len);
+/* Lock held (dropped and taken again inside): true when rc is NS_EMISS
+ * and the name was read (and cached if it could be): run the attempt
+ * again. */
+bool ns_miss_resolve(struct ns *ns, int rc);
+/* walk.c: cache an inode record read from the store, as a reload. */
+int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
+                       size_t tlen, mc_off_t *out);
 
 /* listing.c */
 void ns_listing_free(struct ns *ns);

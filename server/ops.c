@@ -20,17 +20,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "area.h"
+#include "clients.h"
 #include "commit.h"
 #include "cred.h"
 #include "extent_map.h"
 #include "extent_ns.h"
+#include "fsck.h"
+#include "logfeed.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
 #include "mknod.h"
 #include "ns.h"
+#include "slowlog.h"
 
 struct handle {
 	uint64_t ino;                /* 0: free slot */
@@ -286,6 +291,51 @@ static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
 	return 0;
 }
 
+/* The consistency check (fsck.h): for root and the server's own user only,
+ * since it reads the whole store and takes the namespace lock in batches. */
+static int op_fsck(struct session *s, struct op_out *out)
+{
+	struct fsck_report rep = {0};
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EPERM;
+	int rc = fsck_ns(s->m->ns, &rep);
+	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
+	fsck_report_free(&rep);
+	if (rc < 0)
+		return rc;
+	if (!js)
+		return -ENOMEM;
+	out->data = (uint8_t *)js;
+	out->res.data.data = out->data;
+	out->res.data.len = strlen(js);
+	return 0;
+}
+
+/* The commit log as JSON lines (logfeed.h): it names every file changed,
+ * so only root and the server's own user may read it. */
+static int op_log(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EACCES;
+	if (!s->m->store)
+		return -EOPNOTSUPP;
+	size_t max = op->log_max ? op->log_max : 256u << 10;
+	if (max > s->m->cfg->max_reply / 2)
+		max = s->m->cfg->max_reply / 2;
+	struct logfeed_out lf;
+	int rc = logfeed_read(s->m->store, op->log_seq, op->log_rec, max, &lf);
+	if (rc < 0)
+		return rc;
+	out->data = (uint8_t *)lf.buf;
+	out->res.data.data = out->data;
+	out->res.data.len = lf.len;
+	out->res.cookie = lf.next_seq;
+	out->res.end = lf.next_rec;
+	out->res.start = lf.first;
+	out->res.eof = lf.eof;
+	return 0;
+}
+
 static int op_stats(struct session *s, struct op_out *out)
 {
 	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
@@ -311,6 +361,14 @@ done:
 	if (eb)
 		evbuffer_free(eb);
 	free(snap);
+	return rc;
+}
+
+/* A result whose data a renderer put in out->data (rc 0) or did not. */
+static int op_text(struct op_out *out, int rc)
+{
+	if (rc == 0)
+		out->res.data.data = out->data;
 	return rc;
 }
 
@@ -460,6 +518,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_FSYNC:
 	case MCACHE__OP_CODE__OP_SYNC:
 	case MCACHE__OP_CODE__OP_STATS:
+	case MCACHE__OP_CODE__OP_FSCK:
+	case MCACHE__OP_CODE__OP_LOG:
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:
@@ -467,6 +527,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_EXTENT_SET:
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 	case MCACHE__OP_CODE__OP_EXTENT_MAP:
+	case MCACHE__OP_CODE__OP_CLIENTS:
+	case MCACHE__OP_CODE__OP_SLOWLOG:
 		break;
 	case MCACHE__OP_CODE__OP_SYMLINK:
 	case MCACHE__OP_CODE__OP_RENAME:
@@ -569,6 +631,16 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 		return ns_rmtree(ns, c, p, plen, 1024);
 	case MCACHE__OP_CODE__OP_STATS:
 		return op_stats(s, out);
+	case MCACHE__OP_CODE__OP_CLIENTS:
+		return op_text(out, clients_render(s->m->clients, (char **)&out->data,
+		                                   &out->res.data.len));
+	case MCACHE__OP_CODE__OP_SLOWLOG:
+		return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
+		                                   &out->res.data.len));
+	case MCACHE__OP_CODE__OP_FSCK:
+		return op_fsck(s, out);
+	case MCACHE__OP_CODE__OP_LOG:
+		return op_log(s, op, out);
 	case MCACHE__OP_CODE__OP_RANGE_SET:
 	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
 	case MCACHE__OP_CODE__OP_RANGE_TEST:

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "frame.h"
 #include "ops.h"
+#include "slowlog.h"
 
 /* Bound of the packed size of a result that carries no data: an attr, a
  * handle, a cookie and an errno (mutations produce nothing larger). */
@@ -122,6 +123,9 @@ struct request_job {
 	size_t used, cost_err, max_reply;
 	uint64_t wait_seq;
 	bool full;
+	struct slowlog *slow;        /* request_job_trace: NULL, or where slow ops go */
+	pid_t pid;
+	uid_t uid;
 };
 
 int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out)
@@ -149,6 +153,27 @@ int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job *
 	j->req = req;
 	*out = j;
 	return 0;
+}
+
+void request_job_trace(struct request_job *j, struct slowlog *sl, pid_t pid, uid_t uid)
+{
+	j->slow = sl;
+	j->pid = pid;
+	j->uid = uid;
+}
+
+/* Off the hot path: an op that reached the slow log's threshold. */
+static void request_job_slow(struct request_job *j, const Mcache__Op *op, uint64_t us)
+{
+	struct slowlog_op so = {
+		.code = (unsigned)op->code,
+		.path = (const char *)op->path.data,
+		.path_len = op->path.len,
+		.duration_us = us,
+		.pid = j->pid,
+		.uid = j->uid,
+	};
+	slowlog_add(j->slow, &so);
 }
 
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
@@ -191,6 +216,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			atomic_fetch_add_explicit(&st->errors[code], 1, memory_order_relaxed);
 		uint64_t t1 = mono_us();
 		hist_add(&st->op_us[code], t1 - t0);
+		if (slowlog_wants(j->slow, t1 - t0))
+			request_job_slow(j, j->req->ops[i], t1 - t0);
 		t0 = t1;
 		if (o->wait_seq > j->wait_seq)
 			j->wait_seq = o->wait_seq;

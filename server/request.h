@@ -8,11 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mcache.pb-c.h"
 #include "stats.h"
 
 struct session;
+struct slowlog;
 
 /* Read the id and count the ops (field 3) of the packed Request at p
  * without unpacking it, so a request with too many ops costs nothing.
@@ -34,6 +36,9 @@ struct request_job;
  * the reply will never grow past max_reply bytes (frame header included).
  * 0 with *out set, or -ENOMEM (req still the caller's). */
 int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out);
+/* Record the job's ops whose service time reaches sl's threshold in sl,
+ * as run by process pid of user uid (NULL sl: none; the default). */
+void request_job_trace(struct request_job *j, struct slowlog *sl, pid_t pid, uid_t uid);
 /* Run the job's next ops for session s until all have run (true) or
  * slice_us microseconds have passed (false: call again; at least one op
  * runs a call). An op runs only while its result can still fit: the first

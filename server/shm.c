@@ -20,6 +20,13 @@
  *     slabs that have some: a slot type first needed late, such as a long
  *     name's blob class, still gets a page, and eviction makes room in
  *     the others. shm_slab_room applies the same rule.
+ *  6. With a path (--shm-path), the segment is a file instead, which
+ *     outlives the process: it cannot be sealed, so it is created mode 0600
+ *     (clients of other users get only the read-only descriptor), and a
+ *     new one replaces an old one by unlink and create, never by
+ *     truncation, so a client still mapping the old file never faults.
+ *     shm_attach maps such a file again with the allocator state saved
+ *     from the server that left it (struct shm_image, restart.c).
  */
 #include "shm.h"
 
@@ -30,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -55,53 +63,80 @@ static uint32_t pow2_floor(uint64_t v)
 	return p;
 }
 
-int shm_create(uint64_t size, struct shm **out)
+static struct shm *shm_struct_new(void)
 {
-	size &= ~(uint64_t)(MC_PAGE_SIZE - 1);
-	if (size < (1u << 20) || size > MC_SHM_MAX_SIZE)
-		return -EINVAL;
-
 	struct shm *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	pthread_mutex_init(&s->beat_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->beat_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	s->fd = -1;
 	s->ro_fd = -1;
-	int err;
-	s->fd = memfd_create("mcache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (s->fd < 0) {
-		err = -errno;
-		goto fail;
-	}
-	if (ftruncate(s->fd, (off_t)size) < 0) {
-		err = -errno;
-		goto fail;
-	}
+	return s;
+}
+
+/* Map s->fd (size bytes) and open the read-only descriptor for clients. */
+static int seg_map(struct shm *s, const char *path, uint64_t size)
+{
 	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (s->base == MAP_FAILED) {
 		s->base = NULL;
-		err = -errno;
-		goto fail;
+		return -errno;
 	}
 	s->size = size;
-	/* Our mapping stays writable; nobody can make a new writable one. */
-	if (fcntl(s->fd, F_ADD_SEALS,
-	          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
-		err = -errno;
-		goto fail;
+	if (path) {
+		s->ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	} else {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
+		s->ro_fd = open(proc, O_RDONLY | O_CLOEXEC);
 	}
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
-	s->ro_fd = open(proc, O_RDONLY | O_CLOEXEC);
-	if (s->ro_fd < 0) {
-		err = -errno;
-		goto fail;
-	}
+	return s->ro_fd < 0 ? -errno : 0;
+}
 
+/* The backing of a new segment: a sealed memfd (path NULL, note 3), or a
+ * new file at path (note 6). */
+static int seg_new(struct shm *s, const char *path, uint64_t size)
+{
+	if (path) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -errno;
+		s->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	} else {
+		s->fd = memfd_create("mcache", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	}
+	if (s->fd < 0)
+		return -errno;
+	if (ftruncate(s->fd, (off_t)size) < 0)
+		return -errno;
+	int err = seg_map(s, path, size);
+	if (err)
+		return err;
+	/* Our mapping stays writable; nobody can make a new writable one. */
+	if (!path && fcntl(s->fd, F_ADD_SEALS,
+	                   F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Point s at the tables the header describes. */
+static void seg_bind(struct shm *s)
+{
+	struct mc_shm_header *h = s->base;
+	s->hdr = h;
+	s->page_types = (uint8_t *)s->base + h->page_types_off;
+	s->dbuckets = (struct mc_bucket *)((char *)s->base + h->dbuckets_off);
+	s->ibuckets = (struct mc_bucket *)((char *)s->base + h->ibuckets_off);
+	s->ebuckets = (struct mc_bucket *)((char *)s->base + h->ebuckets_off);
+}
+
+/* Lay out an empty segment: header, tables, slab sizes. */
+static int seg_layout(struct shm *s, uint64_t size)
+{
 	/* Metadata: header, page table, dentry buckets, inode buckets. One
 	 * bucket per 256 bytes of segment for each table. */
 	uint32_t npages = (uint32_t)(size >> MC_PAGE_SHIFT);
@@ -120,10 +155,8 @@ int shm_create(uint64_t size, struct shm **out)
 	uint64_t eb_off = off;
 	off += (uint64_t)ne * sizeof(struct mc_bucket);
 	uint64_t meta_pages = (off + MC_PAGE_SIZE - 1) >> MC_PAGE_SHIFT;
-	if (meta_pages + 8 > npages) {
-		err = -EINVAL;
-		goto fail;
-	}
+	if (meta_pages + 8 > npages)
+		return -EINVAL;
 
 	struct mc_shm_header *h = s->base;
 	h->magic = MC_SHM_MAGIC;
@@ -142,11 +175,7 @@ int shm_create(uint64_t size, struct shm **out)
 	h->server_pid = (uint32_t)getpid();
 	atomic_store_explicit(&h->heartbeat_ms, mono_ns() / 1000000u, memory_order_relaxed);
 
-	s->hdr = h;
-	s->page_types = (uint8_t *)s->base + pt_off;
-	s->dbuckets = (struct mc_bucket *)((char *)s->base + db_off);
-	s->ibuckets = (struct mc_bucket *)((char *)s->base + ib_off);
-	s->ebuckets = (struct mc_bucket *)((char *)s->base + eb_off);
+	seg_bind(s);
 	for (uint32_t p = 0; p < meta_pages; p++)
 		s->page_types[p] = MC_PT_META;
 	s->next_page = (uint32_t)meta_pages;
@@ -161,6 +190,89 @@ int shm_create(uint64_t size, struct shm **out)
 			s->slab[i].page_type = (uint8_t)(MC_PT_BLOB32 + (i - SLAB_BLOB0));
 		}
 	}
+	return 0;
+}
+
+int shm_create_at(const char *path, uint64_t size, struct shm **out)
+{
+	size &= ~(uint64_t)(MC_PAGE_SIZE - 1);
+	if (size < (1u << 20) || size > MC_SHM_MAX_SIZE)
+		return -EINVAL;
+	struct shm *s = shm_struct_new();
+	if (!s)
+		return -ENOMEM;
+	int err = seg_new(s, path, size);
+	if (err == 0)
+		err = seg_layout(s, size);
+	if (err) {
+		shm_destroy(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int shm_create(uint64_t size, struct shm **out)
+{
+	return shm_create_at(NULL, size, out);
+}
+
+void shm_image_get(const struct shm *s, struct shm_image *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = s->size;
+	out->hash_seed = s->hdr->hash_seed;
+	out->next_page = s->next_page;
+	out->meta_bytes = s->meta_bytes;
+	memcpy(out->slab, s->slab, sizeof(out->slab));
+	out->raw_pages = s->raw_pages;
+	out->d_positive = s->d_positive;
+	out->d_negative = s->d_negative;
+	out->dirs_complete = s->dirs_complete;
+	out->cookie_floor = s->cookie_floor;
+}
+
+int shm_attach(const char *path, const struct shm_image *img, struct shm **out)
+{
+	struct stat st;
+	struct shm *s = shm_struct_new();
+	if (!s)
+		return -ENOMEM;
+	int err;
+	s->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (s->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fstat(s->fd, &st) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size != img->size) {
+		err = -ESTALE;
+		goto fail;
+	}
+	err = seg_map(s, path, img->size);
+	if (err)
+		goto fail;
+	const struct mc_shm_header *h = s->base;
+	if (h->magic != MC_SHM_MAGIC || h->version != MC_SHM_VERSION || h->size != img->size ||
+	    h->hash_seed != img->hash_seed || img->next_page > h->npages) {
+		err = -ESTALE;
+		goto fail;
+	}
+	seg_bind(s);
+	s->next_page = img->next_page;
+	s->meta_bytes = img->meta_bytes;
+	memcpy(s->slab, img->slab, sizeof(s->slab));
+	s->raw_pages = img->raw_pages;
+	s->d_positive = img->d_positive;
+	s->d_negative = img->d_negative;
+	s->dirs_complete = img->dirs_complete;
+	s->cookie_floor = img->cookie_floor;
+	s->hdr->server_pid = (uint32_t)getpid();
+	atomic_store_explicit(&s->hdr->heartbeat_ms, mono_ns() / 1000000u, memory_order_relaxed);
+	atomic_store_explicit(&s->hdr->closed, 0, memory_order_release);
 	*out = s;
 	return 0;
 fail:
@@ -254,6 +366,12 @@ static int grow_slab(struct shm *s, enum shm_slab slab)
 	uint32_t p = s->next_page++;
 	uint64_t base = (uint64_t)p << MC_PAGE_SHIFT;
 	uint32_t n = MC_PAGE_SIZE / st->slot_size;
+#ifdef MADV_POPULATE_WRITE
+	/* The loop below touches every 4 KiB of the page: one call faults
+	 * them all in, instead of one fault each (a warm-up grows many slabs).
+	 * Best effort: without it, the faults happen as before. */
+	(void)madvise((char *)s->base + base, MC_PAGE_SIZE, MADV_POPULATE_WRITE);
+#endif
 	/* Push in reverse so slots are handed out in address order. */
 	for (uint32_t i = n; i-- > 0;) {
 		mc_off_t off = (mc_off_t)((base + (uint64_t)i * st->slot_size) >> MC_OFF_SHIFT);
@@ -344,7 +462,7 @@ void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
 
 uint64_t shm_bytes_used(const struct shm *s)
 {
-	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT);
+	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT) - s->raw_idle;
 	for (unsigned i = 0; i < SLAB_COUNT; i++)
 		b += s->slab[i].live * s->slab[i].slot_size;
 	return b;

@@ -48,6 +48,8 @@ struct shm {
 	uint64_t alloc_failures;
 	enum shm_slab fail_slab;
 	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */  /* the slab of the last failed allocation */
+	uint64_t raw_idle;        /* bytes of those pages their owner holds free for reuse
+	                           * (extent chunks): not counted as used */
 	/* The referenced bitmap of the client area (shm_set_refbits); NULL:
 	 * none. Clients set bits at will: a bit is a hint, never trusted. */
 	_Atomic uint64_t *refbits;
@@ -70,8 +72,28 @@ struct shm {
  * least 1 MiB, at most MC_SHM_MAX_SIZE) with an empty hash table.
  * -EINVAL (size), -ENOMEM, or the errno of memfd_create/ftruncate/mmap. */
 int shm_create(uint64_t size, struct shm **out);
+/* The same in a new file at path (any file there is unlinked first; a
+ * process still mapping it keeps it), mode 0600, not sealed (shm.c note
+ * 6); path NULL: a memfd, as shm_create. Also the errno of unlink/open. */
+int shm_create_at(const char *path, uint64_t size, struct shm **out);
 /* Stops the heartbeat first if it runs. */
 void shm_destroy(struct shm *s);
+
+/* What the server keeps of a segment outside it: enough to serve a segment
+ * file again after a clean stop (restart.c). */
+struct shm_image {
+	uint64_t size, hash_seed;
+	uint64_t meta_bytes, raw_pages;
+	uint32_t next_page, cookie_floor;
+	struct shm_slab_state slab[SLAB_COUNT];
+	uint64_t d_positive, d_negative, dirs_complete;
+};
+void shm_image_get(const struct shm *s, struct shm_image *out);
+/* Map the segment file at path again, with the state img that was saved
+ * from it, and serve it: server_pid, heartbeat and closed are reset.
+ * -ESTALE: the file is not the segment img describes (size, magic,
+ * version, hash seed); the errno of open/fstat/mmap, -ENOMEM. */
+int shm_attach(const char *path, const struct shm_image *img, struct shm **out);
 
 /* Start a thread that writes the monotonic time into hdr->heartbeat_ms every
  * MC_HEARTBEAT_MS, so that clients can tell a live server from a dead one

@@ -11,6 +11,11 @@
  *           (force_commit, lock released while waiting), evict again
  *        -> room made: attempt again; none: -ENOSPC stands (mutations only
  *           in practice: a read needs a few slots, which eviction frees)
+ *     an extent chunk found no page: idle files' extent trees go first
+ *        (do_extent_shrink, extent_ns.h): their chunks serve the attempt
+ *
+ * Above the high mark the thread frees idle files' extent trees first
+ * (maps reload from the store, idle state is clean), then turns the hand.
  *
  * Invariants:
  *  1. Eviction happens only with the namespace lock held and between
@@ -20,8 +25,10 @@
  *     flag (no removal freed from it while complete is uncommitted, ns.c
  *     note 3) and is not
  *     held by an open handle (a listing through the server) and, when
- *     positive, whose inode is clean, not held by an open handle and, for a
- *     directory, has no cached children. So eviction goes leaf first, and
+ *     positive, whose inode is clean, not held by an open handle, has no
+ *     pinned extent state (dirty, delalloc, locked or writeback ranges:
+ *     runtime state the store does not hold) and, for a directory, has no
+ *     cached children. So eviction goes leaf first, and
  *     a directory becomes a candidate once its last cached child went.
  *  3. Evicting a positive dentry clears its parent's complete flag and
  *     frees its inode unless the inode has other links (their names may be
@@ -44,6 +51,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
 
@@ -54,6 +62,7 @@
 #define FORCE_WAIT_MS 2000u
 #define ORPHAN_BATCH 256u      /* orphans noted that make do_scan free them */
 #define ORPHAN_MAX 65536u      /* orphans kept at most (then the oldest are forgotten) */
+#define EXTENT_RECLAIM_CHUNKS 16u /* extent chunks a direct reclaim frees at least (a page) */
 
 #define DENTRIES_PER_PAGE (MC_PAGE_SIZE / sizeof(struct mc_dentry))
 
@@ -203,7 +212,7 @@ static uint64_t do_orphans(struct ns *ns)
 		const struct mc_inode *i = inode_at(s, o.off);
 		if (S_ISDIR(i->mode))
 			continue;
-		if (dirty_i(i) || map_find(&ns->holds, o.ino)) {
+		if (dirty_i(i) || map_find(&ns->holds, o.ino) || do_extent_state_pinned(ns, o.ino)) {
 			k->orph[kept++] = o;
 			continue;
 		}
@@ -229,7 +238,7 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 	bool pos = e->flags & MC_D_POSITIVE;
 	if (pos) {
 		struct mc_inode *i = inode_at(s, ioff);
-		if (dirty_i(i) || map_find(&ns->holds, i->ino))
+		if (dirty_i(i) || map_find(&ns->holds, i->ino) || do_extent_state_pinned(ns, i->ino))
 			return false;
 		if (S_ISDIR(i->mode) && i->u.dir.dirx &&
 		    ((struct mc_dirx *)shm_at(s, i->u.dir.dirx))->ncached > 0)
@@ -324,6 +333,7 @@ void reclaim_begin(struct ns *ns, struct reclaim *r)
 {
 	r->fails = ns->shm->alloc_failures;
 	r->tries = 0;
+	ns_miss_arm();
 }
 
 void reclaim_progress(struct reclaim *r)
@@ -331,7 +341,7 @@ void reclaim_progress(struct reclaim *r)
 	r->tries = 0;
 }
 
-bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+static bool reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 {
 	struct shm *s = ns->shm;
 	struct shrinker *k = &ns->shr;
@@ -345,6 +355,16 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 		return false;
 	}
 	k->st.direct++;
+	if (ns->ext.page_failed) {
+		/* Chunks of idle extent trees serve only extent trees. */
+		ns->ext.page_failed = false;
+		uint64_t want_free = ns->ext.chunks_free + EXTENT_RECLAIM_CHUNKS;
+		if (do_extent_shrink(ns, UINT64_MAX, want_free) ||
+		    (force_commit(ns) && do_extent_shrink(ns, UINT64_MAX, want_free))) {
+			r->fails = s->alloc_failures;
+			return true;
+		}
+	}
 	/* Only what this operation needs, and a little ahead: the thread
 	 * takes use down to the low mark without holding up an operation. */
 	int want = (int)s->fail_slab;
@@ -360,6 +380,16 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 	}
 	r->fails = s->alloc_failures;
 	return true;
+}
+
+bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+{
+	if (ns_miss_resolve(ns, rc))
+		return true; /* a miss was read from the store without the lock */
+	if (reclaim_retry(ns, rc, r))
+		return true;
+	ns_miss_disarm();
+	return false;
 }
 
 bool do_neg_room(struct ns *ns, mc_off_t dir)
@@ -387,6 +417,7 @@ static void *shrink_main(void *arg)
 	while (!k->stop) {
 		if (shm_bytes_used(s) > k->high) {
 			k->st.runs++;
+			do_extent_shrink(ns, k->low, 0);
 			uint64_t idle = 0, nslots = s->slab[SLAB_DENTRY].pages * DENTRIES_PER_PAGE;
 			while (!k->stop && shm_bytes_used(s) > k->low && idle < 2 * nslots) {
 				if (do_scan(ns, k->low, -1, 0, SHRINK_BATCH) == 0)

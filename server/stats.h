@@ -80,6 +80,12 @@ struct commit_stats {
 	_Atomic uint64_t last_swap_us, last_log_us, last_apply_us, last_sync_us, last_publish_us;
 	_Atomic uint64_t sync_waits;       /* mc_sync / --sync waiters served */
 	_Atomic uint64_t sync_failures;    /* waiters answered with a commit error */
+	/* Per-phase histograms of each commit (microseconds). */
+	struct hist swap_hist_us, log_hist_us, apply_hist_us, sync_hist_us;
+	struct hist publish_hist_us, wake_hist_us;
+	struct hist lag_us;                /* first change of a batch to its publish */
+	_Atomic uint64_t turns;            /* times the committer woke to commit */
+	struct hist settle_us;             /* waiting for a growing journal to settle */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */
@@ -111,6 +117,23 @@ struct stats_extents {
 	uint64_t evicted_states;  /* records those held */
 	uint64_t bytes;           /* segment bytes held by extent trees */
 	struct hist evict_ns;     /* time to free one tree, nanoseconds */
+	uint64_t shrunk;          /* idle files' trees the shrinker freed */
+};
+
+/* The warmers (server/warm.h). */
+struct stats_warm {
+	uint64_t threads;         /* warmer threads (--warmers) */
+	uint64_t entries;         /* entries inserted from the store */
+	uint64_t bytes;           /* segment bytes they took */
+	uint64_t yields;          /* times a warmer let go for the committer */
+	uint64_t dirs_done;       /* directories read to their end */
+	uint64_t dirs_queued;     /* directories queued (warm-up and read-ahead) */
+	uint64_t readahead;       /* directories queued by a miss */
+	uint64_t done;            /* 1 once the start-up warm-up is over */
+	uint64_t elapsed_us;      /* start-up warm-up: time so far, or in all */
+	uint64_t rate;            /* entries per second over that time */
+	uint64_t rate_per_thread; /* entries per second of one thread's busy time, averaged */
+	uint64_t reattached;      /* 1: the segment was kept from a clean stop (restart.h) */
 };
 
 /* Everything the endpoints show, gathered at one instant. */
@@ -139,6 +162,11 @@ struct stats_snapshot {
 	uint64_t journal_backlog_bytes;
 	uint64_t journal_full_waits;      /* mutations that waited for room */
 	uint64_t journal_full_refusals;   /* ... and were refused (-ENOSPC) */
+	uint64_t journal_full_wait_us;    /* time mutations waited for room */
+	uint64_t commit_lag_us;           /* age of the oldest uncommitted change; 0: none */
+	uint64_t store_log_entries;       /* batches kept in the commit log */
+	uint64_t store_log_bytes;         /* their record bytes */
+	uint64_t store_log_trimmed;       /* batches dropped by retention */
 	uint64_t committed_seq;
 	uint64_t store_map_bytes;
 	uint64_t store_used_bytes;
@@ -155,6 +183,8 @@ struct stats_snapshot {
 	} clients_rp[STATS_CLIENTS_MAX];
 	/* extent cache */
 	struct stats_extents extents;
+	/* warmers */
+	struct stats_warm warm;
 };
 
 /* Version of the /stats document's layout: raised when a key changes meaning

@@ -48,32 +48,14 @@
 #include "mc_shm.h"
 #include "store.h"
 #include "store_extent.h"
+#include "store_impl.h"
+#include "store_walk.h"
 
 #define STORE_MAP_DEFAULT      (256ull << 20)
 #define STORE_MAP_MAX_DEFAULT  (64ull << 30)
-#define STORE_RETENTION_DEFAULT 10000u
 #define STORE_MAX_READERS      512u
-#define STORE_PAGE             4096ull
-#define STORE_DENTRY_VAL_SIZE  9u        /* u64 ino LE, u8 dtype */
-#define STORE_DENTRY_KEY_MAX   (8u + MC_NAME_MAX)
 
-struct store {
-	MDB_env *env;
-	MDB_dbi inodes, dentries, extents, log, meta;
-	int lockfd;
-	uint64_t map_size;          /* current map size; changed under resize (write) */
-	uint64_t map_size_max;
-	uint64_t log_retention;
-	pthread_rwlock_t resize;    /* readers: any txn; writer: mdb_env_set_mapsize */
-	pthread_mutex_t commit_lock; /* one store_commit at a time */
-	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
-	int fault_err;
-};
-
-/* Free space below which a failed write is taken for a full file system. */
-#define STORE_SPACE_LOW (1ull << 20)
-
-static int store_errno(int rc)
+int store_errno(int rc)
 {
 	switch (rc) {
 	case MDB_SUCCESS:
@@ -140,7 +122,7 @@ out:
 
 /* ---- read transactions ------------------------------------------------ */
 
-static int store_rtxn_begin(struct store *s, MDB_txn **txn)
+int store_rtxn_begin(struct store *s, MDB_txn **txn)
 {
 	pthread_rwlock_rdlock(&s->resize);
 	int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
@@ -151,7 +133,7 @@ static int store_rtxn_begin(struct store *s, MDB_txn **txn)
 	return 0;
 }
 
-static void store_rtxn_end(struct store *s, MDB_txn *txn)
+void store_rtxn_end(struct store *s, MDB_txn *txn)
 {
 	mdb_txn_abort(txn);
 	pthread_rwlock_unlock(&s->resize);
@@ -171,7 +153,7 @@ static int meta_get(MDB_txn *txn, MDB_dbi dbi, const char *key, void *out, size_
 	return 0;
 }
 
-static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len)
+int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len)
 {
 	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
 	return mdb_put(txn, dbi, &k, &v, 0);
@@ -201,7 +183,7 @@ static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
 
 /* ---- open ------------------------------------------------------------- */
 
-static int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
+int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
                                const char *target, size_t target_len)
 {
 	uint8_t key[8];
@@ -350,7 +332,9 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	s->map_size_max = (o.map_size_max ? o.map_size_max : STORE_MAP_MAX_DEFAULT) & ~(STORE_PAGE - 1);
 	if (s->map_size_max < s->map_size)
 		s->map_size_max = s->map_size;
-	s->log_retention = o.log_retention ? o.log_retention : STORE_RETENTION_DEFAULT;
+	s->log_retention = o.log_retention;
+	s->log_max_bytes = o.log_max_bytes;
+	s->log_max_age_ns = o.log_max_age_s * 1000000000ull;
 
 	err = store_mkdirs(dir);
 	if (err)
@@ -387,6 +371,8 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 		s->map_size_max = s->map_size;
 
 	err = store_setup(s, &o);
+	if (!err)
+		err = store_log_measure(s);
 	if (err)
 		goto fail;
 	free(lockpath);
@@ -606,216 +592,13 @@ out:
 	return err;
 }
 
-/* ---- commit ----------------------------------------------------------- */
-
-/* Apply one decoded record; an LMDB code. */
-static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *r)
-{
-	uint8_t key[STORE_DENTRY_KEY_MAX];
-	MDB_val k = { 8, key };
-	int rc;
-
-	switch (r->type) {
-	case JR_INODE_PUT:
-		return store_put_inode_rec(txn, s->inodes, &r->inode, r->target, r->target_len);
-	case JR_INODE_DEL:
-		put_be64(key, r->ino);
-		rc = mdb_del(txn, s->inodes, &k, NULL);
-		if (rc && rc != MDB_NOTFOUND)
-			return rc;
-		return store_ext_del_ino(txn, s->extents, r->ino);
-	case JR_EXTENT_SET:
-	case JR_EXTENT_PUNCH:
-		return store_ext_apply(txn, s->extents, r);
-	case JR_DENTRY_PUT: {
-		uint8_t val[STORE_DENTRY_VAL_SIZE];
-		put_be64(key, r->parent);
-		memcpy(key + 8, r->name, r->namelen);
-		k.mv_size = 8 + r->namelen;
-		put_le64(val, r->ino);
-		val[8] = r->dtype;
-		MDB_val v = { sizeof(val), val };
-		return mdb_put(txn, s->dentries, &k, &v, 0);
-	}
-	case JR_DENTRY_DEL:
-		put_be64(key, r->parent);
-		memcpy(key + 8, r->name, r->namelen);
-		k.mv_size = 8 + r->namelen;
-		rc = mdb_del(txn, s->dentries, &k, NULL);
-		return rc == MDB_NOTFOUND ? 0 : rc;
-	}
-	return MDB_CORRUPTED;   /* journal_next returns only the types above */
-}
-
-/* Delete log entries with seq <= upto; an LMDB code. */
-static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t upto)
-{
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(txn, s->log, &cur);
-	if (rc)
-		return rc;
-	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) == 0) {
-		if (k.mv_size != 8 || get_be64(k.mv_data) > upto)
-			break;
-		rc = mdb_cursor_del(cur, 0);
-		if (rc)
-			break;
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-/* One attempt at the commit transaction: 0 or a negative errno; *full is
- * set when it failed on MDB_MAP_FULL. Nothing is written on failure. */
-static int store_commit_txn(struct store *s, const struct journal_batch *b,
-                            struct store_commit_times *t, bool *full)
+int store_walk(struct store *s, store_walk_fn fn, void *arg)
 {
 	MDB_txn *txn;
-	uint8_t key[8], ls[8], ni[8];
-	struct journal_rec r;
-	size_t pos = 0;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
-	int n, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-	*full = false;
-	if (rc)
-		return store_errno(rc);
-
-	put_be64(key, b->seq);
-	MDB_val k = { 8, key }, v = { b->len, b->buf };
-	rc = mdb_put(txn, s->log, &k, &v, 0);
-	if (rc)
-		goto fail;
-	t1 = clock_ns(CLOCK_MONOTONIC);
-	t->log_ns = t1 - t0;
-	t0 = t1;
-
-	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1) {
-		rc = store_apply(s, txn, &r);
-		if (rc)
-			goto fail;
-	}
-	if (n < 0) {
-		mdb_txn_abort(txn);
-		return n;
-	}
-	put_le64(ls, b->seq);
-	put_le64(ni, b->next_ino);
-	rc = meta_put(txn, s->meta, "last_seq", ls, 8);
-	if (!rc)
-		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
-	if (!rc && b->seq >= s->log_retention)
-		rc = store_trim_log(s, txn, b->seq - s->log_retention);
-	if (rc)
-		goto fail;
-	t1 = clock_ns(CLOCK_MONOTONIC);
-	t->apply_ns = t1 - t0;
-	t0 = t1;
-
-	rc = mdb_txn_commit(txn);       /* frees txn, committed or not */
-	t->sync_ns = clock_ns(CLOCK_MONOTONIC) - t0;
-	goto out;
-
-fail:
-	mdb_txn_abort(txn);
-out:
-	err = store_errno(rc);
-	*full = rc == MDB_MAP_FULL;
-	return err;
-}
-
-/* A commit that failed with -EIO (LMDB's word for a short write) on a file
- * system with (almost) no space left failed for want of space (note 6). */
-static int store_space_errno(struct store *s, int err)
-{
-	struct statvfs sv;
-	int fd;
-	if (err != -EIO || mdb_env_get_fd(s->env, &fd) != 0 || fstatvfs(fd, &sv) != 0)
-		return err;
-	return (uint64_t)sv.f_bavail * sv.f_frsize < STORE_SPACE_LOW ? -ENOSPC : err;
-}
-
-/* Double the map, up to map_size_max; -ENOSPC at the limit. Called with no
- * transaction of ours open. */
-static int store_grow(struct store *s)
-{
-	if (s->map_size >= s->map_size_max)
-		return -ENOSPC;
-	uint64_t want = s->map_size > s->map_size_max / 2 ? s->map_size_max : s->map_size * 2;
-	pthread_rwlock_wrlock(&s->resize);
-	int rc = mdb_env_set_mapsize(s->env, (size_t)want);
-	if (rc == 0) {
-		MDB_envinfo ei;
-		s->map_size = mdb_env_info(s->env, &ei) == 0 ? ei.me_mapsize : want;
-	}
-	pthread_rwlock_unlock(&s->resize);
-	return store_errno(rc);
-}
-
-int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
-{
-	struct store_commit_times tt = {0};
-	int err;
-
-	pthread_mutex_lock(&s->commit_lock);
-	if (s->fault_n > 0) {
-		if (s->fault_n != UINT_MAX)
-			s->fault_n--;
-		err = s->fault_err;
-		pthread_mutex_unlock(&s->commit_lock);
-		if (t)
-			*t = tt;
-		return err;
-	}
-	for (;;) {
-		bool full;
-		pthread_rwlock_rdlock(&s->resize);
-		err = store_commit_txn(s, b, &tt, &full);
-		pthread_rwlock_unlock(&s->resize);
-		if (!full) {
-			err = store_space_errno(s, err);
-			break;
-		}
-		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
-		err = store_grow(s);
-		tt.grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
-		if (err)
-			break;
-	}
-	pthread_mutex_unlock(&s->commit_lock);
-	if (t)
-		*t = tt;
-	return err;
-}
-
-void store_fail_commits(struct store *s, unsigned n, int err)
-{
-	assert(n == 0 || err < 0);
-	pthread_mutex_lock(&s->commit_lock);
-	s->fault_n = n;
-	s->fault_err = err;
-	pthread_mutex_unlock(&s->commit_lock);
-}
-
-int store_info(struct store *s, struct store_info *out)
-{
-	MDB_envinfo ei;
-	MDB_stat es, ls;
-	MDB_txn *txn;
-	int err = store_rtxn_begin(s, &txn);
+	int fn_rc, err = store_rtxn_begin(s, &txn);
 	if (err)
 		return err;
-	int rc = mdb_env_info(s->env, &ei);
-	if (!rc)
-		rc = mdb_env_stat(s->env, &es);
-	if (!rc)
-		rc = mdb_stat(txn, s->log, &ls);
-	err = store_errno(rc);
-	if (!err) {
-		out->map_size = ei.me_mapsize;
-		out->used_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
-		out->log_entries = ls.ms_entries;
-	}
+	int rc = store_walk_tables(txn, s->inodes, s->dentries, s->extents, fn, arg, &fn_rc);
 	store_rtxn_end(s, txn);
-	return err;
+	return fn_rc ? fn_rc : store_errno(rc);
 }

@@ -5,7 +5,11 @@
  *   inodes:   u64 ino                  -> journal inode encoding + symlink target
  *   dentries: u64 parent ino, name     -> u64 child ino (LE), u8 DT_*
  *   extents:  u64 ino, u64 offset      -> (reserved for the extent map)
- *   log:      u64 batch seq            -> the batch's journal records
+ *   log:      u64 batch seq            -> log header (16 bytes: u8 0xC1, u8 1,
+ *                                         u16 0, u32 records, u64 commit time
+ *                                         in ns since the epoch), then the
+ *                                         batch's journal records (a value
+ *                                         without the header is records only)
  *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "uuid" 16 bytes
  *
  * Every function returns 0 or a negative errno; MDB_* codes never leave
@@ -28,7 +32,11 @@ struct store;
 struct store_opts {
 	uint64_t map_size;        /* initial LMDB map size in bytes; 0: 256 MiB */
 	uint64_t map_size_max;    /* growth limit on MDB_MAP_FULL; 0: 64 GiB */
-	uint64_t log_retention;   /* batches kept in `log`; 0: 10000 */
+	/* Retention of `log`, checked at every commit (the batch just written
+	 * always stays); 0: no bound of that kind. */
+	uint64_t log_retention;   /* batches kept */
+	uint64_t log_max_bytes;   /* bytes of values kept */
+	uint64_t log_max_age_s;   /* batches older than this go */
 	/* Attributes of the root directory (ino 1) when the store is new. */
 	uint32_t root_mode;       /* permission bits; the type is added */
 	uint32_t root_uid;
@@ -100,15 +108,26 @@ typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t
                                uint32_t flags);
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
 
-/* Write batch b in one write transaction: log[b->seq] = records, apply them,
- * meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the log to the
- * retention bound, commit (durable on return). MDB_MAP_FULL grows the map
+/* Write batch b in one write transaction: log[b->seq] = header + records,
+ * apply them, meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the
+ * log to the retention bounds, commit (durable on return). MDB_MAP_FULL grows the map
  * (doubling, up to map_size_max) and retries. On failure nothing is written
  * and the batch may be committed again: -ENOSPC (map full at its limit, or
  * the file system full: LMDB's short write), -EPROTO (a record does not
  * decode), -EIO, or another errno of the failed write or fsync as the
  * system gave it. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
+
+/* Call fn for each batch of the log with seq >= since, in order, from one
+ * snapshot: its sequence number, commit time (ns since the epoch; 0 when
+ * written before times were kept) and journal records (decode them with
+ * journal_next). fn returns 0 to go on; anything else stops the scan and is
+ * returned. *first (may be NULL) receives the oldest batch kept (0: the log
+ * is empty). -EIO for a malformed entry, -EAGAIN when LMDB's reader table
+ * is full. */
+typedef int (*store_log_fn)(void *arg, uint64_t seq, uint64_t time_ns, const uint8_t *recs,
+                            size_t len);
+int store_scan_log(struct store *s, uint64_t since, uint64_t *first, store_log_fn fn, void *arg);
 
 /* Fault injection for tests: the next n store_commit calls (UINT_MAX: all,
  * until called again; 0: none) fail with err (a negative errno) and write
@@ -120,7 +139,38 @@ struct store_info {
 	uint64_t map_size;
 	uint64_t used_bytes;
 	uint64_t log_entries;
+	uint64_t log_bytes;       /* record bytes of the batches kept */
+	uint64_t log_trimmed;     /* batches dropped by retention since store_open */
 };
 int store_info(struct store *s, struct store_info *out);
+
+/* One record of the whole-store walk (store_walk). */
+enum store_rec_kind {
+	STORE_REC_INODE,   /* ino, inode, target_len */
+	STORE_REC_DENTRY,  /* parent, name, namelen (not NUL-terminated), ino, dtype */
+	STORE_REC_EXTENT,  /* ino, start, len, phys, flags */
+	STORE_REC_BAD,     /* a record that does not decode: table, why, ino (from the
+	                    * key when it holds one, else 0) */
+};
+struct store_rec {
+	enum store_rec_kind kind;
+	uint64_t ino;
+	struct mc_inode_rec inode;
+	size_t target_len;
+	uint64_t parent;
+	const char *name;
+	size_t namelen;
+	uint8_t dtype;
+	uint64_t start, len, phys;
+	uint32_t flags;
+	const char *table, *why;
+};
+/* Call fn for every record of `inodes`, then `dentries`, then `extents`,
+ * each in key order, from one snapshot; r and what it points to live for
+ * the call only. fn returns 0 to go on; anything else stops the walk and
+ * is returned. -EAGAIN when LMDB's reader table is full, -EIO when LMDB
+ * finds its own pages corrupt. */
+typedef int (*store_walk_fn)(void *arg, const struct store_rec *r);
+int store_walk(struct store *s, store_walk_fn fn, void *arg);
 
 #endif

@@ -1,6 +1,8 @@
 /* walk.c - path resolution over the dentry cache (the kernel's namei):
- * components, ".", "..", symlinks (ELOOP after 40), search permission on
- * every directory crossed, and loading misses from the store.
+ * the skeleton's rules (components, ".", "..", symlinks, ELOOP after 40,
+ * search permission on every directory crossed) are proto/mc_walk.h's,
+ * shared with the client's lock-free walk; this file gives it the server's
+ * state and loads misses from the store.
  *
  * ".." needs no parent pointer: the walk keeps the chain of directories from
  * the root to where it stands (nd->stack), and a directory has exactly one
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mc_walk.h"
 #include "ns_impl.h"
 
 bool in_group(const struct cred *c, uint32_t gid)
@@ -70,29 +73,37 @@ int nd_push(struct nd *nd, mc_off_t dir)
 	return 0;
 }
 
+int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
+                       size_t tlen, mc_off_t *out)
+{
+	mc_off_t off = inode_add(ns->shm, rec, target, tlen);
+	if (!off)
+		return -ENOSPC;
+	ns->shr.st.reloads++;
+	/* An empty directory answers misses itself (a new namespace's
+	 * root, above all); without room for that, it just does not. */
+	if (S_ISDIR(rec->mode) && rec->size == 0)
+		dcache_set_complete(ns->shm, off);
+	*out = off;
+	return 0;
+}
+
 int ns_load_inode(struct ns *ns, uint64_t ino, mc_off_t *out)
 {
 	mc_off_t off = inode_find(ns->shm, ino);
-	if (!off) {
-		struct mc_inode_rec rec;
-		char target[MC_SYMLINK_MAX];
-		size_t tlen = 0;
-		int rc = store_get_inode(ns->store, ino, &rec, target, &tlen);
-		if (rc == -ENOENT)
-			return -EIO; /* a dentry names an inode the store does not have */
-		if (rc < 0)
-			return rc;
-		off = inode_add(ns->shm, &rec, target, tlen);
-		if (!off)
-			return -ENOSPC;
-		ns->shr.st.reloads++;
-		/* An empty directory answers misses itself (a new namespace's
-		 * root, above all); without room for that, it just does not. */
-		if (S_ISDIR(rec.mode) && rec.size == 0)
-			dcache_set_complete(ns->shm, off);
+	if (off) {
+		*out = off;
+		return 0;
 	}
-	*out = off;
-	return 0;
+	struct mc_inode_rec rec;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 0;
+	int rc = store_get_inode(ns->store, ino, &rec, target, &tlen);
+	if (rc == -ENOENT)
+		return -EIO; /* a dentry names an inode the store does not have */
+	if (rc < 0)
+		return rc;
+	return ns_cache_inode_rec(ns, &rec, target, tlen, out);
 }
 
 int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_t *d,
@@ -112,9 +123,20 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 		*ino = 0;
 		return 0;
 	}
-	uint64_t cino;
+	uint64_t cino, pino = inode_at(s, dir)->ino;
 	uint8_t dtype;
-	int rc = store_get_dentry(ns->store, inode_at(s, dir)->ino, name, len, &cino, &dtype);
+	if (ns->miss_fn)
+		ns->miss_fn(ns->miss_arg, pino); /* read-ahead (warm.c) */
+	/* The store: read without the lock when the caller can start over
+	 * (ns_miss.c), else here. */
+	int rc = ns_miss_defer(ns, pino, name, len);
+	if (rc < 0)
+		return rc;
+	struct ns_miss_ans a;
+	ns_miss_read(ns, pino, name, len, &a);
+	rc = a.err;
+	cino = a.ino;
+	dtype = a.dtype;
 	if (rc == -ENOENT) {
 		*ino = 0;
 		*d = 0;
@@ -124,8 +146,11 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 	}
 	if (rc < 0)
 		return rc;
-	mc_off_t ioff;
-	rc = ns_load_inode(ns, cino, &ioff);
+	mc_off_t ioff = inode_find(s, cino); /* cached: newer than any read */
+	if (!ioff && !a.have_rec)
+		return -EIO; /* a dentry names an inode the store does not have */
+	if (!ioff)
+		rc = ns_cache_inode_rec(ns, &a.rec, a.target, a.tlen, &ioff);
 	if (rc < 0)
 		return rc;
 	de = dcache_add(s, dir, name, len, ioff, dtype);
@@ -170,129 +195,121 @@ int ns_load_dir(struct ns *ns, mc_off_t dir)
 	return 0;
 }
 
-/* Step into component name of the current directory (not the last). */
-static int walk_step(struct nd *nd, const char *name, size_t len)
+/* The server's side of the walk skeleton (mc_walk.h): the stack is
+ * nd->stack, the current node an inode slot, misses are loaded from the
+ * store by ns_lookup. */
+struct swalk {
+	struct mc_walk w;
+	struct nd *nd;
+	mc_off_t cur;
+};
+
+static struct swalk *sw_of(struct mc_walk *w)
 {
-	switch (mc_comp_type(name, len)) {
-	case MC_LAST_DOT:
-		return 0;
-	case MC_LAST_DOTDOT:
-		if (nd->depth > 1)
-			nd->depth--;
-		return 0;
-	default:
-		break;
-	}
+	return (struct swalk *)w;
+}
+
+static int sw_root(struct mc_walk *w)
+{
+	struct nd *nd = sw_of(w)->nd;
+	nd->depth = 0;
+	return nd_push(nd, nd->ns->shm->hdr->root);
+}
+
+static int sw_start(struct mc_walk *w)
+{
+	return sw_of(w)->nd->depth ? 0 : -EINVAL; /* no working directory to be relative to */
+}
+
+static int sw_may_exec(struct mc_walk *w)
+{
+	struct nd *nd = sw_of(w)->nd;
+	return permission(nd->cred, inode_at(nd->ns->shm, nd_top(nd)), MAY_EXEC);
+}
+
+static int sw_lookup(struct mc_walk *w, const struct mc_comp *c, uint32_t *mode)
+{
+	struct swalk *sw = sw_of(w);
 	mc_off_t d, ino;
-	int rc = ns_lookup(nd->ns, nd_top(nd), name, len, &d, &ino);
+	int rc = ns_lookup(sw->nd->ns, nd_top(sw->nd), c->name, c->len, &d, &ino);
 	if (rc < 0)
 		return rc;
 	if (!ino)
 		return -ENOENT;
-	struct mc_inode *i = inode_at(nd->ns->shm, ino);
-	if (S_ISDIR(i->mode))
-		return nd_push(nd, ino);
-	if (!S_ISLNK(i->mode))
-		return -ENOTDIR;
-	if (++nd->nlinks > NS_MAX_SYMLINKS)
-		return -ELOOP;
-	size_t tlen;
-	const char *t = inode_target(nd->ns->shm, ino, &tlen);
-	mc_off_t res;
-	rc = walk_path(nd, t, tlen, true, &res);
-	if (rc < 0)
-		return rc;
-	return S_ISDIR(inode_at(nd->ns->shm, res)->mode) ? 0 : -ENOTDIR;
+	sw->cur = ino;
+	*mode = inode_at(sw->nd->ns->shm, ino)->mode;
+	return 0;
+}
+
+static int sw_push(struct mc_walk *w)
+{
+	return nd_push(sw_of(w)->nd, sw_of(w)->cur);
+}
+
+static void sw_pop(struct mc_walk *w)
+{
+	struct nd *nd = sw_of(w)->nd;
+	if (nd->depth > 1)
+		nd->depth--;
+}
+
+static int sw_target(struct mc_walk *w, unsigned level, const char **t, size_t *len)
+{
+	(void)level;
+	*t = inode_target(sw_of(w)->nd->ns->shm, sw_of(w)->cur, len);
+	return 0;
+}
+
+static int sw_here(struct mc_walk *w, uint32_t *mode)
+{
+	struct swalk *sw = sw_of(w);
+	sw->cur = nd_top(sw->nd);
+	*mode = inode_at(sw->nd->ns->shm, sw->cur)->mode;
+	return 0;
+}
+
+static const struct mc_walk_ops sw_ops = {
+	.root = sw_root, .start = sw_start, .may_exec = sw_may_exec, .lookup = sw_lookup,
+	.push = sw_push, .pop = sw_pop, .target = sw_target, .here = sw_here,
+};
+
+static void sw_init(struct swalk *sw, struct nd *nd)
+{
+	mc_walk_init(&sw->w, &sw_ops, 0);
+	sw->w.nlinks = nd->nlinks;
+	sw->nd = nd;
+	sw->cur = 0;
 }
 
 int walk_parent(struct nd *nd, const char *path, size_t len)
 {
-	struct shm *s = nd->ns->shm;
-	const char *p = path, *end = path + len;
-	int rc;
-
-	if (len == 0)
-		return -ENOENT;
-	if (path[0] == '/') {
-		nd->depth = 0;
-		rc = nd_push(nd, s->hdr->root);
-		if (rc < 0)
-			return rc;
-	} else if (nd->depth == 0) {
-		return -EINVAL; /* no working directory to be relative to */
-	}
-	for (;;) {
-		struct mc_comp c;
-		if (!mc_path_next(&p, end, &c)) {
-			/* Only slashes: the path names the directory we stand in. */
-			nd->last = NULL;
-			nd->lastlen = 0;
-			nd->last_type = MC_LAST_ROOT;
-			nd->slash = false;
-			return 0;
-		}
-		rc = permission(nd->cred, inode_at(s, nd_top(nd)), MAY_EXEC);
-		if (rc < 0)
-			return rc;
-		if (c.last) {
-			nd->last = c.name;
-			nd->lastlen = c.len;
-			nd->slash = c.slash;
-			nd->last_type = mc_comp_type(c.name, c.len);
-			return 0;
-		}
-		rc = walk_step(nd, c.name, c.len);
-		if (rc < 0)
-			return rc;
-	}
+	struct swalk sw;
+	sw_init(&sw, nd);
+	int rc = mc_walk_parent(&sw.w, &sw_ops, path, len, 0);
+	nd->nlinks = sw.w.nlinks;
+	if (rc < 0)
+		return rc;
+	nd->last = sw.w.last.name;
+	nd->lastlen = sw.w.last.len;
+	nd->slash = sw.w.last.slash;
+	nd->last_type = sw.w.last_type;
+	return 0;
 }
 
 int walk_last(struct nd *nd, bool follow, mc_off_t *res)
 {
-	struct shm *s = nd->ns->shm;
-	switch (nd->last_type) {
-	case MC_LAST_ROOT:
-	case MC_LAST_DOT:
-		*res = nd_top(nd);
-		return 0;
-	case MC_LAST_DOTDOT:
-		if (nd->depth > 1)
-			nd->depth--;
-		*res = nd_top(nd);
-		return 0;
-	case MC_LAST_NORM:
-		break;
-	}
-	mc_off_t d, ino;
-	int rc = ns_lookup(nd->ns, nd_top(nd), nd->last, nd->lastlen, &d, &ino);
+	struct swalk sw;
+	sw_init(&sw, nd);
+	sw.w.last.name = nd->last;
+	sw.w.last.len = nd->lastlen;
+	sw.w.last.slash = nd->slash;
+	sw.w.last_type = nd->last_type;
+	uint32_t mode;
+	int rc = mc_walk_last(&sw.w, &sw_ops, follow, 0, &mode);
+	nd->nlinks = sw.w.nlinks;
 	if (rc < 0)
 		return rc;
-	if (!ino)
-		return -ENOENT;
-	struct mc_inode *i = inode_at(s, ino);
-	if (S_ISLNK(i->mode) && (follow || nd->slash)) {
-		bool slash = nd->slash;
-		if (++nd->nlinks > NS_MAX_SYMLINKS)
-			return -ELOOP;
-		size_t tlen;
-		const char *t = inode_target(s, ino, &tlen);
-		rc = walk_path(nd, t, tlen, true, &ino);
-		if (rc < 0)
-			return rc;
-		i = inode_at(s, ino);
-		if (slash && !S_ISDIR(i->mode))
-			return -ENOTDIR;
-		*res = ino;
-		return 0;
-	}
-	if (nd->slash && !S_ISDIR(i->mode))
-		return -ENOTDIR;
-	if (S_ISDIR(i->mode)) {
-		rc = nd_push(nd, ino);
-		if (rc < 0)
-			return rc;
-	}
-	*res = ino;
+	*res = sw.cur;
 	return 0;
 }
 

@@ -16,7 +16,7 @@
 
 enum phase {
 	PH_MKDIR, PH_CREATE, PH_STAT, PH_READDIR, PH_UNLINK, PH_RMDIR,
-	PH_RMTREE, PH_STAT3, PH_NEGSTAT, PH_DURABLE, PH_LMDB, PH_COUNT
+	PH_RMTREE, PH_STAT3, PH_NEGSTAT, PH_DURABLE, PH_LMDB, PH_STATSEQ, PH_STATRAND, PH_COUNT
 };
 
 enum tkind { T_MC, T_KERNEL, T_LMDB, T_COUNT };
@@ -44,8 +44,10 @@ struct opts {
 	unsigned long count;         /* --count: calls per client for stat3/negstat */
 	unsigned threads;            /* --threads: lookup threads per client in stat3/negstat */
 	unsigned name_len;           /* --name-len */
+	unsigned long extents;       /* --extents: state records (0: no extent benchmark) */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
+	bool callgrind;              /* --callgrind: collect only the timed loops */
 	bool phase_on[PH_COUNT];
 	enum phase order[PH_COUNT];  /* phases in the order given */
 	unsigned norder;
@@ -123,6 +125,9 @@ struct client {
 	char base[64];               /* "mcb.<pid>.<r>.c<k>" */
 	char **fnames;               /* N file names */
 	char **dnames;               /* D directory names */
+	char *spaths;                /* statseq/statrand: N paths of sstride bytes */
+	size_t sstride;
+	enum tkind stk;              /* the side spaths were made for */
 	struct tstate st[2];         /* T_MC, T_KERNEL */
 	/* batching */
 	unsigned long bsz;           /* ops per round trip in the current run */
@@ -177,6 +182,15 @@ void mem_snapshot(mc_client *c, struct memsnap *m);
 /* The number at dotted path ("shm.bytes_used") in a stats document. 0, or
  * -ENOENT / -EINVAL. */
 int stats_lookup(const char *doc, const char *path, double *out);
+
+/* ------------------------------------------------------------------ */
+/* the extent cache (bench_extent.c) */
+
+/* mcbench --extents: one file of n 16-KiB state records through the server
+ * at O.socket (bulk eviction against range-by-range clearing, vector set
+ * and clear rates with merging, extent-map lookups from shared memory);
+ * the figures to f. 0, or -1 after a message on stderr. */
+int extent_bench(uint64_t n, FILE *f);
 
 /* ------------------------------------------------------------------ */
 /* rates over time (bench_window.c) */

@@ -17,6 +17,10 @@
 
 #include "bench.h"
 
+#ifdef HAVE_CALLGRIND_H
+#include <valgrind/callgrind.h>
+#endif
+
 static const char *const fop_names[] = { "mkdir", "rmdir", "create", "stat", "unlink" };
 
 static void cl_error(struct client *c, const char *what, const char *path, int err)
@@ -383,6 +387,56 @@ static void neg_name(char *out)
 	make_name(out, 'm', 0, O.name_len);
 }
 
+/* The N paths of statseq/statrand for side tk, made once per side. */
+static int spaths_make(struct client *c, enum tkind tk)
+{
+	char path[PATH_MAX];
+
+	if (c->spaths && c->stk == tk)
+		return 0;
+	path_make(path, sizeof(path), tk, c->base, "s3", c->fnames[0]);
+	c->sstride = strlen(path) + 1;
+	free(c->spaths);
+	c->spaths = malloc(c->sstride * (O.files ? O.files : 1));
+	if (!c->spaths) {
+		cl_error(c, "malloc", NULL, ENOMEM);
+		return -1;
+	}
+	for (unsigned long i = 0; i < O.files; i++)
+		path_make(c->spaths + i * c->sstride, c->sstride, tk, c->base, "s3", c->fnames[i]);
+	c->stk = tk;
+	return 0;
+}
+
+/* statseq/statrand: --count stats over the N files, in order or in the
+ * xorshift sequence (the same on both sides); each must succeed. The
+ * kernel side is fstatat, as a walk of the same relative path. */
+static int stat_many(struct client *c, enum tkind tk, bool rnd, uint64_t *ops)
+{
+	struct stat st;
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ c->id;
+	unsigned long n = O.files, i = 0;
+
+	for (unsigned long k = 0; k < O.count; k++) {
+		if (rnd) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			i = (unsigned long)(x % n);
+		} else if (++i == n) {
+			i = 0;
+		}
+		const char *p = c->spaths + i * c->sstride;
+		int r = tk == T_MC ? mc_stat(c->mc, p, &st) : fstatat(AT_FDCWD, p, &st, 0);
+		if (r < 0) {
+			cl_error(c, "stat", p, errno);
+			return -1;
+		}
+		(*ops)++;
+	}
+	return 0;
+}
+
 static int step_setup(struct client *c, const struct step *s, const char *lmdb_dir)
 {
 	enum tkind tk = s->tk;
@@ -406,6 +460,10 @@ static int step_setup(struct client *c, const struct step *s, const char *lmdb_d
 	case PH_RMTREE: return build_dir(c, tk, "rt");
 	case PH_STAT3: return build_once(c, tk, "s3", &c->st[tk].s3);
 	case PH_NEGSTAT: return build_once(c, tk, "ng", &c->st[tk].ng);
+	case PH_STATSEQ: case PH_STATRAND:
+		if (build_once(c, tk, "s3", &c->st[tk].s3) < 0)
+			return -1;
+		return spaths_make(c, tk);
 	default:
 		return 0;
 	}
@@ -530,6 +588,9 @@ static int step_run(struct client *c, const struct step *s, uint64_t *ops)
 		neg_name(name);
 		path_make(path, sizeof(path), tk, c->base, "ng", name);
 		return lookups(c, tk, path, true, ops);
+	case PH_STATSEQ:
+	case PH_STATRAND:
+		return stat_many(c, tk, s->ph == PH_STATRAND, ops);
 	default:
 		return 0;
 	}
@@ -589,6 +650,34 @@ static int names_make(char ***out, unsigned long n, char prefix)
 	return 0;
 }
 
+/* --callgrind: collect instructions inside the timed part of a step only,
+ * and dump them at its end, named "<phase>-<target>-<ops>". */
+static void cg_begin(void)
+{
+#ifdef HAVE_CALLGRIND_H
+	if (O.callgrind && RUNNING_ON_VALGRIND) {
+		CALLGRIND_ZERO_STATS;
+		CALLGRIND_TOGGLE_COLLECT;
+	}
+#endif
+}
+
+static void cg_end(const struct client *c, const struct step *s, uint64_t ops)
+{
+#ifdef HAVE_CALLGRIND_H
+	if (O.callgrind && RUNNING_ON_VALGRIND) {
+		char name[128];
+		CALLGRIND_TOGGLE_COLLECT;
+		snprintf(name, sizeof(name), "%s-%s-%" PRIu64, phase_names[s->ph],
+		         tkind_names[s->tk], ops);
+		CALLGRIND_DUMP_STATS_AT(name);
+		fprintf(stderr, "# callgrind: client %u: %s dumped\n", c->id, name);
+	}
+#else
+	(void)c, (void)s, (void)ops;
+#endif
+}
+
 void client_main(unsigned id, unsigned rep, int up, int go, const char *lmdb_dir)
 {
 	struct client c;
@@ -636,9 +725,11 @@ void client_main(unsigned id, unsigned rep, int up, int go, const char *lmdb_dir
 		if (ok) {
 			if (steps[i].ph == PH_UNLINK)
 				win_begin(&c.win);
+			cg_begin();
 			t0 = now_ns();
 			step_run(&c, &steps[i], &ops);
 			t1 = now_ns();
+			cg_end(&c, &steps[i], ops);
 			win_end(&c.win, i, c.id);
 		}
 		if (send_msg(up, &c, MSG_RESULT, (int)i, ops, t0, t1) < 0)

@@ -37,7 +37,7 @@ static void die(const char *what, int rc)
 
 static double build(struct extent_cache *c, mc_off_t *t, uint64_t n)
 {
-	int rc = extent_tree_new(c, 1, t);
+	int rc = extent_tree_new(c, 1, 0, t);
 	if (rc < 0)
 		die("extent_tree_new", rc);
 	double t0 = now_s();
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	if (n == 0)
 		n = 1;
 	/* Room for two trees of n records at once, and the rest of a segment. */
-	uint64_t size = (2 * n * MC_ECHUNK_SIZE / (MC_ECHUNK_SLOTS - 1) + (16u << 20)) &
+	uint64_t size = (2 * n * MC_ECHUNK_SIZE / (MC_ES_SLOTS - MC_ES_HEAD_SLOTS) + (16u << 20)) &
 	                ~(uint64_t)(MC_PAGE_SIZE - 1);
 	struct shm *s;
 	int rc = shm_create(size, &s);
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 
 	/* Sequential sets that merge into one record, then clears that split
 	 * it from the front: the hint makes each lookup O(1). */
-	rc = extent_tree_new(&c, 2, &t);
+	rc = extent_tree_new(&c, 2, 0, &t);
 	if (rc < 0)
 		die("extent_tree_new", rc);
 	t0 = now_s();
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)records);
 	printf("  build (sequential set)       %10.3f s   %10.0f sets/s\n", t_build,
 	       (double)n / t_build);
-	printf("  memory per record            %10.2f bytes (record 48 + chunk tail)\n",
+	printf("  memory per record            %10.2f bytes (record 40 + chunk tail)\n",
 	       per_record);
 	printf("  bulk eviction                %10.3f ms\n", t_bulk * 1e3);
 	printf("  range-by-range lock+clear    %10.3f ms   (%llu splits, %llu merges)\n",

@@ -41,7 +41,7 @@
 
 const char *const phase_names[PH_COUNT] = {
 	"mkdir", "create", "stat", "readdir", "unlink", "rmdir",
-	"rmtree", "stat3", "negstat", "durable", "lmdb",
+	"rmtree", "stat3", "negstat", "durable", "lmdb", "statseq", "statrand",
 };
 
 const char *const tkind_names[T_COUNT] = { "mcache", "kernel", "lmdb" };
@@ -317,7 +317,7 @@ static void usage(FILE *f)
 "    mcbench [-s SOCKET | --mcached PATH] [--kdir DIR] [-n FILES] [-d DIRS]\n"
 "            [-c CLIENTS] [--phases LIST] [--batch N] [--repeat R]\n"
 "            [--count N] [--name-len L] [--lmdb-dir DIR] [--kernel-only]\n"
-"            [--json]\n"
+"            [--extents RECORDS] [--json] [--callgrind]\n"
 "\n"
 "DESCRIPTION\n"
 "    mcbench runs mdtest-style phases against a running mcached through\n"
@@ -373,7 +373,8 @@ static void usage(FILE *f)
 "        Run everything R times, each with fresh clients and trees, and report\n"
 "        the median rate of each phase (default 3).\n"
 "    --count N\n"
-"        Calls per client in stat3 and negstat (default 1000000; 1e6 works).\n"
+"        Calls per client in stat3, negstat, statseq and statrand (default\n"
+"        1000000; 1e6 works).\n"
 "    --threads T\n"
 "        Threads per client in stat3 and negstat, each making --count calls\n"
 "        (default 1). On mcache every thread but the first opens its own\n"
@@ -388,9 +389,24 @@ static void usage(FILE *f)
 "    --kernel-only\n"
 "        Run only the kernel and LMDB sides (no server needed); the mcache\n"
 "        column shows \"-\".\n"
+"    --extents RECORDS\n"
+"        Instead of the phases, the extent cache: one file of RECORDS state\n"
+"        records of 16 KiB with alternating bits (1048576: 16 GiB) built with\n"
+"        mc_range_set_v; memory per record; bulk eviction (mc_evict) against\n"
+"        clearing it range by range (a lock and a clear per 16 KiB) in the\n"
+"        same run; set and clear rates with merging (vectors); mc_extent_map\n"
+"        lookups of 16 extents from shared memory.\n"
 "    --json\n"
 "        Also print the results as one JSON document on stdout; the table\n"
 "        then goes to stderr.\n"
+"    --callgrind\n"
+"        For instruction counts: under valgrind --tool=callgrind\n"
+"        --collect-atstart=no, collect only inside each timed step and dump\n"
+"        the counts at its end (one callgrind.out file per step, named in\n"
+"        its \"desc: Trigger\" line as \"<phase>-<target>-<ops>\"); the\n"
+"        instructions per call are that file's total divided by <ops>. Use\n"
+"        with --repeat 1 and a fixed --count. Without valgrind it changes\n"
+"        nothing.\n"
 "    -h, --help\n"
 "        Show this text.\n"
 "\n", f);
@@ -412,6 +428,12 @@ static void usage(FILE *f)
 "             directory of N files) --count times.\n"
 "    negstat  stat a missing name in a directory of N files --count times;\n"
 "             every call must fail with ENOENT.\n"
+"    statseq  stat the N distinct files of /<client>/s3/ (three components,\n"
+"             as stat3) in name order, --count calls in all (cycling);\n"
+"             kernel: fstatat(AT_FDCWD) of the same relative paths.\n"
+"    statrand the same over a pseudo-random sequence of those N files (the\n"
+"             same sequence on both sides), so that a large N measures\n"
+"             lookups that miss the processor's caches.\n"
 "    durable  create D x N files with mc_sync after every 100 creates;\n"
 "             compared with the lmdb phase (run implicitly if not listed).\n"
 "    lmdb     raw LMDB baseline in a temporary environment under --lmdb-dir:\n"
@@ -449,6 +471,10 @@ static void usage(FILE *f)
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
+"    mcbench --mcached ./mcached --extents 1048576\n"
+"    mcbench --phases statseq,statrand,negstat -n 100000 --count 1000000\n"
+"    valgrind --tool=callgrind --collect-atstart=no mcbench --callgrind \\\n"
+"        --mcached ./mcached --phases stat3 -n 1000 --count 100000 --repeat 1\n"
 "    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
 "    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
 "        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
@@ -517,7 +543,8 @@ bool need_server(void)
 static int parse_args(int argc, char **argv)
 {
 	enum { OPT_KDIR = 256, OPT_PHASES, OPT_BATCH, OPT_REPEAT, OPT_JSON, OPT_NAMELEN,
-	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS };
+	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS, OPT_EXTENTS,
+	       OPT_CALLGRIND };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
@@ -534,6 +561,8 @@ static int parse_args(int argc, char **argv)
 		{ "lmdb-dir", required_argument, NULL, OPT_LMDB },
 		{ "mcached", required_argument, NULL, OPT_MCACHED },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
+		{ "extents", required_argument, NULL, OPT_EXTENTS },
+		{ "callgrind", no_argument, NULL, OPT_CALLGRIND },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -557,18 +586,20 @@ static int parse_args(int argc, char **argv)
 		case OPT_MCACHED: O.mcached = optarg; break;
 		case OPT_JSON: O.json = true; break;
 		case OPT_KONLY: O.kernel_only = true; break;
+		case OPT_CALLGRIND: O.callgrind = true; break;
 		case 'h': usage(stdout); return 1;
 		case OPT_PHASES:
 			if (parse_phases(optarg) < 0)
 				return -1;
 			break;
 		case 'n': case 'd': case 'c': case OPT_BATCH: case OPT_REPEAT:
-		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: {
+		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: case OPT_EXTENTS: {
 			unsigned long lo = 1, hi = 100000000;
 			const char *name = ch == 'n' ? "-n" : ch == 'd' ? "-d" : ch == 'c' ? "-c" :
 			                   ch == OPT_BATCH ? "--batch" : ch == OPT_REPEAT ? "--repeat" :
 			                   ch == OPT_NAMELEN ? "--name-len" :
-			                   ch == OPT_THREADS ? "--threads" : "--count";
+			                   ch == OPT_THREADS ? "--threads" :
+			                   ch == OPT_EXTENTS ? "--extents" : "--count";
 			if (ch == 'c')
 				hi = MAX_CLIENTS;
 			else if (ch == OPT_BATCH)
@@ -593,6 +624,7 @@ static int parse_args(int argc, char **argv)
 			else if (ch == OPT_REPEAT) O.repeat = (unsigned)v;
 			else if (ch == OPT_NAMELEN) O.name_len = (unsigned)v;
 			else if (ch == OPT_THREADS) O.threads = (unsigned)v;
+			else if (ch == OPT_EXTENTS) O.extents = v;
 			else O.count = v;
 			break;
 		}
@@ -669,6 +701,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		mc_disconnect(c);
+	}
+	if (O.extents) {
+		status = extent_bench(O.extents, stdout) < 0;
+		goto out;
 	}
 	for (r = 0; r < O.repeat; r++) {
 		if (run_repeat(r, res[r], &mem[r]) < 0)

@@ -190,7 +190,9 @@ static void test_evict(void **state)
 	assert_int_equal(mc_range_test(c, fd, 16384, 16384, MC_RANGE_DIRTY, 1), 1);
 	EXPECT_ERR(mc_evict(c, "/evicted"), EBUSY);
 	assert_int_equal(mc_close(c, fd), 0);
-	/* The close travels with the next request: the evict itself. */
+	/* The file's creation must be committed (EBUSY otherwise); the close
+	 * travels with the next request. */
+	assert_int_equal(mc_sync(c), 0);
 	assert_int_equal(mc_evict(c, "/evicted"), 0);
 	fd = open_file(c, "/evicted");
 	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
@@ -262,11 +264,18 @@ static void test_shrinker(void **state)
 	assert_int_equal(mc_mkdir(c, "/d", 0755), 0);
 	int fd = mc_open(c, "/d/f", O_CREAT | O_RDWR, 0644);
 	assert_true(fd >= 0);
-	fill(c, fd, 40);
+	for (uint64_t i = 0; i < 40; i++)
+		assert_int_equal(mc_range_set(c, fd, i * 16384, i * 16384 + 16383,
+		                              MC_RANGE_UPTODATE | (uint32_t)(i & 1) << 20), 0);
+	assert_int_equal(mc_close(c, fd), 0);
+	/* A file with a dirty range: its state is pinned, never evicted. */
+	fd = mc_open(c, "/d/pinned", O_CREAT | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(mc_range_set(c, fd, 4096, 8191, MC_RANGE_DIRTY), 0);
 	assert_int_equal(mc_close(c, fd), 0);
 	assert_int_equal(mc_sync(c), 0);
 	uint64_t ev = ext_stat(c, "evictions");
-	assert_int_equal(ext_stat(c, "trees"), 1);
+	assert_int_equal(ext_stat(c, "trees"), 2);
 	char p[64];
 	int made = 0;
 	while (ext_stat(c, "evictions") == ev && made < 40000) {
@@ -281,8 +290,15 @@ static void test_shrinker(void **state)
 		assert_int_equal(mc_sync(c), 0);
 	}
 	assert_int_equal(ext_stat(c, "evictions"), ev + 1);
-	assert_int_equal(ext_stat(c, "trees"), 0);
-	assert_int_equal(ext_stat(c, "states"), 0);
+	assert_int_equal(ext_stat(c, "trees"), 1);
+	assert_int_equal(ext_stat(c, "states"), 1);
+	fd = mc_open(c, "/d/pinned", O_RDWR, 0);
+	assert_true(fd >= 0);
+	uint64_t s, e;
+	assert_int_equal(mc_range_find(c, fd, 0, MC_RANGE_DIRTY, &s, &e), 0);
+	assert_int_equal(s, 4096);
+	assert_int_equal(e, 8191);
+	assert_int_equal(mc_close(c, fd), 0);
 	/* The file comes back from the store, without state. */
 	fd = mc_open(c, "/d/f", O_RDWR, 0);
 	assert_true(fd >= 0);

@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=86
+PLAN=94
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -56,7 +56,7 @@ echo "1..$PLAN"
 run --help
 check "--help exits 0" test "$RC" -eq 0
 missing=
-for cmd in ls stat mkdir touch rm rmdir mv ln readlink chmod rmtree sync stats extents dump load MCACHE_SOCKET -s "Exit status"; do
+for cmd in ls stat mkdir touch rm rmdir mv ln readlink chmod rmtree sync stats log extents dump load MCACHE_SOCKET -s "Exit status"; do
 	grep -q -- "$cmd" "$T/out" || missing="$missing $cmd"
 done
 check "--help names every command, -s, \$MCACHE_SOCKET, exit status" test -z "$missing"
@@ -128,11 +128,11 @@ check "mkdir /a" eval '[ "$RC" -eq 0 ] && [ -z "$OUT" ]'
 
 run mkdir /a
 check "mkdir existing: exit 1, mcachectl: PATH: File exists" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a: File exists" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: cannot create directory '"'"'/a'"'"': File exists" ]'
 
 run mkdir /nope/x
 check "mkdir under a missing parent: ENOENT message" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /nope/x: No such file or directory" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: cannot create directory '"'"'/nope/x'"'"': No such file or directory" ]'
 
 run mkdir -p /a/b/c/d
 check "mkdir -p creates parents" test "$RC" -eq 0
@@ -169,7 +169,10 @@ check "ln -s" test "$RC" -eq 0
 run readlink /a/l
 check "readlink prints the target" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "/a/f" ]'
 run readlink /a/f
-check "readlink on a file: Invalid argument, exit 1" \
+check "readlink on a file: exit 1, silent as readlink(1)" \
+	eval '[ "$RC" -eq 1 ] && [ -z "$ERR" ]'
+run readlink -v /a/f
+check "readlink -v on a file: Invalid argument, exit 1" \
 	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/f: Invalid argument" ]'
 
 run ln /a/f /a/h
@@ -206,19 +209,19 @@ run mv /a/f /a/g
 check "mv" test "$RC" -eq 0
 run stat /a/f
 check "stat of a missing path: exit 1, No such file or directory" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/f: No such file or directory" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: cannot stat '"'"'/a/f'"'"': No such file or directory" ]'
 run mv /a/g
 check "mv with one argument: exit 2" test "$RC" -eq 2
 
 run rm /a/b
 check "rm of a directory: Is a directory" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/b: Is a directory" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: cannot remove '"'"'/a/b'"'"': Is a directory" ]'
 run rm /a/g /a/h
 check "rm two files" test "$RC" -eq 0
 
 run rmdir /a/b
 check "rmdir of a non-empty directory: Directory not empty" \
-	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: /a/b: Directory not empty" ]'
+	eval '[ "$RC" -eq 1 ] && [ "$ERR" = "mcachectl: failed to remove '"'"'/a/b'"'"': Directory not empty" ]'
 run rmdir /a/private
 check "rmdir" test "$RC" -eq 0
 
@@ -235,6 +238,36 @@ check "sync" test "$RC" -eq 0
 run stats
 check "stats prints JSON with dentries" \
 	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == "{"* ]] && [[ "$OUT" == *"dentries"* ]]'
+
+run stats --commits
+check "stats --commits: the commit phases as a table" \
+	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"lmdb commit"* ]] && [[ "$OUT" == *"P99"* ]] && [[ "$OUT" == *"batch records"* ]]'
+
+run mkdir /logged
+run sync
+run log
+check "log prints the committed mkdir with its sequence number" \
+	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -Eq "^[0-9]+\.[0-9]+ [0-9T:.-]+Z dentry_put parent=1 name=logged ino=[0-9]+ type=dir$"'
+check "log prints a directory's mode in octal" \
+	eval 'echo "$OUT" | grep -Eq " inode_put ino=[0-9]+ mode=040755 nlink=2 "'
+run log --json
+check "log --json prints JSON lines" \
+	eval '[ "$RC" -eq 0 ] && echo "$OUT" | grep -q "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"logged\""'
+seq_logged=$(echo "$OUT" | grep '"name":"logged"' | sed 's/^{"seq":\([0-9]*\),.*/\1/')
+run log --since $((seq_logged + 1))
+check "log --since after the mkdir: not there" eval '[ "$RC" -eq 0 ] && [[ "$OUT" != *"name=logged"* ]]'
+run log --since nope
+check "log --since needs a number: exit 2" test "$RC" -eq 2
+"$MCACHECTL" log --follow >"$T/follow" 2>&1 &
+FOLLOW=$!
+sleep 0.3
+run mkdir /followed
+run sync
+for _ in $(seq 50); do grep -q "name=followed" "$T/follow" && break; sleep 0.1; done
+kill "$FOLLOW"; wait "$FOLLOW" 2>/dev/null
+check "log --follow prints a later commit" grep -q "dentry_put parent=1 name=followed" "$T/follow"
+run rmdir /logged
+run rmdir /followed
 
 # ---- against coreutils on a local directory ---------------------------------
 # Each case runs the same command on mcache and, with the coreutils tool, on
@@ -271,7 +304,7 @@ both "touch DIR/ on a directory: no error" touch /x/y/ -- touch x/y/
 both "rm DIR without -r: Is a directory" rm /x -- rm x
 both "rm -r DIR removes the tree (-r is an option, not a path)" rm -r /x -- rm -r x
 run ls /x
-check "rm -r: the directory is gone" test "$RC" -eq 1
+check "rm -r: the directory is gone (ls: exit 2, as for coreutils)" test "$RC" -eq 2
 both "rm of a missing path: No such file or directory" rm /x -- rm x
 both "rm -f of a missing path: no error" rm -f /x -- rm -f x
 both "rm -f with no path: no error" rm -f -- rm -f

@@ -339,8 +339,10 @@ static void t_tcp6(void **state)
 	bool have6 = fd >= 0 && bind(fd, (struct sockaddr *)&in6, sizeof(in6)) == 0;
 	if (fd >= 0)
 		close(fd);
-	if (!have6)
-		skip();
+	if (!have6) {
+		print_message("# skipped: no IPv6 loopback here\n");
+		return;
+	}
 	struct admin *a = NULL;
 	assert_int_equal(admin_start("[::1]:0", false, fill, &fill_calls, &a), 0);
 	const char *addr = admin_address(a);

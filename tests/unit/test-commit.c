@@ -572,6 +572,8 @@ static void test_journal_bound(void **state)
 	assert_true(c.backlog_records >= 60 && c.backlog_records < 60 + 3);
 	assert_int_equal(c.full_refusals, 1);
 	assert_int_equal(c.full_waits, 1);
+	/* The time it waited is counted (journal_wait_ms is 100 here). */
+	assert_true(c.full_wait_us >= 90000 && c.full_wait_us < 5000000);
 	/* Every kind of mutation is refused the same way -- now at once: a
 	 * wait already timed out and nothing was committed since. */
 	struct timespec t0;
@@ -629,6 +631,156 @@ static void test_journal_bound_kicks(void **state)
 	assert_int_equal(c.full_waits, 0);
 }
 
+struct churner {
+	struct fx *f;
+	int id;
+	_Atomic bool *stop;
+	unsigned ops;
+};
+
+/* Create and unlink files until told to stop, pausing now and then as
+ * clients would: sustained mutations that keep the journal small. */
+static void *churn_main(void *arg)
+{
+	struct churner *w = arg;
+	char p[64];
+	for (unsigned i = 0; !atomic_load(w->stop); i++) {
+		snprintf(p, sizeof(p), "/c%d/f%u", w->id, i % 64);
+		int rc = i % 128 < 64 ? ns_open(w->f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY,
+		                                0644, false, NULL)
+		                      : ns_unlink(w->f->ns, &root_cred, P(p));
+		if (rc != 0)
+			return (void *)"churn failed";
+		if (++w->ops % 8 == 0)
+			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	}
+	return NULL;
+}
+
+/* Under sustained mutations from two threads the committer holds its
+ * interval: at most one commit per interval (with a generous margin for a
+ * loaded machine), each carrying many records; and it stays asleep once
+ * the load stops and everything is committed. */
+static void test_rate_holds_interval(void **state)
+{
+	struct fx *f = *state;
+	enum { INTERVAL = 50, RUN_MS = 1000 };
+	start(f, INTERVAL);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	_Atomic bool stop = false;
+	pthread_t th[2];
+	struct churner w[2];
+	for (int i = 0; i < 2; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/c%d", i);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+	}
+	uint64_t c0 = load(&cs->count);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct churner){ f, i, &stop, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, churn_main, &w[i]), 0);
+	}
+	sleep_ms(RUN_MS);
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		assert_null(r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	uint64_t commits = load(&cs->count) - c0;
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	double bound = ms / INTERVAL;
+	print_message("# %u+%u ops in %.0f ms: %llu commits (interval bound %.1f)\n", w[0].ops,
+	              w[1].ops, ms, (unsigned long long)commits, bound);
+	assert_true(w[0].ops + w[1].ops > 1000);
+	assert_true(commits >= 2);
+	assert_true((double)commits <= 2 * bound + 2);
+
+	/* Idle: once the last batch is durable, no turn until the next change. */
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	sleep_ms(2 * INTERVAL);
+	uint64_t turns = load(&cs->turns);
+	sleep_ms(6 * INTERVAL);
+	assert_int_equal(load(&cs->turns), turns);
+	/* A change wakes it again: committed within the interval, untold. */
+	mkfile(f, "/late");
+	uint64_t seq = ns_pending_seq(f->ns);
+	struct ns_counts c;
+	for (int i = 0; i < 400; i++) {
+		ns_get_counts(f->ns, &c);
+		if (c.committed_seq >= seq)
+			break;
+		sleep_ms(5);
+	}
+	assert_true(c.committed_seq >= seq);
+	assert_true(load(&cs->turns) > turns);
+}
+
+struct spinner {
+	struct fx *f;
+	_Atomic bool *stop;
+};
+
+/* Mutate until told to stop, 5 us of busy work between changes (never a
+ * sleep): another client in the middle of a long batch. */
+static void *spin_main(void *arg)
+{
+	struct spinner *w = arg;
+	char p[64];
+	for (unsigned i = 0; !atomic_load(w->stop); i++) {
+		snprintf(p, sizeof(p), "/s/f%u", i % 256);
+		int rc = i % 512 < 256 ? ns_open(w->f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY,
+		                                 0644, false, NULL)
+		                       : ns_unlink(w->f->ns, &root_cred, P(p));
+		if (rc != 0)
+			return (void *)"spin failed";
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec < 5000);
+	}
+	return NULL;
+}
+
+/* A commit a waiter asks for waits (boundedly) while other mutations are
+ * still coming in, so that they share it; a lone waiter barely waits. */
+static void test_waiter_settles(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	/* Alone: one short look. */
+	mkfile(f, "/alone");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	assert_int_equal(load(&cs->settle_us.count), 1);
+	assert_true(load(&cs->settle_us.max) < 20000);
+	/* Another writer never pauses: commits asked for wait up to the bound
+	 * for it, at least once in 20 tries on a loaded machine. */
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/s"), 0755, NULL), 0);
+	_Atomic bool stop = false;
+	struct spinner w = { f, &stop };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, spin_main, &w), 0);
+	for (int i = 0; i < 20; i++) {
+		mkfile(f, i % 2 ? "/w1" : "/w0");
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/w1" : "/w0")), 0);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	atomic_store(&stop, true);
+	void *r;
+	pthread_join(th, &r);
+	assert_null(r);
+	print_message("# settles: %llu, longest %llu us\n",
+	              (unsigned long long)load(&cs->settle_us.count),
+	              (unsigned long long)load(&cs->settle_us.max));
+	assert_true(load(&cs->settle_us.count) >= 21);
+	assert_true(load(&cs->settle_us.max) >= 900);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -643,6 +795,8 @@ int main(void)
 		T(test_shutdown_deadline),
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
+		T(test_rate_holds_interval),
+		T(test_waiter_settles),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }

@@ -96,7 +96,9 @@ static void t_defaults(void **state)
 	assert_int_equal(r.c.idle_timeout_s, 0);
 	assert_int_equal(r.c.max_frame, 16u << 20);
 	assert_int_equal(r.c.map_size, 256u << 20);
-	assert_int_equal(r.c.log_retention, 10000);
+	assert_int_equal(r.c.log_retention, 0);
+	assert_int_equal(r.c.log_retention_bytes, 64ull << 20);
+	assert_int_equal(r.c.log_retention_age_s, 86400);
 	assert_int_equal(r.c.log_level, LOG_LVL_INFO);
 	assert_int_equal(r.c.root_mode, 0755);
 	assert_int_equal(r.c.journal_max_records, 1000000);
@@ -283,7 +285,7 @@ static void t_bad_values(void **state)
 		{ "--workers", "0" }, { "--workers", "65" }, { "--workers", "abc" },
 		{ "--workers", "-1" }, { "--workers", "99999999999999999999999" },
 		{ "--commit-interval-ms", "60001" }, { "--max-frame", "1K" },
-		{ "--max-frame", "512M" }, { "--store-map-size", "0" }, { "--log-retention", "0" },
+		{ "--max-frame", "512M" }, { "--store-map-size", "0" }, { "--log-retention", "-1" },
 		{ "--log-level", "loud" }, { "--root-mode", "9" }, { "--root-mode", "17777" },
 		{ "--root-mode", "" }, { "--admin", "foo" }, { "--admin", "unix:" },
 		{ "--admin", "host:99999" }, { "--max-connections", "0" },
@@ -557,7 +559,8 @@ static void t_reload(void **state)
 
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n", f);
+	fputs("log-level = debug\nworkers = 4\nidle-timeout = 9\n"
+	      "slowlog-threshold-ms = 250\nslowlog-max-len = 7\n", f);
 	fclose(f);
 	char *err = NULL;
 	size_t en = 0;
@@ -565,6 +568,8 @@ static void t_reload(void **state)
 	assert_int_equal(config_reload(&r.c, 5, argv, e), 0);
 	fclose(e);
 	assert_int_equal(r.c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(r.c.slowlog_ms, 250);     /* the slow log's settings now */
+	assert_int_equal(r.c.slowlog_len, 7);
 	assert_int_equal(r.c.workers, 2);          /* at the next start */
 	assert_int_equal(r.c.idle_timeout_s, 5);   /* the command line still wins */
 	assert_string_equal(err, "mcached: --workers changed; it takes effect at the next start\n");

@@ -33,7 +33,7 @@ static struct fx *fx_new(uint64_t size)
 	assert_non_null(f);
 	assert_int_equal(shm_create(size, &f->s), 0);
 	extent_cache_init(&f->c, f->s);
-	assert_int_equal(extent_tree_new(&f->c, 5, &f->t), 0);
+	assert_int_equal(extent_tree_new(&f->c, 5, MC_EREF_MAP, &f->t), 0);
 	return f;
 }
 
@@ -44,9 +44,9 @@ static void fx_free(struct fx *f)
 	free(f);
 }
 
-static const struct mc_estate *R(const struct fx *f, mc_off_t off)
+static const struct mc_estate *R(const struct fx *f, mc_eref ref)
 {
-	return shm_at(f->s, off);
+	return erec_at(&f->c, ref);
 }
 
 /* Sorted, not overlapping, list and count agree. */
@@ -54,8 +54,8 @@ static uint32_t check_shape(const struct fx *f)
 {
 	const struct mc_etree *t = etree_at(&f->c, f->t);
 	uint32_t n = 0;
-	mc_off_t prev = 0;
-	for (mc_off_t o = t->first; o; o = R(f, o)->next) {
+	mc_eref prev = 0;
+	for (mc_eref o = t->first; o; o = R(f, o)->next) {
 		const struct mc_estate *r = R(f, o);
 		assert_int_equal(r->prev, prev);
 		assert_true(r->start <= r->end);
@@ -169,12 +169,12 @@ static void check_model(const struct fx *f, const struct model *m)
 	check_shape(f);
 	bool seen[MB] = { false };
 	const struct mc_etree *t = etree_at(&f->c, f->t);
-	for (mc_off_t o = t->first; o; o = R(f, o)->next) {
+	for (mc_eref o = t->first; o; o = R(f, o)->next) {
 		const struct mc_estate *r = R(f, o);
 		assert_true(r->end < MB);
 		for (uint64_t p = r->start; p <= r->end; p++) {
 			assert_true(m->mapped[p]);
-			assert_int_equal(m->phys[p], r->phys + (p - r->start));
+			assert_int_equal(m->phys[p], emap_at(&f->c, o)->phys + (p - r->start));
 			assert_int_equal(m->flags[p], r->bits);
 			seen[p] = true;
 		}

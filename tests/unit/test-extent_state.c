@@ -47,14 +47,14 @@ static void fx_free(struct fx *f)
 	free(f);
 }
 
-static const struct mc_estate *R(const struct fx *f, mc_off_t off)
+static const struct mc_estate *R(const struct fx *f, mc_eref ref)
 {
-	return shm_at(f->s, off);
+	return erec_at(&f->c, ref);
 }
 
 /* In-order walk of the treap: keys in (lo, hi), heap order by the list
  * position's priority is implied by shape; checks it matches the list. */
-static void treap_walk(const struct fx *f, mc_off_t n, mc_off_t *expect, uint32_t *seen)
+static void treap_walk(const struct fx *f, mc_eref n, mc_eref *expect, uint32_t *seen)
 {
 	if (!n)
 		return;
@@ -71,8 +71,8 @@ static void check_canonical(const struct fx *f)
 	const struct mc_etree *t = etree_at(&f->c, f->t);
 	assert_int_equal(atomic_load(&t->seq) & 1, 0);
 	uint32_t n = 0;
-	mc_off_t prev = 0;
-	for (mc_off_t o = t->first; o; o = R(f, o)->next) {
+	mc_eref prev = 0;
+	for (mc_eref o = t->first; o; o = R(f, o)->next) {
 		const struct mc_estate *r = R(f, o);
 		assert_int_equal(r->prev, prev);
 		assert_true(r->start <= r->end);
@@ -89,7 +89,7 @@ static void check_canonical(const struct fx *f)
 	}
 	assert_int_equal(t->last, prev);
 	assert_int_equal(t->count, n);
-	mc_off_t expect = t->first;
+	mc_eref expect = t->first;
 	uint32_t seen = 0;
 	treap_walk(f, t->root, &expect, &seen);
 	assert_int_equal(seen, n);
@@ -261,7 +261,7 @@ static void check_model(const struct fx *f, const struct model *m)
 {
 	uint32_t pos = 0;
 	const struct mc_etree *t = etree_at(&f->c, f->t);
-	for (mc_off_t o = t->first; o; o = R(f, o)->next) {
+	for (mc_eref o = t->first; o; o = R(f, o)->next) {
 		const struct mc_estate *r = R(f, o);
 		assert_true(r->end < MB);
 		for (; pos < r->start; pos++)
@@ -382,15 +382,18 @@ static void test_bulk_free(void **state)
 	uint64_t splits = f->c.splits, merges = f->c.merges;
 	assert_int_equal(f->c.merges, 0);
 	uint64_t bytes = extent_cache_bytes(&f->c);
-	/* At most 48 bytes of record plus the chunk tail's share. */
-	assert_true(bytes <= (uint64_t)(20000 + 2 * MC_ECHUNK_SLOTS) * MC_ECHUNK_SIZE / MC_ECHUNK_SLOTS);
+	/* 40 bytes of record plus the chunk tail's share, the head's slots
+	 * and one chunk of slack: at most 48 bytes a record. */
+	assert_true(bytes <= (uint64_t)(20000 + MC_ES_HEAD_SLOTS + MC_ES_SLOTS) * MC_ECHUNK_SIZE /
+	                         MC_ES_SLOTS);
+	assert_true(bytes <= 20000ull * 48);
 	uint64_t pages = f->s->raw_pages;
 	const struct mc_etree *t = etree_at(&f->c, f->t);
 	uint32_t seq = atomic_load(&t->seq);
 	/* Poison the records: a free that walked them would trip over it. */
-	for (mc_off_t o = t->first; o;) {
-		struct mc_estate *r = shm_at(f->s, o);
-		mc_off_t next = r->next;
+	for (mc_eref o = t->first; o;) {
+		struct mc_estate *r = erec_at(&f->c, o);
+		mc_eref next = r->next;
 		r->left = r->right = r->prev = r->next = 0xffffffffu;
 		o = next;
 	}

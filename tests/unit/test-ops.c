@@ -724,6 +724,29 @@ static void test_readlink_sized_by_target(void **state)
 	op_out_release(&out);
 }
 
+/* OP_FSCK: the report for root; EPERM for a user that is neither root nor
+ * the server's. */
+static void test_fsck_op(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), 0);
+	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_FSCK, NULL, NULL);
+	struct op_out out;
+	assert_int_equal(run_in(f->s, &op, &out), 0);
+	char *txt = strndup((const char *)out.res.data.data, out.res.data.len);
+	assert_non_null(txt);
+	assert_non_null(strstr(txt, "\"clean\": true"));
+	free(txt);
+	op_out_release(&out);
+	struct cred other = { .uid = geteuid() + 1, .gid = 1000 };
+	struct session *u = session_new(&f->m, &other);
+	assert_non_null(u);
+	assert_int_equal(run_in(u, &op, &out), EPERM);
+	assert_int_equal(out.res.data.len, 0);
+	op_out_release(&out);
+	session_free(u);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -739,6 +762,7 @@ int main(void)
 		T(test_path_checks),
 		T(test_sync_sets_wait_seq),
 		T(test_user_session),
+		T(test_fsck_op),
 	};
 	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
 }

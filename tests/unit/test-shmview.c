@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +23,8 @@
 #include "ops.h"
 #include "dcache.h"
 #include "shm.h"
-#include "shmview.h"
+#include "mc_walk.h"
+#include "shmview_impl.h"
 #include "store.h"
 
 struct fx {
@@ -284,6 +286,282 @@ static void test_referenced_bits(void **state)
 	free(bits);
 }
 
+/* The word-at-a-time parser yields the components a byte-at-a-time split
+ * yields, with the name hash of each (mc_hash_part), at every length around
+ * the word boundaries and with any slashes around. */
+static void test_parse_and_hash(void **state)
+{
+	(void)state;
+	char path[256], name[64];
+	for (unsigned len = 1; len <= 40; len++) {
+		for (unsigned lead = 0; lead < 3; lead++) {
+			for (unsigned trail = 1; trail < 4; trail++) {
+				size_t n = 0;
+				for (unsigned k = 0; k < lead; k++)
+					path[n++] = '/';
+				for (unsigned k = 0; k < len; k++)
+					name[k] = path[n++] = (char)('a' + (k * 7 + len) % 26);
+				for (unsigned k = 0; k < trail; k++)
+					path[n++] = '/';
+				memcpy(path + n, "x/yz", 4);
+				n += 4;
+				const char *p = path, *end = path + n;
+				struct mc_comp c = { 0 };
+				assert_true(mc_path_next_hash(&p, end, 77, &c));
+				assert_int_equal(c.len, len);
+				assert_ptr_equal(c.name, path + lead);
+				assert_true(c.hash == mc_hash_part(77, name, len));
+				uint64_t w[2] = { 0, 0 };
+				memcpy(w, name, len < 16 ? len : 16);
+				assert_true(c.w[0] == w[0] && c.w[1] == w[1]);
+				assert_false(c.last);
+				assert_true(mc_path_next_hash(&p, end, 77, &c));
+				assert_int_equal(c.len, 1);
+				assert_true(c.hash == mc_hash_part(77, "x", 1));
+				assert_true(mc_path_next_hash(&p, end, 77, &c));
+				assert_int_equal(c.len, 2);
+				assert_true(c.last);
+				assert_false(c.slash);
+				assert_false(mc_path_next_hash(&p, end, 77, &c));
+				/* The end bounds the parse, whatever lies past it. */
+				p = path + lead;
+				end = path + lead + len;
+				assert_true(mc_path_next_hash(&p, end, 77, &c));
+				assert_int_equal(c.len, len);
+				assert_true(c.last);
+				assert_true(c.hash == mc_hash_part(77, name, len));
+			}
+		}
+	}
+	assert_true(mc_hash_name(5, 9, "abc", 3) == mc_hash_fin(mc_hash_part(5, "abc", 3), 9, 3));
+}
+
+/* Names that differ only in one byte around the 8- and 16-byte words of
+ * the inline compare, and long names, each find their own file. */
+static void test_names_at_word_edges(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/w"), 0755, NULL), 0);
+	char p[64];
+	for (unsigned len = 1; len <= 20; len++) {
+		for (unsigned at = 0; at < len; at += (len > 9 ? 7 : 1)) {
+			memset(p, 0, sizeof(p));
+			memcpy(p, "/w/", 3);
+			memset(p + 3, 'q', len);
+			p[3 + at] = 'r';
+			mkfile(f, p);
+		}
+	}
+	for (unsigned len = 1; len <= 21; len++) {
+		for (unsigned at = 0; at < len; at++) {
+			memset(p, 0, sizeof(p));
+			memcpy(p, "/w/", 3);
+			memset(p + 3, 'q', len);
+			p[3 + at] = 'r';
+			same_as_server(f, p, true);
+			p[3 + at] = 'q';
+			same_as_server(f, p, true); /* all 'q': absent, a complete dir's ENOENT */
+		}
+	}
+}
+
+/* The walk's rules come from the one skeleton: the 41st symlink of a walk is
+ * ELOOP on both sides, the 40th is not; a symlink in the middle must end at
+ * a directory. */
+static void test_symlink_limits(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/s"), 0755, NULL), 0);
+	mkfile(f, "/s/file");
+	assert_int_equal(ns_symlink(f->ns, &f->root, P("."), P("/s/dot")), 0);
+	assert_int_equal(ns_symlink(f->ns, &f->root, P("file"), P("/s/tofile")), 0);
+	char p[512] = "/s";
+	for (int k = 0; k < 40; k++)
+		strcat(p, "/dot");
+	strcat(p, "/file");
+	same_as_server(f, p, true);
+	struct stat st;
+	assert_int_equal(view_stat(f->v, P(p), true, &st), 0);
+	memmove(p + 6, p + 2, strlen(p + 2) + 1);
+	memcpy(p + 2, "/dot", 4);
+	same_as_server(f, p, true);
+	assert_int_equal(view_stat(f->v, P(p), true, &st), -ELOOP);
+	same_as_server(f, "/s/tofile/x", true);
+	same_as_server(f, "/s/tofile/", true);
+	same_as_server(f, "/s/tofile", false);
+	assert_int_equal(view_stat(f->v, P("/s/tofile/x"), true, &st), -ENOTDIR);
+}
+
+/* One range check per offset: offset 0, an offset whose slot would cross
+ * its page, one in a page of another type and one past the segment are all
+ * refused; a segment whose page 0 is not the header's is not taken. */
+static void test_offset_checks(void **state)
+{
+	struct fx *f = *state;
+	struct view *v = f->v;
+	mc_off_t root = f->shm->hdr->root;
+	assert_non_null(view_at(v, root, sizeof(struct mc_inode), MC_PT_INODE));
+	assert_null(view_at(v, root, sizeof(struct mc_inode), MC_PT_DENTRY));
+	assert_null(view_at(v, 0, sizeof(struct mc_inode), MC_PT_INODE));
+	const uint32_t per_page = MC_PAGE_SIZE >> MC_OFF_SHIFT;
+	mc_off_t page_end = (root / per_page + 1) * per_page - 1; /* the last unit of root's page */
+	assert_non_null(view_at(v, page_end, MC_OFF_UNIT, MC_PT_INODE));
+	assert_null(view_at(v, page_end, sizeof(struct mc_inode), MC_PT_INODE));
+	assert_null(view_at(v, (mc_off_t)(v->npages * per_page), 16, MC_PT_INODE));
+	assert_null(view_at(v, UINT32_MAX, 16, MC_PT_INODE));
+	static _Alignas(64) char seg[4 * MC_PAGE_SIZE];
+	memcpy(seg, f->shm->base, sizeof(struct mc_shm_header));
+	struct mc_shm_header *h = (struct mc_shm_header *)seg;
+	h->size = sizeof(seg);
+	h->npages = 4;
+	h->page_types_off = 256;
+	h->dbuckets_off = h->ibuckets_off = 512;
+	h->dbucket_mask = h->ibucket_mask = 0;
+	h->ebuckets_off = 0;
+	seg[256] = MC_PT_META;
+	struct view v2;
+	assert_int_equal(view_init(&v2, seg, sizeof(seg)), 0);
+	seg[256] = MC_PT_INODE;
+	assert_int_equal(view_init(&v2, seg, sizeof(seg)), -EPROTO);
+}
+
+/* Is the prefix "/<key>" cached in f's view? */
+static bool prefix_cached(struct fx *f, const char *key)
+{
+	size_t klen = strlen(key);
+	for (unsigned k = 0; k < PREFIX_SLOTS; k++) {
+		const struct prefix_entry *e = &f->v->prefixes[k];
+		if (e->klen == klen && memcmp(e->key, key, klen) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The prefix cache answers only while every dentry and inode it passed is
+ * unchanged: a chmod of a directory on the way, a rename, an rmdir and a
+ * new directory of the same name, a changed symlink each give the new
+ * answer, equal to the server's. */
+static void test_prefix_cache(void **state)
+{
+	struct fx *f = *state;
+	struct stat st;
+	struct cred user = { .uid = 1000, .gid = 1000 };
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p/q"), 0755, NULL), 0);
+	mkfile(f, "/p/q/f");
+	f->v->cred = (struct view_cred){ .uid = 1000, .gid = 1000 };
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	assert_true(prefix_cached(f, "/p/q/"));
+	ino_t f_ino = st.st_ino;
+	/* Served from the cache: the same answer again. */
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	assert_int_equal(st.st_ino, f_ino);
+	/* chmod of a directory on the way: no search permission any more. */
+	assert_int_equal(ns_chmod(f->ns, &f->root, P("/p"), 0700), 0);
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), -EACCES);
+	ns_attr a;
+	assert_int_equal(ns_stat(f->ns, &user, P("/p/q/f"), true, &a), -EACCES);
+	assert_int_equal(ns_chmod(f->ns, &f->root, P("/p"), 0755), 0);
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	f->v->cred = (struct view_cred){ 0 };
+	/* A new view credential does not use the entries of another. */
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	/* Rename the directory away and make a new one of the same name. */
+	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	assert_true(prefix_cached(f, "/p/q/"));
+	assert_int_equal(ns_rename(f->ns, &f->root, P("/p/q"), P("/p/r")), 0);
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p/q"), 0755, NULL), 0);
+	mkfile(f, "/p/q/g");
+	same_as_server(f, "/p/q/f", true);
+	same_as_server(f, "/p/q/g", true);
+	same_as_server(f, "/p/r/f", true);
+	/* rmdir and mkdir again. */
+	assert_int_equal(view_stat(f->v, P("/p/q/g"), true, &st), 0);
+	assert_int_equal(ns_unlink(f->ns, &f->root, P("/p/q/g")), 0);
+	assert_int_equal(ns_rmdir(f->ns, &f->root, P("/p/q")), 0);
+	same_as_server(f, "/p/q/g", true);
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p/q"), 0755, NULL), 0);
+	mkfile(f, "/p/q/h");
+	same_as_server(f, "/p/q/g", true);
+	same_as_server(f, "/p/q/h", true);
+	/* A prefix through a symlink is not cached; a changed link is seen. */
+	assert_int_equal(ns_symlink(f->ns, &f->root, P("q"), P("/p/l")), 0);
+	same_as_server(f, "/p/l/h", true);
+	assert_false(prefix_cached(f, "/p/l/"));
+	assert_int_equal(ns_unlink(f->ns, &f->root, P("/p/l")), 0);
+	assert_int_equal(ns_symlink(f->ns, &f->root, P("r"), P("/p/l")), 0);
+	same_as_server(f, "/p/l/h", true);
+	same_as_server(f, "/p/l/f", true);
+	/* ".." after a cached prefix walks up through the cached stack. */
+	same_as_server(f, "/p/q/..", true);
+	same_as_server(f, "/p/q/../r/f", true);
+	assert_int_equal(view_stat(f->v, P("/p/q/.."), true, &st), 0);
+	ns_attr pa;
+	assert_int_equal(ns_stat(f->ns, &f->root, P("/p"), true, &pa), 0);
+	assert_int_equal(st.st_ino, pa.ino);
+}
+
+/* Threads sharing one view (one client) share its prefix cache: with more
+ * prefixes than entries they keep rewriting entries under each other, and
+ * every answer must still be the file's own. */
+#define PT_DIRS 100
+#define PT_THREADS 4
+struct pt_arg {
+	struct view *v;
+	const uint64_t *ino;
+	unsigned seed;
+	unsigned bad;
+};
+
+static void *pt_main(void *arg)
+{
+	struct pt_arg *a = arg;
+	char p[64];
+	unsigned x = a->seed;
+	for (int n = 0; n < 20000; n++) {
+		x = x * 1103515245u + 12345u;
+		unsigned k = (x >> 8) % PT_DIRS;
+		snprintf(p, sizeof(p), "/t/d%u/f", k);
+		struct stat st;
+		if (view_stat(a->v, p, strlen(p), true, &st) != 0 || st.st_ino != a->ino[k])
+			a->bad++;
+	}
+	return NULL;
+}
+
+static void test_prefix_threads(void **state)
+{
+	struct fx *f = *state;
+	static uint64_t ino[PT_DIRS];
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/t"), 0755, NULL), 0);
+	for (unsigned k = 0; k < PT_DIRS; k++) {
+		snprintf(p, sizeof(p), "/t/d%u", k);
+		assert_int_equal(ns_mkdir(f->ns, &f->root, P(p), 0755, NULL), 0);
+		strcat(p, "/f");
+		mkfile(f, p);
+		ns_attr a;
+		assert_int_equal(ns_stat(f->ns, &f->root, P(p), true, &a), 0);
+		ino[k] = a.ino;
+	}
+	pthread_t th[PT_THREADS];
+	struct pt_arg args[PT_THREADS];
+	for (unsigned i = 0; i < PT_THREADS; i++) {
+		args[i] = (struct pt_arg){ .v = f->v, .ino = ino, .seed = i + 1 };
+		assert_int_equal(pthread_create(&th[i], NULL, pt_main, &args[i]), 0);
+	}
+	unsigned bad = 0;
+	for (unsigned i = 0; i < PT_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		bad += args[i].bad;
+	}
+	assert_int_equal(bad, 0);
+	unsigned used = 0;
+	for (unsigned k = 0; k < PREFIX_SLOTS; k++)
+		used += f->v->prefixes[k].klen != 0;
+	assert_true(used > PREFIX_SLOTS / 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +573,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readlink_and_ino, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_referenced_bits, setup, teardown),
+		cmocka_unit_test(test_parse_and_hash),
+		cmocka_unit_test_setup_teardown(test_names_at_word_edges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offset_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -464,6 +464,33 @@ static void test_meta_persists(void **state)
 	journal_batch_free(&b);
 }
 
+struct log_seen {
+	unsigned n;
+	uint64_t seq[16], time_ns[16], first_ino[16];
+	unsigned nrecs[16];
+	enum journal_type first_type[16];
+};
+
+static int log_collect(void *arg, uint64_t seq, uint64_t time_ns, const uint8_t *recs,
+                       size_t len)
+{
+	struct log_seen *ls = arg;
+	if (ls->n == 16)
+		return -E2BIG;
+	struct journal_rec r;
+	size_t pos = 0;
+	unsigned k = ls->n++;
+	ls->seq[k] = seq;
+	ls->time_ns[k] = time_ns;
+	while (journal_next(recs, len, &pos, &r) == 1) {
+		if (ls->nrecs[k]++ == 0) {
+			ls->first_type[k] = r.type;
+			ls->first_ino[k] = r.ino;
+		}
+	}
+	return pos == len ? 0 : -EPROTO;
+}
+
 static void test_log_retention(void **state)
 {
 	struct fixture *f = *state;
@@ -483,35 +510,20 @@ static void test_log_retention(void **state)
 	store_close(s);
 
 	/* Exactly batches 8, 9, 10 remain, each holding its own records. */
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi log;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	raw_open(f->dir, &env, &txn);
-	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
-	assert_int_equal(mdb_cursor_open(txn, log, &cur), 0);
-	uint64_t want = 8;
-	int rc;
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), want++) {
-		assert_int_equal(k.mv_size, 8);
-		const uint8_t *p = k.mv_data;
-		uint64_t seq = 0;
-		for (int i = 0; i < 8; i++)
-			seq = seq << 8 | p[i];
-		assert_int_equal(seq, want);
-		size_t pos = 0;
-		struct journal_rec r;
-		assert_int_equal(journal_next(v.mv_data, v.mv_size, &pos, &r), 1);
-		assert_int_equal(r.type, JR_INODE_DEL);
-		assert_int_equal(r.ino, seq + 1000);
-		assert_int_equal(journal_next(v.mv_data, v.mv_size, &pos, &r), 0);
+	s = open_ok(f->dir, &o);
+	struct log_seen seen = { 0 };
+	uint64_t first = 0;
+	assert_int_equal(store_scan_log(s, 0, &first, log_collect, &seen), 0);
+	assert_int_equal(first, 8);
+	assert_int_equal(seen.n, 3);
+	for (unsigned i = 0; i < seen.n; i++) {
+		assert_int_equal(seen.seq[i], 8 + i);
+		assert_true(seen.time_ns[i] > 0);
+		assert_int_equal(seen.first_type[i], JR_INODE_DEL);
+		assert_int_equal(seen.first_ino[i], seen.seq[i] + 1000);
+		assert_int_equal(seen.nrecs[i], 1);
 	}
-	assert_int_equal(rc, MDB_NOTFOUND);
-	assert_int_equal(want, 11);
-	mdb_cursor_close(cur);
-	raw_close(env, txn);
+	store_close(s);
 	journal_batch_free(&b);
 }
 

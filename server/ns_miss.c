@@ -1,0 +1,137 @@
+/* ns_miss.c - store reads for lookups that miss, outside the namespace
+ * lock (the kernel's try_to_unlazy, in reverse: the walk gives up its
+ * lock to wait for the store, then starts over).
+ *
+ *   ns_lookup misses, inside a reclaim loop (reclaim_begin armed it)
+ *     -> ns_miss_defer: note (parent ino, name), answer NS_EMISS: the
+ *        attempt fails, holding nothing (the reclaim loops' rule)
+ *     -> do_reclaim_retry -> ns_miss_resolve: drop the namespace lock,
+ *        take the commit semaphore for reading, read the name and its inode
+ *        in one LMDB snapshot (ns_miss_read), take the namespace lock,
+ *        cache the answer unless the cache knows better, let the semaphore
+ *        go, ask for another attempt
+ *     -> the attempt finds the name cached
+ *
+ * Invariants:
+ *  1. The answer is read and cached under the read side of the commit
+ *     semaphore, like a warmer's batch (ns_warm.c notes 1 to 3): no
+ *     publish falls between the read and the insert, a name the cache
+ *     holds (positive or negative) is never replaced, a complete
+ *     directory is never added to. The publish waits for one read at most.
+ *  2. After NS_MISS_TRIES reads for one name that did not leave it cached
+ *     (no room, a store error, the directory gone), the next miss on it
+ *     reads under the lock as before, which reports errors and reclaims
+ *     room: a lookup always ends.
+ *  3. Outside a reclaim loop (or once do_reclaim_retry said stop, which
+ *     disarms) ns_lookup reads under the lock; the state is per thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ns_impl.h"
+#include "store_read.h"
+
+#define NS_MISS_TRIES 3u
+
+struct ns_miss_tl {
+	bool armed;               /* inside a reclaim loop */
+	bool pending;             /* a miss noted in ans, not read yet */
+	unsigned tries;           /* reads for this name so far */
+	struct ns_miss_ans ans;
+};
+static __thread struct ns_miss_tl tl;
+
+static unsigned miss_delay_us(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *d = getenv("MCACHED_MISS_DELAY_US");
+		v = d ? atoi(d) : 0;
+	}
+	return (unsigned)v;
+}
+
+void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
+                  struct ns_miss_ans *a)
+{
+	unsigned delay = miss_delay_us();
+	if (delay)
+		usleep(delay); /* a slow store, for tests */
+	a->have_rec = false;
+	a->err = store_get_entry(ns->store, parent, name, len, &a->ino, &a->dtype, &a->rec,
+	                         a->target, &a->tlen, &a->have_rec);
+}
+
+void ns_miss_arm(void)
+{
+	tl.armed = true;
+	tl.pending = false;
+	tl.tries = 0;
+}
+
+void ns_miss_disarm(void)
+{
+	tl.armed = tl.pending = false;
+}
+
+int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len)
+{
+	(void)ns;
+	if (!tl.armed)
+		return 0;
+	bool same = tl.ans.parent == parent && tl.ans.len == len &&
+	            memcmp(tl.ans.name, name, len) == 0;
+	if (same && tl.tries >= NS_MISS_TRIES)
+		return 0; /* note 2 */
+	if (!same)
+		tl.tries = 0;
+	tl.ans.parent = parent;
+	tl.ans.len = len;
+	memcpy(tl.ans.name, name, len);
+	tl.pending = true;
+	return NS_EMISS;
+}
+
+/* Cache what the store said of the name, lock held (note 1). */
+static void miss_insert(struct ns *ns, const struct ns_miss_ans *a)
+{
+	struct shm *s = ns->shm;
+	mc_off_t dir = inode_find(s, a->parent);
+	if (!dir || !S_ISDIR(inode_at(s, dir)->mode) || dcache_complete(s, dir) ||
+	    dcache_find(s, dir, a->name, a->len))
+		return;
+	if (a->err == -ENOENT) {
+		if (do_neg_room(ns, dir))
+			dcache_add(s, dir, a->name, a->len, 0, 0);
+		return;
+	}
+	if (a->err)
+		return;
+	mc_off_t ioff = inode_find(s, a->ino); /* cached: newer than any read */
+	bool added = false;
+	if (!ioff) {
+		if (!a->have_rec || ns_cache_inode_rec(ns, &a->rec, a->target, a->tlen, &ioff) < 0)
+			return;
+		added = true;
+	}
+	if (!dcache_add(s, dir, a->name, a->len, ioff, a->dtype) && added)
+		inode_del(s, ioff);
+}
+
+bool ns_miss_resolve(struct ns *ns, int rc)
+{
+	if (rc != NS_EMISS || !tl.armed || !tl.pending)
+		return false;
+	tl.pending = false;
+	tl.tries++;
+	pthread_mutex_unlock(&ns->lock);
+	commit_sem_read_lock(&ns->csem);
+	ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
+	pthread_mutex_lock(&ns->lock);
+	miss_insert(ns, &tl.ans);
+	commit_sem_read_unlock(&ns->csem);
+	return true;
+}

@@ -1,0 +1,178 @@
+/* ns_warm.c - the namespace's side of warming: inserting entries read from
+ * an LMDB snapshot without ever making the cache older than it is.
+ *
+ * Invariants (why a warmer never resurrects a removed name nor overwrites
+ * a newer one):
+ *  1. A warmer reads v from a snapshot S taken while it holds the commit
+ *     semaphore for reading, and inserts v before letting go of it. The
+ *     publish of a commit takes the semaphore for writing, so no publish
+ *     happens between S and the insert: every entry that is clean in the
+ *     cache, or was evicted clean, was committed in a batch at most the
+ *     published sequence, which S contains.
+ *  2. Any change made after S is still dirty, hence pinned in the cache: a
+ *     created or changed name is a cached positive dentry, a removed name
+ *     a cached negative one (ns.c note 3), or -- in a complete directory --
+ *     nothing at all. So: a name with a cached dentry is never touched, and
+ *     a complete directory is never warmed. What is left (no dentry, the
+ *     directory not complete) is unchanged since S, and S's answer is the
+ *     truth.
+ *  3. An inode already cached is used as it is (it may be dirty, newer than
+ *     S); only an inode absent from the cache is read from S (an inode
+ *     changed or deleted since S is cached and dirty, or every name of it
+ *     is covered by 2).
+ *  4. A directory is marked complete only when every one of its entries is
+ *     cached: its cached positive children number its entry count, which
+ *     the cached (and, if changed, dirty) directory inode holds.
+ */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "ns_impl.h"
+
+/* Entries inserted per hold of the namespace lock. */
+#define NS_WARM_SLICE 32u
+
+struct commit_sem *ns_commit_sem(struct ns *ns)
+{
+	return &ns->csem;
+}
+
+void ns_set_miss_hook(struct ns *ns, void (*fn)(void *arg, uint64_t dir_ino), void *arg)
+{
+	pthread_mutex_lock(&ns->lock);
+	ns->miss_fn = fn;
+	ns->miss_arg = arg;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+/* Insert one entry absent from the cache (invariants 2 and 3). */
+static int warm_one(struct ns *ns, mc_off_t dir, const struct ns_warm_ent *e)
+{
+	struct shm *s = ns->shm;
+	mc_off_t ioff = inode_find(s, e->ino);
+	bool added = false;
+	if (!ioff) {
+		ioff = inode_add(s, &e->rec, e->target, e->tlen);
+		if (!ioff)
+			return -ENOSPC;
+		added = true;
+		/* An empty directory answers misses itself (as ns_load_inode). */
+		if (S_ISDIR(e->rec.mode) && e->rec.size == 0)
+			dcache_set_complete(s, ioff);
+	}
+	if (!dcache_add(s, dir, e->name, e->namelen, ioff, e->dtype)) {
+		if (added)
+			inode_del(s, ioff);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Invariant 4. */
+static bool dir_all_cached(struct ns *ns, mc_off_t dir)
+{
+	struct shm *s = ns->shm;
+	uint32_t want = inode_at(s, dir)->u.dir.nentries;
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	uint32_t have = dx ? dx->ncached - dx->nneg : 0;
+	return have == want;
+}
+
+/* Dentries dropped from the cache so far (evicted, over a cap, pruned):
+ * the ways a directory loses cached children other than a removal from a
+ * complete directory, which ns_warm_dir never works in. */
+static uint64_t dentries_dropped(const struct ns *ns)
+{
+	return ns->shr.st.evicted + ns->shr.st.neg_evicted + ns->shm->pruned;
+}
+
+/* The cached directory dir_ino, lock held: 0 when it is not one. */
+static mc_off_t warm_dir_find(struct ns *ns, uint64_t dir_ino)
+{
+	mc_off_t dir = inode_find(ns->shm, dir_ino);
+	if (!dir || !S_ISDIR(inode_at(ns->shm, dir)->mode) || inode_at(ns->shm, dir)->nlink == 0)
+		return 0;
+	return dir;
+}
+
+int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
+                bool at_end, struct ns_warm_res *res)
+{
+	struct shm *s = ns->shm;
+	int rc = 0;
+	*res = (struct ns_warm_res){ 0 };
+	pthread_mutex_lock(&ns->lock);
+	uint64_t used0 = shm_bytes_used(s);
+	mc_off_t dir = warm_dir_find(ns, dir_ino);
+	if (!dir) {
+		rc = -ENOENT;
+		goto out;
+	}
+	/* Names in v are distinct: while the directory's cached children are
+	 * only those inserted here, none of the others can be found (the usual
+	 * case at start), so the lookups are skipped. */
+	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	bool none_cached = !dx || dx->ncached == 0;
+	for (unsigned held = 0; res->processed < n; held++) {
+		if (held == NS_WARM_SLICE) {
+			/* Let writers in between slices; the directory may have
+			 * changed (or gone) meanwhile. */
+			res->bytes += shm_bytes_used(s) - used0;
+			uint64_t gone = dentries_dropped(ns);
+			pthread_mutex_unlock(&ns->lock);
+			pthread_mutex_lock(&ns->lock);
+			used0 = shm_bytes_used(s);
+			held = 0;
+			if (!(dir = warm_dir_find(ns, dir_ino))) {
+				rc = -ENOENT;
+				goto out;
+			}
+			/* Still only ours: as many as we added, none dropped. */
+			dx = dcache_dirx(s, dir, false);
+			none_cached = none_cached && dentries_dropped(ns) == gone &&
+			              (!dx || dx->ncached == res->added);
+		}
+		if (dcache_complete(s, dir)) {
+			res->processed = n;
+			res->complete = true;
+			goto out;
+		}
+		if (commit_sem_contended(&ns->csem))
+			goto out;
+		if (shm_bytes_used(s) >= ns->shr.low) {
+			rc = -ENOSPC;
+			goto out;
+		}
+		const struct ns_warm_ent *e = &v[res->processed];
+		if (e->have_rec && (none_cached || !dcache_find(s, dir, e->name, e->namelen))) {
+			rc = warm_one(ns, dir, e);
+			if (rc < 0)
+				goto out;
+			res->added++;
+		}
+		res->processed++;
+	}
+	if (at_end && dir_all_cached(ns, dir) && dcache_set_complete(s, dir))
+		res->complete = true;
+out:
+	res->bytes += shm_bytes_used(s) - used0;
+	pthread_mutex_unlock(&ns->lock);
+	return rc;
+}
+
+const char *ns_restart_blocker(struct ns *ns)
+{
+	struct shm *s = ns->shm;
+	const char *why = NULL;
+	pthread_mutex_lock(&ns->lock);
+	if (s->d_dirty || s->i_dirty || ns->running->nrecs || ns->swapped)
+		why = "changes are not committed";
+	else if (ns->holds.n)
+		why = "files are held open";
+	else if (ns->ext.chunks || ns->ext.trees)
+		why = "extent state or maps are cached";
+	else if (ns->shr.norph)
+		why = "inodes without a cached name are cached";
+	pthread_mutex_unlock(&ns->lock);
+	return why;
+}

@@ -1,0 +1,198 @@
+/* store_read.c - long-lived read snapshots (store_read.h).
+ *
+ * Invariants:
+ *  1. `held` is true exactly when the reader holds the store's resize lock
+ *     for reading and its transaction is live (begun or renewed).
+ *  2. The transaction handle, once begun, is only ever reset and renewed,
+ *     never aborted before store_snap_free: its reader slot stays ours.
+ */
+#include "store_read.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "mc_shm.h"
+#include "store_impl.h"
+
+struct store_snap {
+	struct store *st;    /* whose environment and tables */
+	MDB_txn *txn;        /* NULL until the first take */
+	bool held;
+};
+
+int store_snap_new(struct store *s, struct store_snap **out)
+{
+	struct store_snap *sn = calloc(1, sizeof(*sn));
+	if (!sn)
+		return -ENOMEM;
+	sn->st = s;
+	*out = sn;
+	return 0;
+}
+
+void store_snap_free(struct store_snap *sn)
+{
+	if (!sn)
+		return;
+	store_snap_release(sn);
+	if (sn->txn)
+		mdb_txn_abort(sn->txn);
+	free(sn);
+}
+
+int store_snap_take(struct store_snap *sn)
+{
+	if (sn->held)
+		store_snap_release(sn);
+	pthread_rwlock_rdlock(&sn->st->resize);
+	int rc = sn->txn ? mdb_txn_renew(sn->txn)
+	                 : mdb_txn_begin(sn->st->env, NULL, MDB_RDONLY, &sn->txn);
+	if (rc) {
+		pthread_rwlock_unlock(&sn->st->resize);
+		return store_errno(rc);
+	}
+	sn->held = true;
+	return 0;
+}
+
+void store_snap_release(struct store_snap *sn)
+{
+	if (!sn->held)
+		return;
+	mdb_txn_reset(sn->txn);
+	pthread_rwlock_unlock(&sn->st->resize);
+	sn->held = false;
+}
+
+/* The inode record of ino: 1 found (rec, target, *tlen set), 0 missing,
+ * -EIO malformed. With a cursor on `inodes` (icur), a key on the page the
+ * cursor stands on is found without descending the tree again: a
+ * directory's children mostly have neighbouring inode numbers. */
+static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
+                      struct mc_inode_rec *rec, char *target, size_t *tlen)
+{
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	put_be64(key, ino);
+	int rc = icur ? mdb_cursor_get(icur, &k, &v, MDB_SET_KEY)
+	              : mdb_get(sn->txn, sn->st->inodes, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_errno(rc);
+	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
+	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
+		return -EIO;
+	journal_inode_decode(v.mv_data, rec);
+	if (rec->ino != ino)
+		return -EIO;
+	*tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
+	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, *tlen);
+	return 1;
+}
+
+int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
+                        size_t after_len, store_snap_fn fn, void *arg)
+{
+	uint8_t prefix[8 + MC_NAME_MAX];
+	char name[MC_NAME_MAX + 1];
+	char target[MC_SYMLINK_MAX];
+	MDB_cursor *cur = NULL, *icur = NULL;
+	assert(sn->held);
+	if (after_len > MC_NAME_MAX)
+		return -EINVAL;
+	put_be64(prefix, parent);
+	if (after_len)
+		memcpy(prefix + 8, after, after_len);
+	MDB_val k = { 8 + after_len, prefix }, v;
+
+	int err = 0, rc = mdb_cursor_open(sn->txn, sn->st->dentries, &cur);
+	if (rc)
+		return store_errno(rc);
+	rc = mdb_cursor_open(sn->txn, sn->st->inodes, &icur);
+	if (rc) {
+		mdb_cursor_close(cur);
+		return store_errno(rc);
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
+			break;
+		size_t namelen = k.mv_size - 8;
+		if (after_len && namelen == after_len &&
+		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
+			continue; /* the resume point itself */
+		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
+			err = -EIO;
+			goto out;
+		}
+		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
+		name[namelen] = '\0';
+		const uint8_t *p = v.mv_data;
+		uint64_t ino = get_le64(p);
+		uint8_t dtype = p[8];
+		struct mc_inode_rec rec;
+		size_t tlen = 0;
+		int have = snap_inode(sn, icur, ino, &rec, target, &tlen);
+		if (have < 0) {
+			err = have;
+			goto out;
+		}
+		err = fn(arg, name, namelen, ino, dtype, have ? &rec : NULL, target, tlen);
+		if (err) {
+			if (err > 0)
+				err = 0;
+			goto out;
+		}
+	}
+	if (rc != MDB_NOTFOUND && rc != 0)
+		err = store_errno(rc);
+out:
+	mdb_cursor_close(icur);
+	mdb_cursor_close(cur);
+	return err;
+}
+
+int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                    uint64_t *ino, uint8_t *dtype, struct mc_inode_rec *rec, char *target,
+                    size_t *tlen, bool *have_rec)
+{
+	uint8_t key[8 + MC_NAME_MAX];
+	struct store_snap sn = { .txn = NULL, .held = false };
+	if (namelen == 0)
+		return -EINVAL;
+	if (namelen > MC_NAME_MAX)
+		return -ENAMETOOLONG;
+	put_be64(key, parent);
+	memcpy(key + 8, name, namelen);
+	sn.st = s;
+	int err = store_snap_take(&sn);
+	if (err)
+		return err;
+	MDB_val k = { 8 + namelen, key }, v;
+	err = store_errno(mdb_get(sn.txn, sn.st->dentries, &k, &v));
+	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
+		err = -EIO;
+	if (err == 0) {
+		const uint8_t *p = v.mv_data;
+		uint64_t i = get_le64(p);
+		uint8_t t = p[8];
+		size_t tl = 0;
+		int have = snap_inode(&sn, NULL, i, rec, target, &tl);
+		if (have < 0) {
+			err = have;
+		} else {
+			*ino = i;
+			*dtype = t;
+			*tlen = tl;
+			*have_rec = have;
+		}
+	}
+	store_snap_release(&sn);
+	mdb_txn_abort(sn.txn);
+	return err;
+}

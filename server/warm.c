@@ -1,0 +1,374 @@
+/* warm.c - the warmer threads (warm.h).
+ *
+ * Work is a queue of directories (struct warm_item): the root first, then
+ * every subdirectory found, in FIFO order, so upper levels are loaded
+ * before deep leaves and the threads split the tree between them. One step
+ * of a thread is one bounded batch of one directory:
+ *
+ *   [idle] ──pop──► commit_sem read ─► store_snap_take ─► scan up to
+ *     ▲             WARM_BATCH entries (stop early if committer_waiting)
+ *     │             ─► store_snap_release ─► ns_warm_dir (namespace lock,
+ *     │             inserts; stops early too) ─► commit_sem read unlock
+ *     └── requeue at the head with the resume name (a yield, or more
+ *         entries), or queue the subdirectories at the tail (done)
+ *
+ * Invariants:
+ *  1. A thread takes its snapshot after taking the commit semaphore and
+ *     inserts what the snapshot gave before letting the semaphore go
+ *     (ns_warm.c note 1); the snapshot itself is released before the
+ *     namespace lock is taken, since a store reader (a miss) may hold that
+ *     lock: the copies in buf are all the insert needs.
+ *  2. A thread holds at most one of w->mu, the commit semaphore: it never
+ *     takes w->mu with the semaphore held, and the namespace lock is only
+ *     taken inside ns_warm_dir (order: semaphore, namespace lock). The miss
+ *     hook takes w->mu under the namespace lock: w->mu is a leaf.
+ *  3. The start-up warm-up is over (`warmed`) when the queue is empty and
+ *     no thread is in a step; read-ahead items queued later do not undo it.
+ *  4. An item's resume name is the last entry it processed: a directory is
+ *     read in name order, once, across its steps.
+ */
+#include "warm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "commit_sem.h"
+#include "log.h"
+#include "map.h"
+#include "ns.h"
+#include "store_read.h"
+
+#define WARM_BATCH 256u
+
+struct warm_item {
+	TAILQ_ENTRY(warm_item) q;
+	uint64_t ino;
+	bool readahead;            /* queued by a miss: this directory only */
+	uint16_t after_len;
+	char after[MC_NAME_MAX];
+};
+TAILQ_HEAD(warm_queue, warm_item);
+
+struct warm_thread {
+	struct warm *w;
+	pthread_t th;
+	bool started;
+	struct store_snap *snap;
+	struct ns_warm_ent *buf;   /* WARM_BATCH entries */
+	size_t n;                  /* entries in buf */
+	bool yielded;              /* the scan stopped for the committer */
+	_Atomic uint64_t entries, busy_ns;
+};
+
+struct warm {
+	struct ns *ns;
+	struct commit_sem *sem;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* work queued, warm-up over, stop */
+	struct warm_queue queue;
+	struct map queued;         /* directories read ahead, queued or in a step */
+	unsigned busy;             /* threads in a step */
+	bool stop, warmed;
+	uint64_t start_ns, end_ns;
+	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead;
+	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
+	unsigned n;
+	struct warm_thread t[];
+};
+
+static void add(_Atomic uint64_t *v, uint64_t x)
+{
+	atomic_fetch_add_explicit(v, x, memory_order_relaxed);
+}
+
+static uint64_t get(const _Atomic uint64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Queue directory ino (w->mu held); at_head for resumed items. */
+static int push(struct warm *w, uint64_t ino, bool readahead, bool at_head)
+{
+	struct warm_item *it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->ino = ino;
+	it->readahead = readahead;
+	if (at_head)
+		TAILQ_INSERT_HEAD(&w->queue, it, q);
+	else
+		TAILQ_INSERT_TAIL(&w->queue, it, q);
+	add(&w->dirs_queued, 1);
+	pthread_cond_signal(&w->cv);
+	return 0;
+}
+
+/* The miss hook: read the whole directory ahead, once per queueing. */
+static void warm_on_miss(void *arg, uint64_t dir_ino)
+{
+	struct warm *w = arg;
+	pthread_mutex_lock(&w->mu);
+	if (!w->stop && !map_find(&w->queued, dir_ino) && map_reserve(&w->queued) == 0 &&
+	    push(w, dir_ino, true, true) == 0) {
+		map_put(&w->queued, dir_ino, 1); /* room reserved */
+		add(&w->readahead, 1);
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* store_snap_scan_dir callback: copy one entry into the batch. */
+static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype,
+                   const struct mc_inode_rec *rec, const char *target, size_t tlen)
+{
+	struct warm_thread *t = arg;
+	if (t->w->delay_us)
+		usleep(t->w->delay_us); /* a slow store, for tests */
+	if (commit_sem_contended(t->w->sem)) {
+		t->yielded = true;
+		return 1;
+	}
+	struct ns_warm_ent *e = &t->buf[t->n++];
+	e->ino = ino;
+	e->dtype = dtype;
+	e->have_rec = rec != NULL;
+	if (rec)
+		e->rec = *rec;
+	e->namelen = (uint16_t)namelen;
+	memcpy(e->name, name, namelen + 1);
+	e->tlen = (uint16_t)tlen;
+	memcpy(e->target, target, tlen);
+	return t->n == WARM_BATCH ? 1 : 0;
+}
+
+/* One step on item it: 1 when it has more to do (requeue it), 0 when the
+ * directory is done, -ENOSPC when the cache is as full as warming may
+ * make it, another -errno on failure (the item is dropped). */
+static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *processed)
+{
+	struct warm *w = t->w;
+	struct ns_warm_res res = { 0 };
+	uint64_t t0 = mono_ns();
+	t->n = 0;
+	t->yielded = false;
+	commit_sem_read_lock(w->sem);
+	int rc = store_snap_take(t->snap);
+	if (rc == 0) {
+		rc = store_snap_scan_dir(t->snap, it->ino, it->after, it->after_len, collect, t);
+		bool at_end = !t->yielded && t->n < WARM_BATCH;
+		/* buf holds copies: the snapshot goes before the namespace lock
+		 * is taken (a reader of the store may hold that lock). */
+		store_snap_release(t->snap);
+		if (rc == 0)
+			rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
+		if (rc == 0 && res.processed < t->n)
+			t->yielded = true; /* ns_warm_dir stopped for the committer */
+		if (rc == 0 && !res.complete && (t->yielded || !at_end))
+			rc = 1;
+	}
+	commit_sem_read_unlock(w->sem);
+	add(&t->busy_ns, mono_ns() - t0);
+	add(&t->entries, res.added);
+	add(&w->entries, res.added);
+	add(&w->bytes, res.bytes);
+	if (t->yielded)
+		add(&w->yields, 1);
+	if (res.processed > 0) {
+		const struct ns_warm_ent *last = &t->buf[res.processed - 1];
+		memcpy(it->after, last->name, last->namelen);
+		it->after_len = last->namelen;
+	}
+	*processed = res.processed;
+	if (rc == -ENOENT)
+		rc = 0; /* not a cached directory (any more): nothing to warm */
+	return rc;
+}
+
+/* Queue the subdirectories the last step processed (w->mu held). */
+static void push_subdirs(struct warm *w, struct warm_thread *t, size_t processed)
+{
+	for (size_t k = 0; k < processed; k++)
+		if (t->buf[k].dtype == DT_DIR && t->buf[k].have_rec &&
+		    push(w, t->buf[k].ino, false, false) < 0)
+			log_warn("warm: out of memory queueing directory %llu",
+			         (unsigned long long)t->buf[k].ino);
+}
+
+static void queue_clear(struct warm *w)
+{
+	struct warm_item *it;
+	while ((it = TAILQ_FIRST(&w->queue))) {
+		TAILQ_REMOVE(&w->queue, it, q);
+		if (it->readahead)
+			map_del(&w->queued, it->ino);
+		free(it);
+	}
+}
+
+static void *warm_main(void *arg)
+{
+	struct warm_thread *t = arg;
+	struct warm *w = t->w;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->stop && TAILQ_EMPTY(&w->queue)) {
+			if (w->busy == 0 && !w->warmed) {
+				w->warmed = true;
+				w->end_ns = mono_ns();
+				pthread_cond_broadcast(&w->cv);
+			}
+			pthread_cond_wait(&w->cv, &w->mu);
+		}
+		if (w->stop)
+			break;
+		struct warm_item *it = TAILQ_FIRST(&w->queue);
+		TAILQ_REMOVE(&w->queue, it, q);
+		w->busy++;
+		pthread_mutex_unlock(&w->mu);
+
+		size_t processed = 0;
+		int rc = warm_step(t, it, &processed);
+
+		pthread_mutex_lock(&w->mu);
+		w->busy--;
+		if (!it->readahead)
+			push_subdirs(w, t, processed);
+		if (rc == 1 && !w->stop) {
+			TAILQ_INSERT_HEAD(&w->queue, it, q);
+			continue;
+		}
+		if (rc == 0)
+			add(&w->dirs_done, 1);
+		if (rc == -ENOSPC && !w->warmed) {
+			log_info("warm: the cache reached its low watermark; warm-up stops");
+			queue_clear(w);
+		} else if (rc < 0 && rc != -ENOSPC) {
+			log_warn("warm: directory %llu: %s", (unsigned long long)it->ino,
+			         strerror(-rc));
+		}
+		if (it->readahead)
+			map_del(&w->queued, it->ino);
+		free(it);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+void warm_stop(struct warm *w)
+{
+	if (!w)
+		return;
+	ns_set_miss_hook(w->ns, NULL, NULL);
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	for (unsigned i = 0; i < w->n; i++) {
+		struct warm_thread *t = &w->t[i];
+		if (t->started)
+			pthread_join(t->th, NULL);
+		store_snap_free(t->snap);
+		free(t->buf);
+	}
+	queue_clear(w);
+	map_free(&w->queued);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
+int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct warm **out)
+{
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	struct warm *w = calloc(1, sizeof(*w) + n * sizeof(w->t[0]));
+	if (!w)
+		return -ENOMEM;
+	w->ns = ns;
+	w->sem = ns_commit_sem(ns);
+	w->n = n;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	TAILQ_INIT(&w->queue);
+	w->start_ns = mono_ns();
+	const char *d = getenv("MCACHED_WARM_ENTRY_DELAY_US");
+	if (d)
+		w->delay_us = (unsigned)strtoul(d, NULL, 10);
+	int rc = warm_up ? push(w, 1, false, false) : 0; /* the root */
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		struct warm_thread *t = &w->t[i];
+		t->w = w;
+		t->buf = malloc(WARM_BATCH * sizeof(*t->buf));
+		if (!t->buf)
+			rc = -ENOMEM;
+		if (rc == 0)
+			rc = store_snap_new(st, &t->snap);
+	}
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		rc = -pthread_create(&w->t[i].th, NULL, warm_main, &w->t[i]);
+		w->t[i].started = rc == 0;
+	}
+	if (rc < 0) {
+		warm_stop(w);
+		return rc;
+	}
+	ns_set_miss_hook(ns, warm_on_miss, w);
+	*out = w;
+	return 0;
+}
+
+void warm_wait(struct warm *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (!w->warmed && !w->stop)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void warm_get_stats(struct warm *w, struct stats_warm *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	bool warmed = w->warmed;
+	uint64_t end = warmed ? w->end_ns : mono_ns();
+	pthread_mutex_unlock(&w->mu);
+	out->threads = w->n;
+	out->entries = get(&w->entries);
+	out->bytes = get(&w->bytes);
+	out->yields = get(&w->yields);
+	out->dirs_done = get(&w->dirs_done);
+	out->dirs_queued = get(&w->dirs_queued);
+	out->readahead = get(&w->readahead);
+	out->done = warmed;
+	out->elapsed_us = (end - w->start_ns) / 1000u;
+	out->rate = out->elapsed_us ? out->entries * 1000000u / out->elapsed_us : 0;
+	uint64_t rate_sum = 0;
+	for (unsigned i = 0; i < w->n; i++) {
+		uint64_t busy = get(&w->t[i].busy_ns);
+		if (busy)
+			rate_sum += get(&w->t[i].entries) * 1000000000u / busy;
+	}
+	out->rate_per_thread = rate_sum / w->n;
+}
+
+bool warm_done(struct warm *w)
+{
+	if (!w)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	bool d = w->warmed;
+	pthread_mutex_unlock(&w->mu);
+	return d;
+}

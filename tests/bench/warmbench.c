@@ -1,0 +1,400 @@
+/* warmbench.c - figures of the warmers (not a test): build a namespace of
+ * D directories of N files in an mcached started here, restart it with 1
+ * and then 2 warmers, and print, from the same run:
+ *   - warm-up rate (entries/s, from the server's warm.* stats) for 1 and 2
+ *     warmers, and their ratio;
+ *   - time from exec to the first lookup answered from shared memory;
+ *   - mc_sync latency p50/p99 while the warmers run against the same loop
+ *     on the idle server after warm-up, and the committer's blocked time
+ *     (commits.blocked_us) p99 over the warm-up;
+ *   - a full walk (readdir every directory, lstat every name) after
+ *     warm-up against the same tree on a kernel directory (tmpfs) and
+ *     against a restart with --warmers 0.
+ * Usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR]
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mcache.h"
+
+static const char *mcached;
+static char dir[256], sock[512], data[512];
+static pid_t pid;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "warmbench: %s: %s\n", what, strerror(errno));
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	exit(1);
+}
+
+/* Start mcached with --warmers w (and --shm-path shm unless NULL);
+ * returns the exec time. */
+static double start_at(const char *warmers, const char *shm)
+{
+	double t0 = now_s();
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		char log[600];
+		snprintf(log, sizeof(log), "%s/mcached.log", dir);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(mcached, mcached, "--socket", sock, "--data", data, "--admin", "none",
+		      "--cache-size", "1G", "--warmers", warmers, "--log-level", "warn",
+		      "--shm-path", shm ? shm : "none", (char *)NULL);
+		_exit(127);
+	}
+	return t0;
+}
+
+static double start(const char *warmers)
+{
+	return start_at(warmers, NULL);
+}
+
+static mc_client *connect_wait(void)
+{
+	for (int i = 0; i < 20000; i++) {
+		mc_client *c = mc_connect(sock);
+		if (c)
+			return c;
+		usleep(500);
+	}
+	die("connect");
+	return NULL;
+}
+
+static void stop(void)
+{
+	kill(pid, SIGTERM);
+	int st;
+	waitpid(pid, &st, 0);
+	pid = 0;
+}
+
+static double stat_num(mc_client *c, const char *sec, const char *key, const char *sub)
+{
+	char *js = mc_server_stats(c);
+	if (!js)
+		die("stats");
+	json_t *root = json_loads(js, 0, NULL);
+	free(js);
+	json_t *v = json_object_get(json_object_get(root, sec), key);
+	if (sub)
+		v = json_object_get(v, sub);
+	double d = json_is_number(v) ? json_number_value(v) : -1;
+	json_decref(root);
+	return d;
+}
+
+static void build(mc_client *c, unsigned long nd, unsigned long nf, const char *kdir)
+{
+	mc_batch *b = mc_batch_new(c);
+	char p[768];
+	for (unsigned long d = 0; d < nd; d++) {
+		snprintf(p, sizeof(p), "/d%05lu", d);
+		mc_batch_mkdir(b, p, 0755);
+		if (kdir) {
+			snprintf(p, sizeof(p), "%s/d%05lu", kdir, d);
+			if (mkdir(p, 0755) < 0)
+				die("mkdir kernel");
+		}
+		for (unsigned long f = 0; f < nf; f++) {
+			snprintf(p, sizeof(p), "/d%05lu/file%06lu", d, f);
+			mc_batch_create(b, p, 0644);
+			if (kdir) {
+				snprintf(p, sizeof(p), "%s/d%05lu/file%06lu", kdir, d, f);
+				int fd = open(p, O_CREAT | O_WRONLY, 0644);
+				if (fd < 0)
+					die("create kernel");
+				close(fd);
+			}
+			if ((f + 1) % 2000 == 0 && mc_batch_run(b) < 0)
+				die("batch");
+		}
+		if (mc_batch_run(b) < 0)
+			die("batch");
+	}
+	mc_batch_free(b);
+	if (mc_sync(c) < 0)
+		die("sync");
+}
+
+static uint64_t walk_mc(mc_client *c, const char *path)
+{
+	uint64_t n = 0;
+	MC_DIR *d = mc_opendir(c, path);
+	if (!d)
+		die("mc_opendir");
+	struct dirent *e;
+	char child[512];
+	struct stat st;
+	while ((e = mc_readdir(d))) {
+		snprintf(child, sizeof(child), "%s/%s", strcmp(path, "/") ? path : "", e->d_name);
+		if (mc_lstat(c, child, &st) < 0)
+			die("mc_lstat");
+		n++;
+		if (S_ISDIR(st.st_mode))
+			n += walk_mc(c, child);
+	}
+	mc_closedir(d);
+	return n;
+}
+
+static uint64_t walk_k(const char *path)
+{
+	uint64_t n = 0;
+	DIR *d = opendir(path);
+	if (!d)
+		die("opendir");
+	struct dirent *e;
+	char child[1024];
+	struct stat st;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+		if (lstat(child, &st) < 0)
+			die("lstat");
+		n++;
+		if (S_ISDIR(st.st_mode))
+			n += walk_k(child);
+	}
+	closedir(d);
+	return n;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* mkdir + mc_sync until *stop or max rounds; latencies (s) into v. */
+static size_t sync_loop(mc_client *c, const char *tag, double *v, size_t max,
+                        atomic_bool *stopf)
+{
+	size_t n = 0;
+	char p[128];
+	while (n < max && !(stopf && atomic_load(stopf))) {
+		snprintf(p, sizeof(p), "/%s%06zu", tag, n);
+		double t0 = now_s();
+		if (mc_mkdir(c, p, 0755) < 0 || mc_sync(c) < 0)
+			die("sync loop");
+		v[n++] = now_s() - t0;
+	}
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n;
+}
+
+struct syncer {
+	mc_client *c;
+	double v[100000];
+	size_t n;
+	atomic_bool stop;
+};
+
+static void *syncer_main(void *arg)
+{
+	struct syncer *s = arg;
+	s->n = sync_loop(s->c, "w", s->v, 100000, &s->stop);
+	return NULL;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+	return n ? v[(size_t)((double)(n - 1) * p)] : 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long nd = 1000, nf = 1000;
+	const char *kdir_base = "/dev/shm";
+	static const struct option lo[] = {
+		{ "mcached", required_argument, NULL, 'm' },
+		{ "kdir", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "d:n:", lo, NULL)) != -1) {
+		if (o == 'm')
+			mcached = optarg;
+		else if (o == 'k')
+			kdir_base = optarg;
+		else if (o == 'd')
+			nd = strtoul(optarg, NULL, 10);
+		else if (o == 'n')
+			nf = strtoul(optarg, NULL, 10);
+		else
+			return 2;
+	}
+	if (!mcached) {
+		fprintf(stderr, "usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR]\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "/tmp/warmbench.XXXXXX");
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	snprintf(sock, sizeof(sock), "%s/s", dir);
+	snprintf(data, sizeof(data), "%s/data", dir);
+	char kdir[512];
+	snprintf(kdir, sizeof(kdir), "%s/warmbench.%d", kdir_base, (int)getpid());
+	if (mkdir(kdir, 0755) < 0)
+		die("kdir");
+
+	start("0");
+	mc_client *c = connect_wait();
+	double t = now_s();
+	build(c, nd, nf, kdir);
+	uint64_t total = nd * nf + nd;
+	printf("# built %llu entries in %.2f s (mcache and %s)\n", (unsigned long long)total,
+	       now_s() - t, kdir);
+	mc_disconnect(c);
+	stop();
+
+	double rate[3] = { 0 };
+	for (int w = 1; w <= 2; w++) {
+		char ws[4];
+		snprintf(ws, sizeof(ws), "%d", w);
+		double t0 = start(ws);
+		c = connect_wait();
+		/* The first lookup answered from shared memory. */
+		struct stat st;
+		double first = 0;
+		for (;;) {
+			if (mc_stat(c, "/d00000/file000000", &st) == 0 &&
+			    stat_num(c, "readpath", "hits", NULL) > 0) {
+				first = now_s() - t0;
+				break;
+			}
+		}
+		struct syncer *s = NULL;
+		pthread_t th;
+		if (w == 2) {
+			s = calloc(1, sizeof(*s));
+			s->c = connect_wait();
+			pthread_create(&th, NULL, syncer_main, s);
+		}
+		while (stat_num(c, "warm", "done", NULL) != 1)
+			usleep(2000);
+		if (s) {
+			atomic_store(&s->stop, true);
+			pthread_join(th, NULL);
+		}
+		double entries = stat_num(c, "warm", "entries", NULL);
+		double us = stat_num(c, "warm", "elapsed_us", NULL);
+		rate[w] = entries / (us / 1e6);
+		printf("warmers %d: %.0f entries in %.3f s: %.0f entries/s (per thread busy: %.0f/s), "
+		       "%.0f yields; first shm hit %.3f s after exec\n", w, entries, us / 1e6, rate[w],
+		       stat_num(c, "warm", "rate_per_thread", NULL),
+		       stat_num(c, "warm", "yields", NULL), first);
+		if (w == 2) {
+			double blocked99 = stat_num(c, "commits", "blocked_us", "p99");
+			double blockedmax = stat_num(c, "commits", "blocked_us", "max");
+			static double idle[100000];
+			size_t ni = sync_loop(s->c, "i", idle, s->n > 50 ? s->n : 50, NULL);
+			printf("mc_sync during warm-up: n=%zu p50 %.3f ms p99 %.3f ms; idle after: n=%zu "
+			       "p50 %.3f ms p99 %.3f ms; p99 ratio %.2f\n",
+			       s->n, pct(s->v, s->n, 0.5) * 1e3, pct(s->v, s->n, 0.99) * 1e3, ni,
+			       pct(idle, ni, 0.5) * 1e3, pct(idle, ni, 0.99) * 1e3,
+			       pct(s->v, s->n, 0.99) / pct(idle, ni, 0.99));
+			double cnt = stat_num(c, "commits", "count", NULL);
+			printf("namespace blocked by the committer during warm-up: p99 %.0f us, max %.0f us "
+			       "(%.0f commits; swap %.0f us, publish %.0f us in all)\n", blocked99, blockedmax,
+			       cnt, stat_num(c, "commits", "phase_us_total", "swap"),
+			       stat_num(c, "commits", "phase_us_total", "publish"));
+			mc_disconnect(s->c);
+			free(s);
+			/* Full walk: warmed cache against the kernel directory. */
+			t = now_s();
+			uint64_t n1 = walk_mc(c, "/");
+			double tm = now_s() - t;
+			t = now_s();
+			uint64_t n2 = walk_k(kdir);
+			double tk = now_s() - t;
+			printf("full walk after warm-up: mcache %llu names %.3f s, kernel %llu names %.3f s: "
+			       "%.2fx kernel\n", (unsigned long long)n1, tm, (unsigned long long)n2, tk,
+			       tk / tm);
+		}
+		mc_disconnect(c);
+		stop();
+	}
+	printf("2 warmers / 1 warmer: %.2fx\n", rate[2] / rate[1]);
+
+	/* Cold reference: no warmers, the walk goes through the server. */
+	double t0 = start("0");
+	c = connect_wait();
+	struct stat st;
+	while (mc_stat(c, "/d00000/file000000", &st) != 0)
+		;
+	double first = now_s() - t0;
+	t = now_s();
+	uint64_t n1 = walk_mc(c, "/");
+	printf("cold (--warmers 0): first lookup %.3f s after exec; full walk %llu names %.3f s\n",
+	       first, (unsigned long long)n1, now_s() - t);
+	mc_disconnect(c);
+	stop();
+
+	/* Warm restart: a segment kept by a clean stop, against a cold start
+	 * with 2 warmers; times from exec. */
+	char seg[256];
+	snprintf(seg, sizeof(seg), "/dev/shm/warmbench.%d.seg", (int)getpid());
+	for (int round = 0; round < 3; round++) {
+		const char *shm = round == 2 ? NULL : seg;
+		t0 = start_at("2", shm);
+		c = connect_wait();
+		double conn = now_s() - t0, hit = 0;
+		for (;;) {
+			if (mc_stat(c, "/d00000/file000000", &st) == 0 &&
+			    stat_num(c, "readpath", "hits", NULL) > 0) {
+				hit = now_s() - t0;
+				break;
+			}
+		}
+		while (stat_num(c, "warm", "done", NULL) != 1)
+			usleep(1000);
+		double full = now_s() - t0;
+		double att = stat_num(c, "warm", "reattached", NULL);
+		if (round > 0)
+			printf("%s: connected %.3f s, first lookup from shm %.3f s, whole namespace "
+			       "cached %.3f s after exec (%.0f entries cached)\n",
+			       att == 1 ? "warm restart (--shm-path, re-attached)"
+			                : "cold start (2 warmers)",
+			       conn, hit, full, stat_num(c, "dentries", "positive", NULL));
+		mc_disconnect(c);
+		stop();
+	}
+	unlink(seg);
+	char segst[300];
+	snprintf(segst, sizeof(segst), "%s.state", seg);
+	unlink(segst);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, kdir);
+	return system(cmd) == 0 ? 0 : 1;
+}

@@ -1,0 +1,340 @@
+/* test-restart.c - warm restart with --shm-path against a real server: a
+ * clean stop keeps the segment and the next start serves it at once (a full
+ * walk sends no request); after kill -9, after the store changed, or with
+ * another --cache-size, the segment is not re-attached and the namespace
+ * is the store's. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "mcache.h"
+
+static struct mc_server srv;
+static char seg[128], seg_state[160];
+static const char *kept[8];      /* --shm-path seg --warmers 0 */
+
+static uint64_t requests(mc_client *c)
+{
+	return harness_stat_u64(c, "\"rpc\"", "requests");
+}
+
+static uint64_t reattached(mc_client *c)
+{
+	return harness_stat_u64(c, "\"warm\"", "reattached");
+}
+
+static void walk(mc_client *c, const char *path, char ***out, size_t *n)
+{
+	MC_DIR *d = mc_opendir(c, path);
+	if (!d)
+		fail_msg("opendir %s: %s", path, strerror(errno));
+	struct dirent *e;
+	char **names = NULL;
+	size_t k = 0;
+	errno = 0;
+	while ((e = mc_readdir(d))) {
+		names = realloc(names, (k + 1) * sizeof(*names));
+		assert_non_null(names);
+		names[k++] = strdup(e->d_name);
+	}
+	assert_int_equal(errno, 0);
+	assert_int_equal(mc_closedir(d), 0);
+	for (size_t i = 0; i < k; i++) {
+		char child[1024], line[1200];
+		struct stat st;
+		snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
+		         names[i]);
+		if (mc_lstat(c, child, &st) < 0)
+			fail_msg("lstat %s: %s", child, strerror(errno));
+		snprintf(line, sizeof(line), "%s %o %ju %jd", child, (unsigned)st.st_mode,
+		         (uintmax_t)st.st_ino, (intmax_t)st.st_size);
+		*out = realloc(*out, (*n + 1) * sizeof(**out));
+		assert_non_null(*out);
+		(*out)[(*n)++] = strdup(line);
+		if (S_ISDIR(st.st_mode))
+			walk(c, child, out, n);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct lines {
+	char **v;
+	size_t n;
+};
+
+static struct lines snapshot(mc_client *c)
+{
+	struct lines l = { NULL, 0 };
+	walk(c, "/", &l.v, &l.n);
+	qsort(l.v, l.n, sizeof(*l.v), cmp_line);
+	return l;
+}
+
+static void lines_free(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+static void assert_same(const struct lines *a, const struct lines *b)
+{
+	for (size_t i = 0; i < a->n && i < b->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			fail_msg("line %zu: '%s' against '%s'", i, a->v[i], b->v[i]);
+	assert_int_equal(a->n, b->n);
+}
+
+static void make_tree(mc_client *c)
+{
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int d = 0; d < 8; d++) {
+		snprintf(p, sizeof(p), "/d%d", d);
+		mc_batch_mkdir(b, p, 0755);
+		for (int f = 0; f < 50; f++) {
+			snprintf(p, sizeof(p), "/d%d/f%02d", d, f);
+			mc_batch_create(b, p, 0644);
+		}
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	for (size_t i = 0; i < mc_batch_count(b); i++)
+		assert_int_equal(mc_batch_error(b, i), 0);
+	mc_batch_free(b);
+	assert_int_equal(mc_symlink(c, "d1/f01", "/link"), 0);
+	assert_int_equal(mc_sync(c), 0);
+}
+
+static void restart(const char *const *args, int sig)
+{
+	int st = server_stop(&srv, sig);
+	assert_int_equal(st, sig == SIGTERM ? 0 : 128 + sig);
+	assert_int_equal(server_start(&srv, args), 0);
+}
+
+/* A clean stop keeps the segment: the next start serves the whole
+ * namespace from it with no request and no warmer, and changes made then
+ * are kept through the next clean stop as well. */
+static void test_reattach_after_clean_stop(void **state)
+{
+	(void)state;
+	assert_int_equal(server_start(&srv, kept), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	struct lines before = snapshot(c); /* loads every directory complete */
+	mc_disconnect(c);
+	restart(kept, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	uint64_t r0 = requests(c);
+	struct lines after = snapshot(c);
+	struct stat st;
+	EXPECT_ERR(mc_stat(c, "/d3/missing", &st), ENOENT);
+	assert_int_equal(requests(c), r0 + 1); /* the requests() call only */
+	assert_same(&before, &after);
+	lines_free(&after);
+	/* Changes on the re-attached segment. */
+	assert_int_equal(mc_unlink(c, "/d2/f07"), 0);
+	assert_int_equal(mc_mkdir(c, "/d2/new", 0700), 0);
+	assert_int_equal(mc_rename(c, "/d4/f00", "/d5/moved"), 0);
+	struct lines changed = snapshot(c);
+	mc_disconnect(c);
+	restart(kept, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	after = snapshot(c);
+	assert_same(&changed, &after);
+	lines_free(&after);
+	mc_disconnect(c);
+	/* The store agrees with what the segment served. */
+	const char *const fresh[] = { "--warmers", "0", NULL };
+	restart(fresh, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	after = snapshot(c);
+	assert_same(&changed, &after);
+	lines_free(&after);
+	lines_free(&changed);
+	lines_free(&before);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* After kill -9 the segment may hold what was never committed: it is not
+ * re-attached, even when the run that crashed had re-attached it. */
+static void test_no_reattach_after_crash(void **state)
+{
+	(void)state;
+	const char *const slow[] = { "--shm-path", seg, "--warmers", "0",
+	                             "--commit-interval-ms", "60000", NULL };
+	assert_int_equal(server_start(&srv, slow), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	struct lines synced = snapshot(c);
+	mc_disconnect(c);
+	restart(slow, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	/* Not committed (no sync, a 60 s interval), then the crash. */
+	assert_int_equal(mc_mkdir(c, "/uncommitted", 0755), 0);
+	assert_int_equal(mc_unlink(c, "/d0/f00"), 0);
+	mc_disconnect(c);
+	restart(slow, SIGKILL);
+	assert_int_equal(access(seg_state, F_OK), -1);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	struct stat st;
+	EXPECT_ERR(mc_stat(c, "/uncommitted", &st), ENOENT);
+	assert_int_equal(mc_stat(c, "/d0/f00", &st), 0);
+	struct lines after = snapshot(c);
+	assert_same(&synced, &after);
+	lines_free(&after);
+	lines_free(&synced);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A store changed since the segment was kept (by a server run without
+ * --shm-path), or another --cache-size: not re-attached. */
+static void test_no_reattach_when_store_changed(void **state)
+{
+	(void)state;
+	assert_int_equal(server_start(&srv, kept), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+	const char *const memfd[] = { "--warmers", "0", NULL };
+	restart(memfd, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/changed", 0755), 0);
+	assert_int_equal(mc_unlink(c, "/d1/f02"), 0);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	assert_int_equal(access(seg_state, F_OK), 0);
+	restart(kept, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/changed", &st), 0);
+	EXPECT_ERR(mc_stat(c, "/d1/f02", &st), ENOENT);
+	mc_disconnect(c);
+	/* This run kept it again; another cache size refuses it. */
+	const char *const bigger[] = { "--shm-path", seg, "--warmers", "0", "--cache-size", "320M",
+	                               NULL };
+	restart(bigger, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	assert_int_equal(mc_stat(c, "/changed", &st), 0);
+	mc_disconnect(c);
+	restart(bigger, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+static void wait_warmed(mc_client *c)
+{
+	for (int i = 0; i < 3000 && harness_stat_u64(c, "\"warm\"", "done") != 1; i++)
+		usleep(10000);
+	assert_int_equal(harness_stat_u64(c, "\"warm\"", "done"), 1);
+}
+
+/* A kept segment whose warm-up was over is not warmed again; one left by a
+ * server that never warmed it is, after re-attaching. */
+static void test_reattach_warms_what_was_not(void **state)
+{
+	(void)state;
+	const char *const warm2[] = { "--shm-path", seg, "--warmers", "2", NULL };
+	assert_int_equal(server_start(&srv, warm2), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	wait_warmed(c);
+	mc_disconnect(c);
+	restart(warm2, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	wait_warmed(c);
+	assert_int_equal(harness_stat_u64(c, "\"warm\"", "dirs_queued"), 0);
+	mc_disconnect(c);
+	/* A cold cache, kept by a server without warmers: only /d1 cached
+	 * (the store changed meanwhile, so that segment is a new one). */
+	const char *const memfd[] = { "--warmers", "0", NULL };
+	restart(memfd, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/extra", 0755), 0);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	restart(kept, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/d1/f01", &st), 0);
+	mc_disconnect(c);
+	restart(warm2, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 1);
+	wait_warmed(c);
+	assert_true(harness_stat_u64(c, "\"warm\"", "entries") >= 8 * 50);
+	uint64_t r0 = requests(c);
+	struct lines all = snapshot(c);
+	assert_int_equal(requests(c), r0 + 1);
+	assert_int_equal(all.n, 8 + 8 * 50 + 2);
+	lines_free(&all);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(seg, sizeof(seg), "/dev/shm/mcache-itest-%d.seg", (int)getpid());
+	snprintf(seg_state, sizeof(seg_state), "%s.state", seg);
+	kept[0] = "--shm-path";
+	kept[1] = seg;
+	kept[2] = "--warmers";
+	kept[3] = "0";
+	kept[4] = NULL;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (srv.pid > 0)
+		server_stop(&srv, SIGKILL);
+	server_cleanup(&srv);
+	memset(&srv, 0, sizeof(srv));
+	unlink(seg);
+	unlink(seg_state);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_reattach_after_clean_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_reattach_after_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_reattach_when_store_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reattach_warms_what_was_not, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,464 @@
+/* test-warm.c - the warmers against a real server: after a restart they
+ * load the whole namespace (lookups, stats and listings then send no
+ * request); names removed, replaced or renamed while they run never come
+ * back; they let a waiting commit through instead of holding it for their
+ * batch. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows their store reads
+ * so that the races happen while warm-up runs. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "mcache.h"
+
+#define NDIRS  12
+#define NFILES 60    /* per directory, and as many again in its subdirectory */
+
+static struct mc_server srv;
+
+static uint64_t requests(mc_client *c)
+{
+	return harness_stat_u64(c, "\"rpc\"", "requests");
+}
+
+static uint64_t warm_stat(mc_client *c, const char *key)
+{
+	return harness_stat_u64(c, "\"warm\"", key);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Wait (at most 60 s) for the start-up warm-up to be over. */
+static void wait_warmed(mc_client *c)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (warm_stat(c, "done") == 1)
+			return;
+		sleep_ms(10);
+	}
+	fail_msg("the warm-up did not end within 60 s");
+}
+
+static void run_checked(mc_batch *b)
+{
+	assert_int_equal(mc_batch_run(b), 0);
+	for (size_t i = 0; i < mc_batch_count(b); i++)
+		if (mc_batch_error(b, i) != 0)
+			fail_msg("batch op %zu: %s", i, strerror(mc_batch_error(b, i)));
+}
+
+/* /dNN/fNNN, /dNN/sub/gNNN, /dNN/link (a symlink); returns the number of
+ * names made (the root excluded). */
+static uint64_t make_tree(mc_client *c)
+{
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[128];
+	uint64_t n = 0;
+	for (int d = 0; d < NDIRS; d++) {
+		snprintf(p, sizeof(p), "/d%02d", d);
+		mc_batch_mkdir(b, p, 0755);
+		snprintf(p, sizeof(p), "/d%02d/sub", d);
+		mc_batch_mkdir(b, p, 0755);
+		n += 2;
+		for (int f = 0; f < NFILES; f++) {
+			snprintf(p, sizeof(p), "/d%02d/f%03d", d, f);
+			mc_batch_create(b, p, 0644);
+			snprintf(p, sizeof(p), "/d%02d/sub/g%03d", d, f);
+			mc_batch_create(b, p, 0600);
+			n += 2;
+		}
+		run_checked(b);
+		snprintf(p, sizeof(p), "/d%02d/link", d);
+		assert_int_equal(mc_symlink(c, "sub/g000", p), 0);
+		n++;
+	}
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	return n;
+}
+
+/* Every name under path, as "path type" lines, counted in *n; stat each. */
+static void walk(mc_client *c, const char *path, char ***out, size_t *n)
+{
+	MC_DIR *d = mc_opendir(c, path);
+	if (!d)
+		fail_msg("opendir %s: %s", path, strerror(errno));
+	struct dirent *e;
+	errno = 0;
+	char **names = NULL;
+	size_t k = 0;
+	while ((e = mc_readdir(d))) {
+		names = realloc(names, (k + 1) * sizeof(*names));
+		assert_non_null(names);
+		names[k++] = strdup(e->d_name);
+	}
+	assert_int_equal(errno, 0);
+	assert_int_equal(mc_closedir(d), 0);
+	for (size_t i = 0; i < k; i++) {
+		char child[1024];
+		struct stat st;
+		snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
+		         names[i]);
+		if (mc_lstat(c, child, &st) < 0)
+			fail_msg("lstat %s: %s", child, strerror(errno));
+		*out = realloc(*out, (*n + 1) * sizeof(**out));
+		assert_non_null(*out);
+		char line[1100];
+		snprintf(line, sizeof(line), "%s %o", child, (unsigned)(st.st_mode & S_IFMT));
+		(*out)[(*n)++] = strdup(line);
+		if (S_ISDIR(st.st_mode))
+			walk(c, child, out, n);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The namespace as sorted lines; *n of them. */
+static char **snapshot(mc_client *c, size_t *n)
+{
+	char **v = NULL;
+	*n = 0;
+	walk(c, "/", &v, n);
+	qsort(v, *n, sizeof(*v), cmp_line);
+	return v;
+}
+
+static void lines_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void assert_same(char **a, size_t na, char **b, size_t nb)
+{
+	for (size_t i = 0; i < na && i < nb; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			fail_msg("line %zu: '%s' against '%s'", i, a[i], b[i]);
+	assert_int_equal(na, nb);
+}
+
+static void restart(const char *const *args)
+{
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	assert_int_equal(server_start(&srv, args), 0);
+}
+
+/* After a restart the warmers load every name; then a full walk (readdir
+ * of every directory, lstat of every name) and misses in complete
+ * directories send no request at all. */
+static void test_warm_loads_everything(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	uint64_t names = make_tree(c);
+	size_t n0;
+	char **before = snapshot(c, &n0);
+	assert_int_equal(n0, names);
+	mc_disconnect(c);
+
+	const char *const warm[] = { "--warmers", "2", NULL };
+	restart(warm);
+	c = harness_client(&srv);
+	wait_warmed(c);
+	assert_int_equal(warm_stat(c, "entries"), names);
+	assert_int_equal(warm_stat(c, "threads"), 2);
+	assert_true(warm_stat(c, "bytes") > names * 64);
+	assert_int_equal(warm_stat(c, "dirs_done"), 1 + 2 * NDIRS);
+	/* Every directory is complete: the root and two per NDIRS. */
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 1 + 2 * NDIRS);
+
+	uint64_t r0 = requests(c);
+	size_t n1;
+	char **after = snapshot(c, &n1);
+	struct stat st;
+	EXPECT_ERR(mc_stat(c, "/d03/missing", &st), ENOENT);
+	EXPECT_ERR(mc_stat(c, "/d03/sub/missing", &st), ENOENT);
+	char buf[64];
+	assert_int_equal(mc_readlink(c, "/d05/link", buf, sizeof(buf)), 8);
+	assert_int_equal(mc_stat(c, "/d05/link", &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* Only the requests() call itself reached the server. */
+	assert_int_equal(requests(c), r0 + 1);
+	assert_same(before, n0, after, n1);
+	lines_free(before, n0);
+	lines_free(after, n1);
+	mc_disconnect(c);
+
+	/* --warmers 0: nothing is warmed, the walk goes through the server. */
+	restart(cold);
+	c = harness_client(&srv);
+	assert_int_equal(warm_stat(c, "entries"), 0);
+	r0 = requests(c);
+	after = snapshot(c, &n1);
+	assert_true(requests(c) > r0 + 1);
+	lines_free(after, n1);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* Names removed, replaced and renamed while slow warmers run never come
+ * back, in the cache or after a restart: the namespace equals the one a
+ * server that did not warm shows. Odd directories are listed through the
+ * server first (which makes them complete, so a removal frees the name at
+ * once). With a 1 ms commit interval, commits publish all through the
+ * warm-up; with 1000 ms, the changes are still uncommitted when the
+ * warmers reach them. */
+static void resurrect_round(const char *interval)
+{
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "40", 1);
+	const char *const warm[] = { "--warmers", "2", "--commit-interval-ms", interval, NULL };
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	assert_int_equal(warm_stat(c, "done"), 0);
+	char p[128], q[128];
+	unsigned changed_during = 0;
+	for (int d = NDIRS - 1; d >= 0; d--) {
+		if (d % 2) {
+			snprintf(p, sizeof(p), "/d%02d", d);
+			MC_DIR *dir = mc_opendir(c, p);
+			assert_non_null(dir);
+			while (mc_readdir(dir))
+				;
+			assert_int_equal(mc_closedir(dir), 0);
+		}
+		/* Unlink every third file, and every third in sub/. */
+		for (int f = d % 3; f < NFILES; f += 3) {
+			snprintf(p, sizeof(p), "/d%02d/f%03d", d, f);
+			assert_int_equal(mc_unlink(c, p), 0);
+			snprintf(p, sizeof(p), "/d%02d/sub/g%03d", d, f);
+			assert_int_equal(mc_unlink(c, p), 0);
+		}
+		/* Replace one by a directory, rename another over a third. */
+		snprintf(p, sizeof(p), "/d%02d/f%03d", d, (d + 1) % 3);
+		assert_int_equal(mc_unlink(c, p), 0);
+		assert_int_equal(mc_mkdir(c, p, 0700), 0);
+		snprintf(p, sizeof(p), "/d%02d/sub/g%03d", d, (d + 2) % 3);
+		snprintf(q, sizeof(q), "/d%02d/f%03d", d, (d + 2) % 3 + 3);
+		assert_int_equal(mc_rename(c, p, q), 0);
+		if (warm_stat(c, "done") == 0)
+			changed_during++;
+	}
+	print_message("# interval %s ms: %u of %d directories changed while warm-up ran; "
+	              "%llu yields\n", interval, changed_during, NDIRS,
+	              (unsigned long long)warm_stat(c, "yields"));
+	assert_true(changed_during > 0);
+	wait_warmed(c);
+	assert_int_equal(mc_sync(c), 0);
+	size_t n1;
+	char **warmed = snapshot(c, &n1);
+	mc_disconnect(c);
+
+	restart(cold);
+	c = harness_client(&srv);
+	size_t n2;
+	char **stored = snapshot(c, &n2);
+	assert_same(warmed, n1, stored, n2);
+	struct stat st;
+	EXPECT_ERR(mc_stat(c, "/d00/f000", &st), ENOENT);
+	lines_free(warmed, n1);
+	lines_free(stored, n2);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+static void test_warm_never_resurrects(void **state)
+{
+	(void)state;
+	resurrect_round("1");
+}
+
+static void test_warm_never_resurrects_uncommitted(void **state)
+{
+	(void)state;
+	resurrect_round("1000");
+}
+
+/* A commit that waits for the semaphore is let through between two entries:
+ * with warmers whose batch takes ~25 ms (256 entries of 100 us), the publish
+ * phase stays far below it, and the warmers count their yields. */
+static void test_warm_yields_to_committer(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "100", 1);
+	const char *const warm[] = { "--warmers", "2", NULL };
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	uint64_t pub0 = harness_stat_u64(c, "\"phase_us_total\"", "publish");
+	uint64_t cnt0 = harness_stat_u64(c, "\"commits\"", "count");
+	int syncs = 0;
+	char p[64];
+	while (warm_stat(c, "done") == 0 && syncs < 200) {
+		snprintf(p, sizeof(p), "/new%03d", syncs);
+		assert_int_equal(mc_mkdir(c, p, 0755), 0);
+		assert_int_equal(mc_sync(c), 0);
+		syncs++;
+	}
+	uint64_t pub = harness_stat_u64(c, "\"phase_us_total\"", "publish") - pub0;
+	uint64_t cnt = harness_stat_u64(c, "\"commits\"", "count") - cnt0;
+	uint64_t yields = warm_stat(c, "yields");
+	print_message("# %d syncs during warm-up: %llu commits, publish %llu us in all, "
+	              "%llu yields\n", syncs, (unsigned long long)cnt, (unsigned long long)pub,
+	              (unsigned long long)yields);
+	assert_true(syncs >= 5);
+	assert_true(cnt >= 5);
+	assert_true(yields >= 1);
+	/* Holding the semaphore for a whole batch would make it ~12 ms on average. */
+	assert_true(pub / cnt < 3000);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A miss queues its directory ahead of the warm-up: with slow warmers,
+ * a lookup deep in the last directory of the tree makes that directory
+ * complete (listed with no request) long before the warm-up reaches it. */
+static void test_miss_reads_ahead(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "3000", 1);
+	const char *const warm[] = { "--warmers", "2", NULL };
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	struct stat st;
+	char p[64];
+	snprintf(p, sizeof(p), "/d%02d/sub/g%03d", NDIRS - 1, NFILES - 1);
+	assert_int_equal(mc_stat(c, p, &st), 0);
+	assert_true(warm_stat(c, "readahead") >= 1);
+	snprintf(p, sizeof(p), "/d%02d/sub", NDIRS - 1);
+	/* 60 entries at 3 ms: well within a second, against over 2 s of
+	 * warm-up for the whole tree with two warmers. */
+	int n = 0;
+	for (int i = 0; i < 100; i++) {
+		sleep_ms(20);
+		uint64_t r0 = requests(c);
+		MC_DIR *d = mc_opendir(c, p);
+		assert_non_null(d);
+		for (n = 0; mc_readdir(d); n++)
+			;
+		assert_int_equal(mc_closedir(d), 0);
+		if (requests(c) == r0 + 1)
+			break; /* listed from shared memory: complete */
+		n = -1;
+	}
+	uint64_t done = warm_stat(c, "done");
+	print_message("# read-ahead directory complete; warm-up %s\n", done ? "over" : "still running");
+	assert_int_equal(n, NFILES);
+	assert_int_equal(done, 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A namespace larger than the cache: the warm-up stops at the low
+ * watermark, so the shrinker has nothing to undo, and what was not warmed
+ * is still found through the server. */
+static void test_warm_stops_at_low_watermark(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", "--cache-size", "64M", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int d = 0; d < 20; d++) {
+		snprintf(p, sizeof(p), "/big%02d", d);
+		mc_batch_mkdir(b, p, 0755);
+		for (int f = 0; f < 1000; f++) {
+			snprintf(p, sizeof(p), "/big%02d/file-with-a-long-name-%04d", d, f);
+			mc_batch_create(b, p, 0644);
+		}
+		run_checked(b);
+	}
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	const char *const small[] = { "--warmers", "2", "--cache-size", "2M", NULL };
+	restart(small);
+	c = harness_client(&srv);
+	wait_warmed(c);
+	uint64_t entries = warm_stat(c, "entries");
+	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
+	uint64_t low = harness_stat_u64(c, "\"cache\"", "low_bytes");
+	uint64_t evicted = harness_stat_u64(c, "\"cache\"", "evicted");
+	print_message("# warmed %llu of 20020 entries: %llu bytes used, low mark %llu\n",
+	              (unsigned long long)entries, (unsigned long long)used,
+	              (unsigned long long)low);
+	assert_true(entries > 0);
+	assert_true(entries < 20020);
+	assert_true(used <= low + 4096);
+	assert_int_equal(evicted, 0);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/big19/file-with-a-long-name-0999", &st), 0);
+	assert_int_equal(mc_stat(c, "/big00/file-with-a-long-name-0000", &st), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A failed test leaves its server running: stop it, start afresh. */
+static int teardown(void **state)
+{
+	(void)state;
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	if (srv.pid > 0)
+		server_stop(&srv, SIGKILL);
+	server_cleanup(&srv);
+	memset(&srv, 0, sizeof(srv));
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_warm_loads_everything, teardown),
+		cmocka_unit_test_teardown(test_warm_never_resurrects, teardown),
+		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
+		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
+		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
+		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

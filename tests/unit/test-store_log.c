@@ -1,0 +1,294 @@
+/* test-store_log.c - unit tests of the commit log (server/store_log.c):
+ * retention by bytes, by age and by count, data.mdb staying bounded under
+ * churn, reading the log back from a sequence number, and values written
+ * before the log header existed. */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <lmdb.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "journal.h"
+#include "store.h"
+
+struct fixture {
+	char tmp[256];
+	char dir[2][300];
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	const char *base = getenv("TMPDIR");
+	snprintf(f->tmp, sizeof(f->tmp), "%s/test-store_log-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(f->tmp)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->dir[0], sizeof(f->dir[0]), "%s/a", f->tmp);
+	snprintf(f->dir[1], sizeof(f->dir[1]), "%s/b", f->tmp);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static struct store *open_ok(const char *dir, const struct store_opts *o)
+{
+	struct store *s = NULL;
+	int rc = store_open(dir, o, &s);
+	if (rc != 0)
+		fail_msg("store_open(%s): %d", dir, rc);
+	return s;
+}
+
+/* Batch seq: create then remove n names in directory 1 (churn: the tables
+ * end as they started, only the log grows). */
+static void churn_batch(struct journal_batch *b, uint64_t seq, unsigned n)
+{
+	char name[32];
+	journal_batch_reset(b, seq);
+	b->next_ino = 2;
+	for (unsigned i = 0; i < n; i++) {
+		int len = snprintf(name, sizeof(name), "churn-%llu-%u", (unsigned long long)seq, i);
+		assert_int_equal(journal_put_dentry(b, 1, name, (size_t)len, 1000 + i, DT_REG), 0);
+		assert_int_equal(journal_del_dentry(b, 1, name, (size_t)len), 0);
+	}
+}
+
+static void commit_ok(struct store *s, const struct journal_batch *b)
+{
+	struct store_commit_times t;
+	int rc = store_commit(s, b, &t);
+	if (rc != 0)
+		fail_msg("store_commit(seq %llu): %d", (unsigned long long)b->seq, rc);
+}
+
+static uint64_t file_size(const char *dir)
+{
+	char p[400];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/data.mdb", dir);
+	assert_int_equal(stat(p, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+struct seen {
+	unsigned n;
+	uint64_t first, last;
+	uint64_t min_time, max_time;
+	uint64_t recs;
+};
+
+static int count_cb(void *arg, uint64_t seq, uint64_t time_ns, const uint8_t *recs, size_t len)
+{
+	struct seen *sn = arg;
+	struct journal_rec r;
+	size_t pos = 0;
+	int rc;
+	if (sn->n++ == 0) {
+		sn->first = seq;
+		sn->min_time = time_ns;
+	} else if (seq != sn->last + 1) {
+		return -EINVAL;    /* a hole */
+	}
+	sn->last = seq;
+	sn->max_time = time_ns;
+	while ((rc = journal_next(recs, len, &pos, &r)) == 1)
+		sn->recs++;
+	return rc;
+}
+
+/* 600 batches of create/unlink churn: with a 64 KiB byte bound the log
+ * and data.mdb stay small; without any bound (same run, same batches) the
+ * log keeps them all and the file grows many times larger. */
+static void test_churn_bounded(void **state)
+{
+	struct fixture *f = *state;
+	enum { BATCHES = 600, NAMES = 32 };
+	struct store_opts bounded = { .map_size = 1 << 20, .log_max_bytes = 64 << 10 };
+	struct store_opts unbounded = { .map_size = 1 << 20 };
+	struct store *s[2] = { open_ok(f->dir[0], &bounded), open_ok(f->dir[1], &unbounded) };
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= BATCHES; seq++) {
+		churn_batch(&b, seq, NAMES);
+		commit_ok(s[0], &b);
+		commit_ok(s[1], &b);
+	}
+	struct store_info in[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(store_info(s[i], &in[i]), 0);
+	print_message("# log bytes %llu vs %llu, batches %llu vs %llu, data.mdb %llu vs %llu\n",
+	              (unsigned long long)in[0].log_bytes, (unsigned long long)in[1].log_bytes,
+	              (unsigned long long)in[0].log_entries, (unsigned long long)in[1].log_entries,
+	              (unsigned long long)file_size(f->dir[0]),
+	              (unsigned long long)file_size(f->dir[1]));
+	/* One batch is about 32 * 2 records of ~40 bytes: the bound, plus at
+	 * most the batch just written. */
+	assert_true(in[0].log_bytes <= (64 << 10) + 4096);
+	assert_true(in[0].log_bytes > (32 << 10));
+	assert_int_equal(in[0].log_trimmed, BATCHES - in[0].log_entries);
+	assert_int_equal(in[1].log_entries, BATCHES);
+	assert_int_equal(in[1].log_trimmed, 0);
+	assert_true(file_size(f->dir[0]) <= 1 << 20);
+	assert_true(file_size(f->dir[1]) >= 4 * file_size(f->dir[0]));
+	/* What is kept is the newest, without holes, each batch whole. */
+	struct seen sn = { 0 };
+	uint64_t first;
+	assert_int_equal(store_scan_log(s[0], 0, &first, count_cb, &sn), 0);
+	assert_int_equal(sn.last, BATCHES);
+	assert_int_equal(sn.first, first);
+	assert_int_equal(sn.n, in[0].log_entries);
+	assert_int_equal(sn.recs, (uint64_t)sn.n * NAMES * 2);
+	/* log_bytes is measured again at open: the same figure. */
+	store_close(s[0]);
+	s[0] = open_ok(f->dir[0], &bounded);
+	struct store_info again;
+	assert_int_equal(store_info(s[0], &again), 0);
+	assert_int_equal(again.log_bytes, in[0].log_bytes);
+	store_close(s[0]);
+	store_close(s[1]);
+	journal_batch_free(&b);
+}
+
+/* Age: a batch older than the bound goes at the next commit; commit times
+ * are the wall clock. */
+static void test_age(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .log_max_age_s = 1 };
+	struct store *s = open_ok(f->dir[0], &o);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_REALTIME, &t0);
+	churn_batch(&b, 1, 1);
+	commit_ok(s, &b);
+	churn_batch(&b, 2, 1);
+	commit_ok(s, &b);
+	struct seen sn = { 0 };
+	assert_int_equal(store_scan_log(s, 0, NULL, count_cb, &sn), 0);
+	assert_int_equal(sn.n, 2);
+	uint64_t t0ns = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec;
+	assert_true(sn.min_time >= t0ns && sn.min_time < t0ns + 5000000000ull);
+
+	nanosleep(&(struct timespec){ 1, 200000000L }, NULL);
+	churn_batch(&b, 3, 1);
+	commit_ok(s, &b);
+	memset(&sn, 0, sizeof(sn));
+	uint64_t first;
+	assert_int_equal(store_scan_log(s, 0, &first, count_cb, &sn), 0);
+	assert_int_equal(sn.n, 1);
+	assert_int_equal(first, 3);
+	struct store_info in;
+	assert_int_equal(store_info(s, &in), 0);
+	assert_int_equal(in.log_trimmed, 2);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+/* Reading from a sequence number: exactly the batches from there; a stop
+ * from the callback is returned. Count retention keeps the newest n. */
+static void test_since_and_count(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .log_retention = 5 };
+	struct store *s = open_ok(f->dir[0], &o);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= 12; seq++) {
+		churn_batch(&b, seq, 2);
+		commit_ok(s, &b);
+	}
+	struct seen sn = { 0 };
+	uint64_t first;
+	assert_int_equal(store_scan_log(s, 10, &first, count_cb, &sn), 0);
+	assert_int_equal(first, 8);
+	assert_int_equal(sn.n, 3);
+	assert_int_equal(sn.first, 10);
+	assert_int_equal(sn.last, 12);
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(store_scan_log(s, 1, NULL, count_cb, &sn), 0);
+	assert_int_equal(sn.first, 8);
+	assert_int_equal(sn.n, 5);
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(store_scan_log(s, 13, NULL, count_cb, &sn), 0);
+	assert_int_equal(sn.n, 0);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+/* A log value written before the header existed reads as records with
+ * time 0. */
+static void test_legacy_value(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir[0], NULL);
+	store_close(s);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	churn_batch(&b, 7, 3);
+
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi log;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+	assert_int_equal(mdb_env_open(env, f->dir[0], 0, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
+	uint8_t key[8] = { 0, 0, 0, 0, 0, 0, 0, 7 };
+	MDB_val k = { 8, key }, v = { b.len, b.buf };
+	assert_int_equal(mdb_put(txn, log, &k, &v, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+
+	s = open_ok(f->dir[0], NULL);
+	struct seen sn = { 0 };
+	assert_int_equal(store_scan_log(s, 0, NULL, count_cb, &sn), 0);
+	assert_int_equal(sn.n, 1);
+	assert_int_equal(sn.first, 7);
+	assert_int_equal(sn.min_time, 0);
+	assert_int_equal(sn.recs, 6);
+	struct store_info in;
+	assert_int_equal(store_info(s, &in), 0);
+	assert_int_equal(in.log_bytes, b.len);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_churn_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_since_and_count, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_value, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("store_log", tests, NULL, NULL);
+}

@@ -1,0 +1,320 @@
+/* test-store_read.c - unit tests of the long-lived read snapshots and
+ * one-snapshot entry reads (server/store_read.c), and of the commit
+ * semaphore the warmers hold them under (server/commit_sem.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "commit_sem.h"
+#include "journal.h"
+#include "mc_shm.h"
+#include "store.h"
+#include "store_read.h"
+
+struct fixture {
+	char tmp[256];
+	struct store *st;
+	uint64_t seq;
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	const char *base = getenv("TMPDIR");
+	snprintf(f->tmp, sizeof(f->tmp), "%s/test-store_read-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(f->tmp) || store_open(f->tmp, NULL, &f->st) < 0) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	store_close(f->st);
+	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static struct mc_inode_rec mkinode(uint64_t ino, uint32_t mode, uint64_t size)
+{
+	struct mc_inode_rec r = { .ino = ino, .mode = mode, .nlink = 1, .uid = 7, .gid = 8,
+		                  .size = size, .atime_ns = 1, .mtime_ns = 2, .ctime_ns = 3 };
+	return r;
+}
+
+/* Commit: names[i] in directory 1 naming inode 10 + i (a symlink to "t<i>"
+ * when i is odd), or with del, remove them. */
+static void commit_names(struct fixture *f, int from, int to, bool del)
+{
+	struct journal_batch b;
+	journal_batch_init(&b, ++f->seq);
+	b.next_ino = 1000;
+	for (int i = from; i < to; i++) {
+		char name[16], target[16];
+		snprintf(name, sizeof(name), "n%03d", i);
+		if (del) {
+			assert_int_equal(journal_del_dentry(&b, 1, name, strlen(name)), 0);
+			assert_int_equal(journal_del_inode(&b, 10 + (uint64_t)i), 0);
+			continue;
+		}
+		snprintf(target, sizeof(target), "t%d", i);
+		struct mc_inode_rec r = mkinode(10 + (uint64_t)i, i % 2 ? S_IFLNK | 0777 : S_IFREG | 0644,
+		                                i % 2 ? strlen(target) : 0);
+		assert_int_equal(journal_put_inode(&b, &r, i % 2 ? target : NULL,
+		                                   i % 2 ? strlen(target) : 0), 0);
+		assert_int_equal(journal_put_dentry(&b, 1, name, strlen(name), r.ino,
+		                                    i % 2 ? DT_LNK : DT_REG), 0);
+	}
+	struct store_commit_times t;
+	assert_int_equal(store_commit(f->st, &b, &t), 0);
+	journal_batch_free(&b);
+}
+
+/* The same from another thread, as the committer does: a thread holding a
+ * snapshot never commits (the store's commit lock comes before its resize
+ * lock). */
+struct commit_job {
+	struct fixture *f;
+	int from, to;
+	bool del;
+};
+
+static void *commit_job_main(void *arg)
+{
+	struct commit_job *j = arg;
+	commit_names(j->f, j->from, j->to, j->del);
+	return NULL;
+}
+
+static void commit_names_elsewhere(struct fixture *f, int from, int to, bool del)
+{
+	struct commit_job j = { f, from, to, del };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, commit_job_main, &j), 0);
+	pthread_join(th, NULL);
+}
+
+struct seen {
+	int n, stop_at;
+	char last[MC_NAME_MAX + 1];
+	int symlinks_ok, recs;
+};
+
+static int seen_fn(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype,
+                   const struct mc_inode_rec *rec, const char *target, size_t tlen)
+{
+	struct seen *s = arg;
+	assert_int_equal(strlen(name), namelen);
+	memcpy(s->last, name, namelen + 1);
+	if (rec) {
+		s->recs++;
+		assert_int_equal(rec->ino, ino);
+		if (dtype == DT_LNK) {
+			char want[16];
+			snprintf(want, sizeof(want), "t%d", (int)(ino - 10));
+			if (tlen == strlen(want) && memcmp(target, want, tlen) == 0)
+				s->symlinks_ok++;
+		} else {
+			assert_int_equal(tlen, 0);
+		}
+	}
+	return ++s->n == s->stop_at ? 1 : 0;
+}
+
+/* A held snapshot does not see later commits; released and taken again,
+ * it does; the reader slot is reused (renew) across takes. */
+static void test_snapshot_isolation_and_renew(void **state)
+{
+	struct fixture *f = *state;
+	struct store_snap *sn;
+	commit_names(f, 0, 10, false);
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	commit_names_elsewhere(f, 10, 20, false);
+	commit_names_elsewhere(f, 0, 5, true);
+	struct seen s = { 0 };
+	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
+	assert_int_equal(s.n, 10);          /* n000..n009, as when taken */
+	assert_int_equal(s.recs, 10);
+	assert_int_equal(s.symlinks_ok, 5);
+	store_snap_release(sn);
+	store_snap_release(sn);             /* no-op when released */
+	assert_int_equal(store_snap_take(sn), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
+	assert_int_equal(s.n, 15);          /* n005..n019 */
+	assert_string_equal(s.last, "n019");
+	/* Taking again while held starts a fresh snapshot. */
+	commit_names_elsewhere(f, 20, 21, false);
+	assert_int_equal(store_snap_take(sn), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
+	assert_int_equal(s.n, 16);
+	store_snap_free(sn);
+	store_snap_free(NULL);
+}
+
+/* A scan stops when fn says 1 and resumes after a name; bad arguments. */
+static void test_scan_resume(void **state)
+{
+	struct fixture *f = *state;
+	struct store_snap *sn;
+	commit_names(f, 0, 30, false);
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	struct seen s = { .stop_at = 12 };
+	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
+	assert_int_equal(s.n, 12);
+	assert_string_equal(s.last, "n011");
+	struct seen t = { 0 };
+	assert_int_equal(store_snap_scan_dir(sn, 1, s.last, strlen(s.last), seen_fn, &t), 0);
+	assert_int_equal(t.n, 18);
+	/* From a name that is not there: the next one on. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(store_snap_scan_dir(sn, 1, "n0115", 5, seen_fn, &t), 0);
+	assert_int_equal(t.n, 18);
+	/* Another directory: nothing; a resume name too long: EINVAL. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(store_snap_scan_dir(sn, 99, NULL, 0, seen_fn, &t), 0);
+	assert_int_equal(t.n, 0);
+	char longname[MC_NAME_MAX + 2];
+	memset(longname, 'x', sizeof(longname));
+	assert_int_equal(store_snap_scan_dir(sn, 1, longname, MC_NAME_MAX + 1, seen_fn, &t),
+	                 -EINVAL);
+	store_snap_free(sn);
+}
+
+/* One name and its inode, in one snapshot. */
+static void test_get_entry(void **state)
+{
+	struct fixture *f = *state;
+	commit_names(f, 0, 4, false);
+	uint64_t ino = 0;
+	uint8_t dtype = 0;
+	struct mc_inode_rec rec;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 99;
+	bool have = false;
+	assert_int_equal(store_get_entry(f->st, 1, "n003", 4, &ino, &dtype, &rec, target, &tlen,
+	                                 &have), 0);
+	assert_int_equal(ino, 13);
+	assert_int_equal(dtype, DT_LNK);
+	assert_true(have);
+	assert_int_equal(rec.ino, 13);
+	assert_int_equal(tlen, 2);
+	assert_memory_equal(target, "t3", 2);
+	assert_int_equal(store_get_entry(f->st, 1, "n002", 4, &ino, &dtype, &rec, target, &tlen,
+	                                 &have), 0);
+	assert_int_equal(tlen, 0);
+	assert_int_equal(store_get_entry(f->st, 1, "n009", 4, &ino, &dtype, &rec, target, &tlen,
+	                                 &have), -ENOENT);
+	assert_int_equal(store_get_entry(f->st, 1, "", 0, &ino, &dtype, &rec, target, &tlen,
+	                                 &have), -EINVAL);
+	char longname[MC_NAME_MAX + 1];
+	memset(longname, 'x', sizeof(longname));
+	assert_int_equal(store_get_entry(f->st, 1, longname, MC_NAME_MAX + 1, &ino, &dtype, &rec,
+	                                 target, &tlen, &have), -ENAMETOOLONG);
+	/* A name whose inode the store lacks: found, without a record. */
+	struct journal_batch b;
+	journal_batch_init(&b, ++f->seq);
+	b.next_ino = 1000;
+	assert_int_equal(journal_put_dentry(&b, 1, "orphan", 6, 500, DT_REG), 0);
+	struct store_commit_times t;
+	assert_int_equal(store_commit(f->st, &b, &t), 0);
+	journal_batch_free(&b);
+	have = true;
+	assert_int_equal(store_get_entry(f->st, 1, "orphan", 6, &ino, &dtype, &rec, target, &tlen,
+	                                 &have), 0);
+	assert_int_equal(ino, 500);
+	assert_false(have);
+}
+
+/* ---- commit_sem ----------------------------------------------------------- */
+
+struct writer {
+	struct commit_sem *cs;
+	atomic_int phase;     /* 1 waiting, 2 holding */
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	atomic_store(&w->phase, 1);
+	commit_sem_write_lock(w->cs);
+	atomic_store(&w->phase, 2);
+	commit_sem_write_unlock(w->cs);
+	return NULL;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* A waiting writer is visible to readers (committer_waiting) and waits
+ * for the reader to let go; the flag drops once it is done. */
+static void test_commit_sem_writer_waits_and_is_seen(void **state)
+{
+	(void)state;
+	struct commit_sem cs;
+	commit_sem_init(&cs);
+	assert_false(commit_sem_contended(&cs));
+	commit_sem_read_lock(&cs);
+	struct writer w = { .cs = &cs };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
+	for (int i = 0; i < 2000 && !commit_sem_contended(&cs); i++)
+		sleep_ms(1);
+	assert_true(commit_sem_contended(&cs));
+	sleep_ms(20);
+	assert_int_equal(atomic_load(&w.phase), 1); /* still waiting for us */
+	commit_sem_read_unlock(&cs);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.phase), 2);
+	assert_false(commit_sem_contended(&cs));
+	/* Readers share it. */
+	commit_sem_read_lock(&cs);
+	commit_sem_read_lock(&cs);
+	commit_sem_read_unlock(&cs);
+	commit_sem_read_unlock(&cs);
+	commit_sem_destroy(&cs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_snapshot_isolation_and_renew, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_get_entry, setup, teardown),
+		cmocka_unit_test(test_commit_sem_writer_waits_and_is_seen),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
