@@ -21,7 +21,9 @@
  *     or renamed under; name is NULL once that name was removed through
  *     this mount (the node is reachable by handle only then).
  *  3. Every request runs under the caller's credentials: fs_begin() sets
- *     them with mc_cred_set() for the request's thread before any call.
+ *     them with mc_cred_set() for the request's thread before any call
+ *     (when mcachefs runs as root; run as a user, it is that user's mount
+ *     and its own credentials apply, as the server would refuse acting).
  *  4. Each worker thread uses its own mc_client (one request in flight per
  *     client); clients live until unmount, so a file handle may name the
  *     client it was opened on and be used from any thread.
@@ -48,6 +50,7 @@ struct fs {
 	double entry_timeout;        /* seconds the kernel may cache a name */
 	double attr_timeout;         /* seconds it may cache attributes */
 	unsigned poll_ms;            /* invalidation poll period (0: no poller) */
+	bool act;                    /* running as root: act for each caller */
 	struct fuse_session *se;
 	pthread_mutex_t mu;          /* guards the node table and clients */
 	struct fs_node **tab;        /* hash by ino */

@@ -172,6 +172,7 @@ int main(int argc, char *argv[])
 	fs->socket = o.socket;
 	fs->data_dir = o.data_dir ? o.data_dir : strdup(FS_DEFAULT_DATA_DIR);
 	fs->poll_ms = FS_DEFAULT_POLL_MS;
+	fs->act = geteuid() == 0;
 	fs->data_fd = -1;
 	if ((o.entry_timeout &&
 	     parse_seconds(o.entry_timeout, "--entry-timeout", &fs->entry_timeout) < 0) ||

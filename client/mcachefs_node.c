@@ -129,6 +129,8 @@ int fs_begin(struct fs_req *r, fuse_req_t req)
 		int n = fuse_req_getgroups(req, 64, r->groups);
 		r->ngroups = n < 0 ? 0 : n > 64 ? 64 : n;
 	}
+	if (!fs->act)
+		return 0;
 	struct mc_cred cred = { .uid = r->uid, .gid = r->gid, .ngroups = (size_t)r->ngroups,
 		                .groups = r->groups };
 	return mc_cred_set(&cred) < 0 ? -errno : 0;
