@@ -491,9 +491,14 @@ out:
 
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
+	Mcache__Cred *as = cred_current();
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = as;
 	client_lock(c);
 	int err = do_call(c, ops, n, out);
 	client_unlock(c);
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = NULL;
 	return err;
 }
 
@@ -663,6 +668,7 @@ void attr_to_stat(const Mcache__Attr *a, struct stat *st)
 	st->st_uid = (uid_t)a->uid;
 	st->st_gid = (gid_t)a->gid;
 	st->st_size = (off_t)a->size;
+	st->st_rdev = (dev_t)a->rdev;
 	st->st_blksize = 4096;
 	st->st_blocks = 0;
 	st->st_atim.tv_sec = (time_t)a->atime_sec;

@@ -124,6 +124,9 @@ struct mc_batch {
 	size_t nerrs;
 };
 
+/* The credentials this thread acts for (mc_cred_set), or NULL. */
+Mcache__Cred *cred_current(void);
+
 /* Set errno from a negative errno and return -1. */
 static inline int client_fail(int err)
 {

@@ -111,6 +111,12 @@ MC_EXPORT void mc_disconnect(mc_client *c);
 
 /* mkdir(2). EEXIST, ENOENT (a parent missing), ENOTDIR, EACCES, ENAMETOOLONG. */
 MC_EXPORT int mc_mkdir(mc_client *c, const char *path, mode_t mode);
+/* mknod(2): a FIFO (S_IFIFO), socket (S_IFSOCK), character or block
+ * device (S_IFCHR, S_IFBLK, with its number rdev, which mc_stat gives back
+ * as st_rdev) or regular file (S_IFREG or type 0), as metadata only; mode
+ * is stored as given. EPERM (a device made by other than root, or type
+ * S_IFDIR), EINVAL (another type), EEXIST, ENOENT, ENOTDIR, EACCES. */
+MC_EXPORT int mc_mknod(mc_client *c, const char *path, mode_t mode, dev_t rdev);
 /* rmdir(2). ENOTEMPTY, ENOTDIR, EBUSY (the root), EINVAL (last component "."). */
 MC_EXPORT int mc_rmdir(mc_client *c, const char *path);
 
@@ -156,6 +162,10 @@ MC_EXPORT int mc_fstat(mc_client *c, int fd, struct stat *st);
 MC_EXPORT int mc_chmod(mc_client *c, const char *path, mode_t mode);
 MC_EXPORT int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid);
 MC_EXPORT int mc_utimens(mc_client *c, const char *path, const struct timespec times[2]);
+/* lchown(2) and utimensat(2) with AT_SYMLINK_NOFOLLOW: as mc_chown and
+ * mc_utimens, on a symlink itself rather than its target. */
+MC_EXPORT int mc_lchown(mc_client *c, const char *path, uid_t uid, gid_t gid);
+MC_EXPORT int mc_lutimens(mc_client *c, const char *path, const struct timespec times[2]);
 /* truncate(2), ftruncate(2): set the size. EISDIR, EINVAL (negative, checked
  * before sending). */
 MC_EXPORT int mc_truncate(mc_client *c, const char *path, off_t length);
@@ -233,6 +243,22 @@ struct mc_log_pos {
 };
 MC_EXPORT char *mc_log_read(mc_client *c, struct mc_log_pos *pos, size_t max, uint64_t *first,
                             int *eof);
+
+/* Act for other credentials, as a file server acts for its callers: every
+ * later call made by this thread, on any client, has its permissions
+ * checked against cred (uid, gid and ngroups supplementary groups) instead
+ * of the connecting process's, on the server and in local answers alike;
+ * NULL goes back to the connection's own. The server accepts this only on
+ * a connection made by a process running as root: on any other, every
+ * call made while it is set fails with EPERM (see SECURITY.md). Returns 0,
+ * or -1 with EINVAL (more than 64 groups, or groups NULL with ngroups > 0). */
+struct mc_cred {
+	uid_t uid;
+	gid_t gid;
+	size_t ngroups;
+	const gid_t *groups;
+};
+MC_EXPORT int mc_cred_set(const struct mc_cred *cred);
 
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read

@@ -73,6 +73,15 @@ int mc_mkdir(mc_client *c, const char *path, mode_t mode)
 	return path_op(c, &op, path);
 }
 
+int mc_mknod(mc_client *c, const char *path, mode_t mode, dev_t rdev)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_MKNOD;
+	op.mode = (uint32_t)mode;
+	op.rdev = (uint64_t)rdev;
+	return path_op(c, &op, path);
+}
+
 int mc_rmdir(mc_client *c, const char *path)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
@@ -210,15 +219,27 @@ int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid)
 	return path_op(c, &op, path);
 }
 
+int mc_lchown(mc_client *c, const char *path, uid_t uid, gid_t gid)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = MCACHE__OP_CODE__OP_CHOWN;
+	op.uid = (uint32_t)uid;
+	op.gid = (uint32_t)gid;
+	op.flags = AT_SYMLINK_NOFOLLOW;
+	return path_op(c, &op, path);
+}
+
 static bool nsec_valid(long nsec)
 {
 	return (nsec >= 0 && nsec < 1000000000L) || nsec == UTIME_NOW || nsec == UTIME_OMIT;
 }
 
-int mc_utimens(mc_client *c, const char *path, const struct timespec times[2])
+static int utimens_op(mc_client *c, const char *path, const struct timespec times[2],
+                      uint32_t flags)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
 	op.code = MCACHE__OP_CODE__OP_UTIMENS;
+	op.flags = flags;
 	if (!times) {
 		op.atime_nsec = UTIME_NOW;
 		op.mtime_nsec = UTIME_NOW;
@@ -234,6 +255,16 @@ int mc_utimens(mc_client *c, const char *path, const struct timespec times[2])
 		op.mtime_nsec = (uint32_t)times[1].tv_nsec;
 	}
 	return path_op(c, &op, path);
+}
+
+int mc_utimens(mc_client *c, const char *path, const struct timespec times[2])
+{
+	return utimens_op(c, path, times, 0);
+}
+
+int mc_lutimens(mc_client *c, const char *path, const struct timespec times[2])
+{
+	return utimens_op(c, path, times, AT_SYMLINK_NOFOLLOW);
 }
 
 int mc_truncate(mc_client *c, const char *path, off_t length)

@@ -33,6 +33,10 @@
  *     0, the header); a torn copy is then refused.
  *  4. Entries are made with the view's credentials and used only while
  *     they are the same uid and gid (the groups are fixed at set-up).
+ *  5. A thread acting for other credentials (mc_cred_set) uses and makes
+ *     entries only when it acts for root, whose search permission never
+ *     fails, keyed by that uid and gid: another user's groups are not
+ *     fixed, so its walks take the long way.
  */
 #include "shmview_impl.h"
 
@@ -77,10 +81,13 @@ int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
                 mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top)
 {
 	uint64_t kh = *khp = prefix_hash(path, klen);
+	const struct view_cred *c = view_cred_acting(&v->cred);
+	if (c != &v->cred && c->uid != 0)
+		return 0;   /* note 5 */
 	struct prefix_entry *e = entry_of(v, kh);
 	uint32_t s0 = seq_read(&e->seq);
 	if ((s0 & 1) || LDR(e->khash) != kh || LDR(e->klen) != klen ||
-	    LDR(e->cuid) != v->cred.uid || LDR(e->cgid) != v->cred.gid)
+	    LDR(e->cuid) != c->uid || LDR(e->cgid) != c->gid)
 		return 0;
 	size_t k = 0;
 	for (; 8 * k + 8 <= klen; k++) {
@@ -124,8 +131,10 @@ int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
 void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
                 const struct prefix_hit *h)
 {
-	if (klen > PREFIX_KEY_MAX || h->n == 0 || h->n > PREFIX_DEPTH)
-		return;
+	const struct view_cred *c = view_cred_acting(&v->cred);
+	if (klen > PREFIX_KEY_MAX || h->n == 0 || h->n > PREFIX_DEPTH ||
+	    (c != &v->cred && c->uid != 0))
+		return;   /* note 5 */
 	struct prefix_entry *e = entry_of(v, kh);
 	uint32_t s0 = atomic_load_explicit(&e->seq, memory_order_relaxed);
 	if ((s0 & 1) || !atomic_compare_exchange_strong_explicit(&e->seq, &s0, s0 + 1,
@@ -135,8 +144,8 @@ void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
 	atomic_thread_fence(memory_order_release);
 	STR(e->khash, kh);
 	STR(e->klen, (uint32_t)klen);
-	STR(e->cuid, v->cred.uid);
-	STR(e->cgid, v->cred.gid);
+	STR(e->cuid, c->uid);
+	STR(e->cgid, c->gid);
 	for (size_t k = 0; 8 * k < klen; k++)
 		STR(e->key[k], key_word(path, klen, k));
 	STR(e->hit.n, h->n);

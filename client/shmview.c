@@ -70,6 +70,20 @@ int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *
 	return 0;
 }
 
+
+/* The credentials this thread acts for (mc_cred_set), or NULL. */
+static _Thread_local const struct view_cred *acting;
+
+void view_cred_act(const struct view_cred *c)
+{
+	acting = c;
+}
+
+const struct view_cred *view_cred_acting(const struct view_cred *own)
+{
+	return acting ? acting : own;
+}
+
 /* One attempt at a page of entries (note 2 applied to the dirx seq). */
 static int readdir_once(struct view *v, struct view_dir *d, struct view_dirent *out,
                         unsigned max, unsigned *n, bool *eof, mc_off_t *last)

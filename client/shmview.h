@@ -38,6 +38,13 @@ struct view_cred {
 	uint32_t groups[64];
 };
 
+/* The credentials local answers check: this thread's from mc_cred_set(),
+ * else own (the connection's). */
+const struct view_cred *view_cred_acting(const struct view_cred *own);
+/* Make c (NULL: none) this thread's acting credentials; c must outlive
+ * the thread's use of it. */
+void view_cred_act(const struct view_cred *c);
+
 /* Set up at connect and constant afterwards: any number of threads may
  * walk one view at once. */
 struct view {

@@ -142,6 +142,7 @@ static inline bool inode_still(const struct isnap *s)
 /* The server's permission(), on a snapshot. */
 static inline int view_permission(const struct view_cred *c, const struct isnap *i, int mask)
 {
+	c = view_cred_acting(c);   /* mc_cred_set */
 	return mc_permission(c->uid, c->gid, c->groups, c->ngroups, i->mode, i->uid, i->gid, mask);
 }
 

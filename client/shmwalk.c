@@ -427,8 +427,10 @@ static inline void to_timespec(int64_t ns, struct timespec *ts)
 
 static void fill_stat(const struct isnap *s, const struct irest *r, struct stat *st)
 {
+	/* A device keeps its number where a file keeps its size. */
+	bool dev = S_ISCHR(s->mode) || S_ISBLK(s->mode);
 	off_t size = S_ISDIR(s->mode) ? 40 + 20 * (off_t)s->u.dir.nentries
-	           : S_ISLNK(s->mode) ? (off_t)s->u.lnk.len : (off_t)s->u.size;
+	           : S_ISLNK(s->mode) ? (off_t)s->u.lnk.len : dev ? 0 : (off_t)s->u.size;
 	*st = (struct stat){
 		.st_ino = s->ino,
 		.st_mode = s->mode,
@@ -436,6 +438,7 @@ static void fill_stat(const struct isnap *s, const struct irest *r, struct stat 
 		.st_uid = s->uid,
 		.st_gid = s->gid,
 		.st_size = size,
+		.st_rdev = dev ? (dev_t)s->u.size : 0,
 		.st_blksize = 4096,
 	};
 	to_timespec(r->atime, &st->st_atim);

@@ -22,7 +22,8 @@
 set -euo pipefail
 
 PACKAGES=(meson ninja-build pkg-config gcc libevent-dev libprotobuf-c-dev
-          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev)
+          protobuf-c-compiler liblmdb-dev libjansson-dev libsystemd-dev libcmocka-dev
+          libfuse3-dev fuse3)
 # What `test` needs besides, so that no test passes for want of a tool:
 # promtool (prometheus) checks /metrics, systemd-analyze (systemd) the unit,
 # groff and man-db the man pages, mdb_copy (lmdb-utils) the hot copy,

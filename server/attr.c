@@ -25,9 +25,24 @@ void set_size(struct ns *ns, mc_off_t off, uint64_t size)
 }
 
 /* Resolve path (following symlinks) under the lock, then run fn on it. */
+/* with_inode() on the last component itself when follow is false (a
+ * symlink is changed, not its target). */
+static int with_inode_at(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                         bool follow,
+                         int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
+                         const void *arg);
+
 static int with_inode(struct ns *ns, const struct cred *c, const char *path, size_t len,
                       int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
                       const void *arg)
+{
+	return with_inode_at(ns, c, path, len, true, fn, arg);
+}
+
+static int with_inode_at(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                         bool follow,
+                         int (*fn)(struct ns *, const struct cred *, mc_off_t, const void *),
+                         const void *arg)
 {
 	struct nd nd;
 	struct reclaim r;
@@ -39,7 +54,7 @@ static int with_inode(struct ns *ns, const struct cred *c, const char *path, siz
 		nd_init(&nd, ns, c);
 		rc = ns_journal_room(ns);
 		if (rc == 0)
-			rc = walk_path(&nd, path, len, true, &off);
+			rc = walk_path(&nd, path, len, follow, &off);
 		if (rc == 0)
 			rc = fn(ns, c, off, arg);
 		nd_free(&nd);
@@ -115,6 +130,13 @@ int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, 
 	return with_inode(ns, c, path, len, do_chown, ug);
 }
 
+int ns_lchown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
+              uint32_t gid)
+{
+	uint32_t ug[2] = { uid, gid };
+	return with_inode_at(ns, c, path, len, false, do_chown, ug);
+}
+
 static int64_t clamp_ns(const struct timespec *t)
 {
 	if (t->tv_sec > INT64_MAX / 1000000000 - 1)
@@ -153,6 +175,12 @@ static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const v
 int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
                const struct timespec times[2])
 {
+	return ns_utimens_at(ns, c, path, len, times, true);
+}
+
+int ns_utimens_at(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                  const struct timespec times[2], bool follow)
+{
 	struct timespec t[2];
 	for (int k = 0; k < 2; k++) {
 		t[k] = times ? times[k] : (struct timespec){ 0, UTIME_NOW };
@@ -163,7 +191,7 @@ int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len
 	/* Nothing to do: like utimensat(2), do not even look at the path. */
 	if (t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT)
 		return 0;
-	return with_inode(ns, c, path, len, do_utimens, t);
+	return with_inode_at(ns, c, path, len, follow, do_utimens, t);
 }
 
 static int do_truncate(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)

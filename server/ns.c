@@ -293,10 +293,10 @@ static void init_owner(const struct cred *c, const struct mc_inode *dir, struct 
 }
 
 /* Create an inode of rec's type named name in dir (the checks are done).
- * d: the name's cached negative dentry, or 0. */
+ * d: the name's cached negative dentry, or 0. rdev: a device's number. */
 static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t d,
                      const char *name, size_t len, uint32_t mode, const char *target,
-                     size_t tlen, mc_off_t *out)
+                     size_t tlen, uint64_t rdev, mc_off_t *out)
 {
 	struct shm *s = ns->shm;
 	int64_t now = now_ns();
@@ -304,7 +304,7 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 	r.ino = ns->next_ino;
 	r.mode = mode;
 	r.nlink = S_ISDIR(mode) ? 2 : 1;
-	r.size = S_ISLNK(mode) ? tlen : 0;
+	r.size = S_ISLNK(mode) ? tlen : (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
 	r.atime_ns = r.mtime_ns = r.ctime_ns = now;
 	init_owner(c, inode_at(s, dir), &r);
 
@@ -344,10 +344,9 @@ static int create_checks(struct nd *nd, bool is_dir, mc_off_t *d)
 	return permission(nd->cred, inode_at(nd->ns->shm, nd_top(nd)), MAY_WRITE | MAY_EXEC);
 }
 
-/* mkdir(2) and symlink(2): create the last component of path as an inode
- * of mode (a symlink's target given). */
-static int create_path(struct ns *ns, const struct cred *c, const char *path, size_t len,
-                       uint32_t mode, const char *target, size_t target_len, ns_attr *out)
+int ns_create_path(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                   uint32_t mode, const char *target, size_t target_len, uint64_t rdev,
+                   ns_attr *out)
 {
 	struct nd nd;
 	struct reclaim r;
@@ -362,9 +361,12 @@ static int create_path(struct ns *ns, const struct cred *c, const char *path, si
 			rc = walk_parent(&nd, path, len);
 		if (rc == 0)
 			rc = create_checks(&nd, S_ISDIR(mode), &d);
+		/* vfs_mknod(): CAP_MKNOD after the directory's checks. */
+		if (rc == 0 && (S_ISCHR(mode) || S_ISBLK(mode)) && c->uid != 0)
+			rc = -EPERM;
 		if (rc == 0)
 			rc = create_in(ns, c, nd_top(&nd), d, nd.last, nd.lastlen, mode, target,
-			               target_len, &off);
+			               target_len, rdev, &off);
 		if (rc == 0 && out)
 			inode_rec(ns->shm, off, out);
 		nd_free(&nd);
@@ -376,7 +378,7 @@ static int create_path(struct ns *ns, const struct cred *c, const char *path, si
 int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
              ns_attr *out)
 {
-	return create_path(ns, c, path, len, S_IFDIR | (mode & 01777), NULL, 0, out);
+	return ns_create_path(ns, c, path, len, S_IFDIR | (mode & 01777), NULL, 0, 0, out);
 }
 
 int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t target_len,
@@ -388,7 +390,7 @@ int ns_symlink(struct ns *ns, const struct cred *c, const char *target, size_t t
 		return -ENAMETOOLONG;
 	if (memchr(target, 0, target_len))
 		return -EINVAL;
-	return create_path(ns, c, path, len, S_IFLNK | 0777, target, target_len, NULL);
+	return ns_create_path(ns, c, path, len, S_IFLNK | 0777, target, target_len, 0, NULL);
 }
 
 /* open(2) of the last component, in the kernel's order (open_last_lookups
@@ -436,7 +438,7 @@ static int do_open(struct nd *nd, const char *path, size_t len, int flags, uint3
 			if (rc < 0)
 				return rc;
 			rc = create_in(ns, nd->cred, nd_top(nd), d, nd->last, nd->lastlen,
-			               S_IFREG | (mode & 07777), NULL, 0, &target);
+			               S_IFREG | (mode & 07777), NULL, 0, 0, &target);
 			if (rc < 0)
 				return rc;
 			created = true;

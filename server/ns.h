@@ -93,6 +93,12 @@ int ns_chown(struct ns *ns, const struct cred *c, const char *path, size_t len, 
 /* times[0] atime, times[1] mtime; tv_nsec may be UTIME_NOW or UTIME_OMIT. */
 int ns_utimens(struct ns *ns, const struct cred *c, const char *path, size_t len,
                const struct timespec times[2]);
+/* ns_chown and ns_utimens (follow false) on a symlink itself, not its
+ * target: lchown(2), utimensat(2) with AT_SYMLINK_NOFOLLOW. */
+int ns_lchown(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t uid,
+              uint32_t gid);
+int ns_utimens_at(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                  const struct timespec times[2], bool follow);
 int ns_truncate(struct ns *ns, const struct cred *c, const char *path, size_t len, int64_t size);
 
 /* Operations on a held inode (an open handle): ns_stat_ino gives -ENOENT

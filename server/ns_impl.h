@@ -250,6 +250,12 @@ void set_size(struct ns *ns, mc_off_t off, uint64_t size);
 	} while (0)
 
 int permission(const struct cred *c, const struct mc_inode *i, int mask);
+/* Create the last component of path as an inode of mode (a symlink's
+ * target, a device's rdev given), with mkdir(2)'s checks: mkdir, symlink,
+ * mknod. *out (when not NULL) gets its attributes. */
+int ns_create_path(struct ns *ns, const struct cred *c, const char *path, size_t len,
+                   uint32_t mode, const char *target, size_t target_len, uint64_t rdev,
+                   ns_attr *out);
 bool in_group(const struct cred *c, uint32_t gid);
 /* The sticky-directory rule: may c remove victim from dir? */
 bool sticky_denies(const struct cred *c, const struct mc_inode *dir, const struct mc_inode *victim);

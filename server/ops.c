@@ -25,6 +25,7 @@
 #include "area.h"
 #include "clients.h"
 #include "commit.h"
+#include "cred.h"
 #include "extent_map.h"
 #include "extent_ns.h"
 #include "fsck.h"
@@ -32,6 +33,7 @@
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
+#include "mknod.h"
 #include "ns.h"
 #include "slowlog.h"
 
@@ -166,6 +168,10 @@ static void fill_attr(struct op_out *out, const ns_attr *a)
 	t->uid = a->uid;
 	t->gid = a->gid;
 	t->size = S_ISDIR(a->mode) ? 40 + 20 * a->size : a->size;
+	if (S_ISCHR(a->mode) || S_ISBLK(a->mode)) {
+		t->rdev = a->size;   /* a device keeps its number where a file keeps its size */
+		t->size = 0;
+	}
 	const int64_t *ns[3] = { &a->atime_ns, &a->mtime_ns, &a->ctime_ns };
 	int64_t sec[3];
 	uint32_t nsec[3];
@@ -486,6 +492,7 @@ static bool is_mutation(Mcache__OpCode code)
 	case MCACHE__OP_CODE__OP_CREATE:
 	case MCACHE__OP_CODE__OP_EXTENT_SET:
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
+	case MCACHE__OP_CODE__OP_MKNOD:
 		return true;
 	default:
 		return false;
@@ -595,11 +602,13 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_CHMOD:
 		return ns_chmod(ns, c, p, plen, op->mode);
 	case MCACHE__OP_CODE__OP_CHOWN:
+		if (op->flags & AT_SYMLINK_NOFOLLOW)
+			return ns_lchown(ns, c, p, plen, op->uid, op->gid);
 		return ns_chown(ns, c, p, plen, op->uid, op->gid);
 	case MCACHE__OP_CODE__OP_UTIMENS: {
 		struct timespec t[2] = { { (time_t)op->atime_sec, (long)op->atime_nsec },
 		                         { (time_t)op->mtime_sec, (long)op->mtime_nsec } };
-		return ns_utimens(ns, c, p, plen, t);
+		return ns_utimens_at(ns, c, p, plen, t, !(op->flags & AT_SYMLINK_NOFOLLOW));
 	}
 	case MCACHE__OP_CODE__OP_TRUNCATE:
 		return ns_truncate(ns, c, p, plen, (int64_t)op->size);
@@ -643,6 +652,8 @@ static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
 	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
 	case MCACHE__OP_CODE__OP_EXTENT_MAP:
 		return op_extent(s, op, out);
+	case MCACHE__OP_CODE__OP_MKNOD:
+		return ns_mknod(ns, c, p, plen, op->mode, op->rdev);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -652,7 +663,17 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	mcache__result__init(&out->res);
-	int rc = run(s, op, out);
+	/* An op naming credentials runs as them, helpers included (cred.h). */
+	struct cred peer;
+	int rc = 0;
+	if (op->cred) {
+		peer = s->cred;
+		rc = cred_acting(&peer, op->cred, &s->cred);   /* changes nothing on failure */
+	}
+	if (rc == 0)
+		rc = run(s, op, out);
+	if (op->cred)
+		s->cred = peer;
 	out->res.err = rc < 0 ? -rc : 0;
 	if (rc == 0 && is_mutation(op->code)) {
 		if (s->m->cfg->sync)

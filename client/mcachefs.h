@@ -1,0 +1,139 @@
+/* mcachefs.h - mcachefs internals: the FUSE file system over libmcache.
+ *
+ * mcachefs serves the mcache namespace through the FUSE low-level API.
+ * Inode numbers are mcache's (the root is 1, as FUSE_ROOT_ID). libmcache is
+ * path based, so mcachefs keeps, for every inode the kernel knows (its
+ * lookup count above 0), the parent and name it was last found under, and
+ * builds a path from those (mcachefs_node.c). A path is checked against the
+ * inode number it must reach: a stale one (another client renamed a parent)
+ * answers ESTALE, never another file's attributes.
+ *
+ * Modules: mcachefs_main.c (options, mount, the session loop, the poller
+ * that pushes invalidations), mcachefs_node.c (inode table, paths, per
+ * request credentials and clients), mcachefs_meta.c (namespace operations),
+ * mcachefs_dir.c (listings), mcachefs_data.c (open files, data in the
+ * backing directory).
+ *
+ * Invariants:
+ *  1. Every node in the table has nlookup > 0 (the root always): the kernel
+ *     holds a reference to it; forget removes it at 0.
+ *  2. A node's (parent, name) is the name it was last looked up, created
+ *     or renamed under; name is NULL once that name was removed through
+ *     this mount (the node is reachable by handle only then).
+ *  3. Every request runs under the caller's credentials: fs_begin() sets
+ *     them with mc_cred_set() for the request's thread before any call
+ *     (when mcachefs runs as root; run as a user, it is that user's mount
+ *     and its own credentials apply, as the server would refuse acting).
+ *  4. Each worker thread uses its own mc_client (one request in flight per
+ *     client); clients live until unmount, so a file handle may name the
+ *     client it was opened on and be used from any thread.
+ */
+#ifndef MCACHEFS_H
+#define MCACHEFS_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "mcache.h"
+
+#define FS_PATH_MAX 4096
+
+struct fs {
+	const char *socket;          /* NULL: libmcache's default */
+	char *data_dir;
+	int data_fd;                 /* the backing directory, open */
+	double entry_timeout;        /* seconds the kernel may cache a name */
+	double attr_timeout;         /* seconds it may cache attributes */
+	unsigned poll_ms;            /* invalidation poll period (0: no poller) */
+	bool act;                    /* running as root: act for each caller */
+	struct fuse_session *se;
+	pthread_mutex_t mu;          /* guards the node table and clients */
+	struct fs_node **tab;        /* hash by ino */
+	size_t tabmask, nnodes;
+	mc_client **clients;         /* every client made, for unmount */
+	size_t nclients, capclients;
+};
+
+/* One inode the kernel knows. */
+struct fs_node {
+	struct fs_node *next;        /* hash chain */
+	uint64_t ino;
+	uint64_t parent;
+	char *name;                  /* NULL: detached (invariant 2) */
+	uint64_t nlookup;
+	/* what the kernel was last told, for the poller */
+	int64_t mtime_ns, ctime_ns;
+	uint64_t size;
+};
+
+/* A caller's context for one request. */
+struct fs_req {
+	struct fs *fs;
+	mc_client *c;                /* this thread's client */
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[64];
+};
+
+extern struct fs fs_global;
+
+/* mcachefs_node.c */
+int fs_nodes_init(struct fs *fs);
+void fs_nodes_free(struct fs *fs);
+/* Set up r for req: the thread's client and the caller's credentials
+ * (invariant 3). 0 or -errno (ENOTCONN when no client could connect). */
+int fs_begin(struct fs_req *r, fuse_req_t req);
+/* The path of ino into buf: 0, -ESTALE (unknown or detached), or
+ * -ENAMETOOLONG. */
+int fs_path(struct fs *fs, uint64_t ino, char *buf, size_t size);
+/* The path of name in directory parent. */
+int fs_child_path(struct fs *fs, uint64_t parent, const char *name, char *buf, size_t size);
+/* Lookup count +1 for st's inode, found as name in parent (created if
+ * absent); its last known attributes recorded. -ENOMEM. */
+int fs_node_ref(struct fs *fs, uint64_t parent, const char *name, const struct stat *st);
+/* Lookup count -n; the node goes at 0. */
+void fs_node_forget(struct fs *fs, uint64_t ino, uint64_t n);
+/* name in parent was removed (or replaced): detach the node named so. */
+void fs_node_unname(struct fs *fs, uint64_t parent, const char *name, uint64_t ino);
+/* ino moved from (parent, name) to (np, nn). */
+void fs_node_rename(struct fs *fs, uint64_t ino, uint64_t np, const char *nn);
+/* Record the attributes last reported for st's inode. */
+void fs_node_seen(struct fs *fs, const struct stat *st);
+/* The poller: for every named node, compare the namespace with what the
+ * kernel was told, and push invalidations for what changed. */
+void fs_nodes_poll(struct fs *fs);
+
+/* mcachefs_meta.c / mcachefs_data.c: fill in their operations. */
+void fs_meta_ops(struct fuse_lowlevel_ops *ops);
+void fs_data_ops(struct fuse_lowlevel_ops *ops);
+/* Reply to a lookup-like request with st's entry (lookup count +1). */
+void fs_reply_entry(fuse_req_t req, struct fs *fs, uint64_t parent, const char *name,
+                    const struct stat *st);
+/* lstat of ino through its path, checked to reach ino. */
+int fs_stat_ino(struct fs_req *r, uint64_t ino, struct stat *st);
+/* The backing file of ino: its name in the data directory. */
+void fs_data_name(uint64_t ino, char *buf, size_t size);
+/* After a name of st's inode went: drop its data when it was the last. */
+void fs_data_unlinked(struct fs *fs, const struct stat *st);
+/* fstat through an open file's handle (fi from create/open; a directory's
+ * handle gives -ESTALE). */
+int fs_file_fstat(struct fuse_file_info *fi, struct stat *st);
+/* fstat through any open file of inode ino: -ESTALE when none is open. */
+int fs_open_fstat(uint64_t ino, struct stat *st);
+/* truncate(2) of ino at path, or ftruncate(2) through fi when not NULL:
+ * the size in mcache and the backing file. */
+int fs_file_truncate(struct fs_req *r, uint64_t ino, const char *path, struct fuse_file_info *fi,
+                     off_t size);
+/* mcachefs_dir.c: opendir, readdir, readdirplus, releasedir. */
+void fs_dir_ops(struct fuse_lowlevel_ops *ops);
+/* Handle kinds: the first member of every handle put in fi->fh. */
+#define FS_FILE_MAGIC 0x6d636666u  /* struct fs_file */
+#define FS_DIR_MAGIC  0x6d636664u  /* struct fs_dirh */
+
+#endif

@@ -1,0 +1,119 @@
+#!/bin/bash
+# mdtest.sh - metadata rates on an mcachefs mount and on tmpfs, in the same
+# run and with the same parameters: mdtest -F -n N -u (np 1, and np 2 when
+# mpirun is there), then `find` over a tree of FIND_ENTRIES entries, cold
+# and cached, with the server requests the cached one made.
+#
+#   tests/external/mdtest.sh MDTEST_BINARY BUILD_DIR [N] [FIND_ENTRIES]
+#
+# MDTEST_BINARY: a built mdtest (IOR's src/mdtest; see README.md here).
+# BUILD_DIR: the mcache build holding server/mcached, client/mcachefs and
+# client/mcachectl. N defaults to 50000, FIND_ENTRIES to 100000;
+# $MCACHEFS_ARGS adds mcachefs options (e.g. "--entry-timeout=60
+# --attr-timeout=60" to let the kernel cache). MPI ranks are told to yield
+# when idle, or on two cores their busy-waiting starves the FUSE daemon. Fetches
+# nothing; needs root and /dev/fuse. Not part of `meson test`. Timings on a
+# shared machine are noisy: compare the ratios of one run.
+set -euo pipefail
+
+MDTEST=$(readlink -f "${1:?usage: mdtest.sh MDTEST_BINARY BUILD_DIR [N] [FIND_ENTRIES]}")
+BUILD=$(cd "${2:?usage: mdtest.sh MDTEST_BINARY BUILD_DIR [N] [FIND_ENTRIES]}" && pwd)
+N=${3:-50000}
+FIND_ENTRIES=${4:-100000}
+[ "$(id -u)" -eq 0 ] || { echo "needs root (mount)" >&2; exit 2; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/mdtest-run-XXXXXX")
+chmod 0755 "$T"
+mkdir -p "$T/mnt" "$T/tmpfs" "$T/fsdata"
+SERVER_PID=
+cleanup() {
+	cd /
+	fusermount3 -u "$T/mnt" 2>/dev/null || true
+	umount "$T/tmpfs" 2>/dev/null || true
+	[ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+"$BUILD/server/mcached" -s "$T/mcached.sock" -d "$T/db" --admin none >"$T/mcached.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do [ -S "$T/mcached.sock" ] && break; sleep 0.1; done
+# shellcheck disable=SC2086
+"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" ${MCACHEFS_ARGS:-} "$T/mnt"
+mount -t tmpfs -o mode=0755 tmpfs "$T/tmpfs"
+
+NPS="1"
+if command -v mpirun >/dev/null 2>&1; then
+	NPS="1 2"
+else
+	echo "# mpirun not found: np 1 only"
+fi
+
+# rates NP DIR: "create stat remove" (mean ops/s) of one mdtest run.
+rates() {
+	local np=$1 dir=$2 log=$T/mdtest.log
+	mkdir -p "$dir/md"
+	if [ "$np" -eq 1 ] && ! command -v mpirun >/dev/null 2>&1; then
+		"$MDTEST" -F -n "$N" -u -i 1 -d "$dir/md" >"$log" 2>&1
+	else
+		mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np "$np" "$MDTEST" -F -n "$N" -u -i 1 \
+			-d "$dir/md" >"$log" 2>&1
+	fi
+	rm -rf "$dir/md"
+	awk '/File creation/ {c = $5} /File stat/ {s = $5} /File removal/ {r = $5}
+	     END {printf "%d %d %d\n", c, s, r}' "$log"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b ? a / b : 0}'; }
+
+printf '%-4s %-8s %14s %14s %8s\n' np phase mcachefs/s tmpfs/s ratio
+for np in $NPS; do
+	read -r mc ms mr <<<"$(rates "$np" "$T/mnt")"
+	read -r tc ts tr <<<"$(rates "$np" "$T/tmpfs")"
+	printf '%-4s %-8s %14s %14s %8s\n' "$np" create "$mc" "$tc" "$(ratio "$mc" "$tc")"
+	printf '%-4s %-8s %14s %14s %8s\n' "$np" stat "$ms" "$ts" "$(ratio "$ms" "$ts")"
+	printf '%-4s %-8s %14s %14s %8s\n' "$np" remove "$mr" "$tr" "$(ratio "$mr" "$tr")"
+done
+
+# find over FIND_ENTRIES entries: 100 directories of FIND_ENTRIES/100 files.
+tree() {
+	local per=$((FIND_ENTRIES / 100)) d
+	for d in $(seq -w 1 100); do
+		mkdir -p "$1/tree/d$d"
+		(cd "$1/tree/d$d" && seq -f 'f%06g' 1 "$per" | xargs touch)
+	done
+}
+# find_secs DIR: seconds (3 decimals) of one find over the tree.
+find_secs() {
+	local s e
+	s=$(date +%s.%N)
+	find "$1/tree" >/dev/null
+	e=$(date +%s.%N)
+	awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", e - s}'
+}
+requests() {
+	"$BUILD/client/mcachectl" -s "$T/mcached.sock" stats |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["rpc"]["requests"])'
+}
+tree "$T/mnt"
+tree "$T/tmpfs"
+mc_cold=$(find_secs "$T/mnt")
+r0=$(requests)
+mc_warm=$(find_secs "$T/mnt")
+r1=$(requests)
+tf=$(find_secs "$T/tmpfs")
+entries=$(find "$T/tmpfs/tree" | wc -l)
+mc_entries=$(find "$T/mnt/tree" | wc -l)
+[ "$mc_entries" -eq "$entries" ] || echo "# the mount lists $mc_entries entries, tmpfs $entries"
+stat_secs() { # stat_secs DIR: seconds of a stat of every entry (find -printf %s)
+	local s e
+	s=$(date +%s.%N)
+	find "$1/tree" -printf '%s\n' >/dev/null
+	e=$(date +%s.%N)
+	awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", e - s}'
+}
+mc_lstat=$(stat_secs "$T/mnt")
+tf_lstat=$(stat_secs "$T/tmpfs")
+echo
+echo "find over $entries entries: mcachefs ${mc_cold}s cold, ${mc_warm}s cached; tmpfs ${tf}s;" \
+     "rate ratio (cached) $(ratio "$tf" "$mc_warm"); server requests during the cached find: $((r1 - r0 - 1))"
+echo "find -printf %s (an lstat per entry): mcachefs ${mc_lstat}s, tmpfs ${tf_lstat}s, ratio $(ratio "$tf_lstat" "$mc_lstat")"

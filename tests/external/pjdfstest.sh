@@ -1,0 +1,78 @@
+#!/bin/bash
+# pjdfstest.sh - run pjdfstest (POSIX file-system conformance) on an
+# mcachefs mount and on tmpfs, in the same run, and print a table of files
+# and assertions passed on each, then the failures on the mount.
+#
+#   tests/external/pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [OUT_DIR]
+#
+# PJDFSTEST_DIR: a built pjdfstest source tree (its `pjdfstest` binary and
+# `tests/`; see tests/external/README.md). BUILD_DIR: the mcache build
+# holding server/mcached and client/mcachefs. OUT_DIR (default: a temporary
+# directory, kept) gets the prove logs. Fetches nothing. Needs root (the
+# suite changes owners and makes devices), prove, /dev/fuse. Not part of
+# `meson test`: it takes minutes. $MCACHEFS_ARGS adds mcachefs options (for
+# example "-o default_permissions").
+set -euo pipefail
+
+PJD=$(cd "${1:?usage: pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [OUT_DIR]}" && pwd)
+BUILD=$(cd "${2:?usage: pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [OUT_DIR]}" && pwd)
+OUT=${3:-$(mktemp -d "${TMPDIR:-/tmp}/pjdfstest-out-XXXXXX")}
+mkdir -p "$OUT"
+[ -x "$PJD/pjdfstest" ] || { echo "no $PJD/pjdfstest: build it first" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "pjdfstest needs root" >&2; exit 2; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/pjdfstest-run-XXXXXX")
+chmod 0755 "$T"
+mkdir -p "$T/mnt" "$T/tmpfs" "$T/fsdata"
+SERVER_PID=
+cleanup() {
+	cd /
+	fusermount3 -u "$T/mnt" 2>/dev/null || true
+	umount "$T/tmpfs" 2>/dev/null || true
+	[ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+"$BUILD/server/mcached" -s "$T/mcached.sock" -d "$T/db" --admin none >"$OUT/mcached.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do [ -S "$T/mcached.sock" ] && break; sleep 0.1; done
+# shellcheck disable=SC2086
+"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" -o allow_other ${MCACHEFS_ARGS:-} "$T/mnt"
+mount -t tmpfs -o mode=0755 tmpfs "$T/tmpfs"
+
+# run NAME DIR: prove -r in a fresh directory of DIR; the log in OUT/NAME.log.
+run() {
+	mkdir "$2/pjd"
+	local start=$SECONDS
+	(cd "$2/pjd" && prove -r "$PJD/tests" >"$OUT/$1.log" 2>&1) || true
+	echo $((SECONDS - start)) >"$OUT/$1.secs"
+}
+# summary NAME: "files-passed/files assertions-passed/assertions seconds"
+summary() {
+	local log=$OUT/$1.log files tests bad_files bad_tests
+	files=$(sed -n 's/^Files=\([0-9]*\), Tests=\([0-9]*\),.*/\1/p' "$log")
+	tests=$(sed -n 's/^Files=\([0-9]*\), Tests=\([0-9]*\),.*/\2/p' "$log")
+	bad_files=$(grep -c '(Wstat: .*Failed: [1-9]' "$log" || true)
+	bad_tests=$(grep -o 'Failed: [0-9]*)' "$log" | awk -F'[ )]' '{s += $2} END {print s + 0}')
+	echo "$((files - bad_files))/$files $((tests - bad_tests))/$tests $(cat "$OUT/$1.secs")s"
+}
+
+run mcachefs "$T/mnt"
+run tmpfs "$T/tmpfs"
+
+printf '%-10s %-12s %-14s %s\n' "" "files" "assertions" "time"
+read -r f a s <<<"$(summary mcachefs)"
+printf '%-10s %-12s %-14s %s\n' mcachefs "$f" "$a" "$s"
+read -r f a s <<<"$(summary tmpfs)"
+printf '%-10s %-12s %-14s %s\n' tmpfs "$f" "$a" "$s"
+echo
+echo "failures on mcachefs (file: failed assertions):"
+sed -n '/^Test Summary Report/,/^Files=/p' "$OUT/mcachefs.log" |
+	awk '/\(Wstat: .*Failed: 0\)/ {if (l != "") print l; l = ""; next}
+	     /\(Wstat/ {if (l != "") print l; l = ""; f = $1; next}
+	     /Failed tests?:/ {sub(/^ +Failed tests?: +/, ""); l = "  " f ": " $0; next}
+	     /^ +[0-9]/ && l != "" {sub(/^ +/, " "); l = l $0; next}
+	     {if (l != "") print l; l = ""}
+	     END {if (l != "") print l}'
+echo "logs: $OUT"
