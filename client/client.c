@@ -397,6 +397,7 @@ void mc_disconnect(mc_client *c)
 	close(c->sock);
 	free(c->fds);
 	free(c->closes);
+	free(c->rbuf);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	errno = saved;
@@ -563,11 +564,72 @@ int client_view_result(mc_client *c, int err)
 
 /* ---- the call ---------------------------------------------------------- */
 
+/* Room for most responses at once: one recv takes header and body. */
+#define CLIENT_RBUF (64u << 10)
+
+/* Receive one response frame into c->rbuf: one recv when the whole frame
+ * has arrived (the common case), more only for what had not. With one
+ * request in flight (invariant 1) nothing may follow the frame. 0 with
+ * *payload (in c->rbuf, valid until the next call) and *len set; -ENOMEM,
+ * -EMSGSIZE (announced length over MC_FRAME_MAX), -EPROTO (bytes after
+ * the frame), -ECONNRESET (EOF), or the socket's errno. */
+static int client_recv_frame(mc_client *c, const uint8_t **payload, size_t *len)
+{
+	size_t have = 0, need = MC_FRAME_HDR;
+	bool sized = false;
+
+	if (c->rcap > 4 * CLIENT_RBUF) {
+		/* A large reply came before: do not keep its buffer. */
+		free(c->rbuf);
+		c->rbuf = NULL;
+		c->rcap = 0;
+	}
+	if (!c->rbuf) {
+		c->rbuf = malloc(CLIENT_RBUF);
+		if (!c->rbuf)
+			return -ENOMEM;
+		c->rcap = CLIENT_RBUF;
+	}
+	while (have < need) {
+		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		have += (size_t)n;
+		if (!sized && have >= MC_FRAME_HDR) {
+			uint32_t fl = frame_get_len(c->rbuf);
+
+			if (fl > MC_FRAME_MAX)
+				return -EMSGSIZE;
+			sized = true;
+			need = MC_FRAME_HDR + (size_t)fl;
+			if (need > c->rcap) {
+				uint8_t *nb = realloc(c->rbuf, need);
+
+				if (!nb)
+					return -ENOMEM;
+				c->rbuf = nb;
+				c->rcap = need;
+			}
+		}
+	}
+	if (have > need)
+		return -EPROTO;
+	*payload = c->rbuf + MC_FRAME_HDR;
+	*len = need - MC_FRAME_HDR;
+	return 0;
+}
+
 /* One request with ops[0..n), one response with as many results. */
 static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	Mcache__Response *rsp = NULL;
+	const uint8_t *payload = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
 	int err;
@@ -587,11 +649,10 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 	buf = NULL;
 	if (err < 0)
 		return transport_error(c, err);
-	err = frame_read(c->sock, MC_FRAME_MAX, &buf, &len, NULL);
+	err = client_recv_frame(c, &payload, &len);
 	if (err < 0)
 		return transport_error(c, err);
-	rsp = mcache__response__unpack(NULL, len, buf);
-	free(buf);
+	rsp = mcache__response__unpack(NULL, len, payload);
 	if (!rsp) {
 		/* The frame boundary held, but we cannot tell whose answer it was. */
 		c->broken = true;

@@ -83,6 +83,8 @@ struct mc_client {
 	size_t nclose, capclose;
 	struct mc_dir *dirs;
 	struct mc_batch *batches;
+	uint8_t *rbuf;                /* responses are received here (client.c) */
+	size_t rcap;
 };
 
 /* Entries a listing read from shared memory holds at once. */

@@ -46,6 +46,7 @@ struct opts {
 	unsigned name_len;           /* --name-len */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
+	bool rpc;                    /* the rpc comparison (bench_rpc.c) */
 	bool phase_on[PH_COUNT];
 	enum phase order[PH_COUNT];  /* phases in the order given */
 	unsigned norder;
@@ -196,6 +197,15 @@ struct sampler *sampler_start(mc_client *c);
 /* The server's dentries.negative now (-1 when it cannot be read). */
 double cache_negatives(mc_client *c);
 void sampler_stop(struct sampler *s, FILE *f, const char *label);
+
+/* ------------------------------------------------------------------ */
+/* the RPC floor and round trip (bench_rpc.c) */
+
+/* count timed 64-byte ping-pongs between two processes, then count timed
+ * mc_chmod calls to the server at socket, repeat times interleaved; print
+ * the medians of p50 and p99 of each and their ratios to f. 0, or -1 after
+ * a message on stderr. */
+int rpc_bench(FILE *f, const char *socket, unsigned long count, unsigned repeat);
 
 /* ------------------------------------------------------------------ */
 /* output (bench_report.c) */

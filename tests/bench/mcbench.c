@@ -414,6 +414,12 @@ static void usage(FILE *f)
 "             every call must fail with ENOENT.\n"
 "    durable  create D x N files with mc_sync after every 100 creates;\n"
 "             compared with the lmdb phase (run implicitly if not listed).\n"
+"    rpc      not a client phase: before the others, the RPC floor against\n"
+"             the round trip. --count 64-byte ping-pongs between two\n"
+"             processes over a unix socketpair, then --count mc_chmod calls\n"
+"             (a small mutation) on one file, each call timed alone; --repeat\n"
+"             runs of both, interleaved. Prints the medians over the runs of\n"
+"             each side's p50 and p99 and the ratios mc_chmod / ping-pong.\n"
 "    lmdb     raw LMDB baseline in a temporary environment under --lmdb-dir:\n"
 "             D x N mdb_put of dentry-sized records (key: 8-byte parent +\n"
 "             name of --name-len bytes; value: 9 bytes), one write\n"
@@ -449,6 +455,7 @@ static void usage(FILE *f)
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
+"    mcbench --phases rpc --count 20000 --repeat 5\n"
 "    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
 "    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
 "        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
@@ -464,7 +471,12 @@ static int parse_phases(const char *list)
 		return -ENOMEM;
 	memset(O.phase_on, 0, sizeof(O.phase_on));
 	O.norder = 0;
+	O.rpc = false;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "rpc") == 0) {
+			O.rpc = true;         /* not a phase of the clients: rpc_bench */
+			continue;
+		}
 		for (p = 0; p < PH_COUNT; p++)
 			if (strcmp(tok, phase_names[p]) == 0)
 				break;
@@ -482,7 +494,7 @@ static int parse_phases(const char *list)
 		O.order[O.norder++] = (enum phase)p;
 	}
 	free(dup);
-	if (O.norder == 0) {
+	if (O.norder == 0 && !O.rpc) {
 		fprintf(stderr, "mcbench: --phases is empty\n");
 		return -EINVAL;
 	}
@@ -508,6 +520,8 @@ bool need_server(void)
 {
 	unsigned i;
 
+	if (O.rpc && !O.kernel_only)
+		return true;
 	for (i = 0; i < nsteps; i++)
 		if (steps[i].tk == T_MC)
 			return true;
@@ -670,16 +684,20 @@ int main(int argc, char **argv)
 		}
 		mc_disconnect(c);
 	}
-	for (r = 0; r < O.repeat; r++) {
+	if (O.rpc && !O.kernel_only && rpc_bench(stdout, O.socket, O.count, O.repeat) < 0)
+		status = 1;
+	for (r = 0; r < O.repeat && nsteps > 0; r++) {
 		if (run_repeat(r, res[r], &mem[r]) < 0)
 			status = 1;
 		done++;
 		fprintf(stderr, "mcbench: run %u of %u done\n", r + 1, O.repeat);
 	}
-	rows_make(res, done, rows);
-	print_table(O.json ? stderr : stdout, rows, done, mem, done);
-	if (O.json)
-		print_json(stdout, res, done, rows, mem);
+	if (done > 0) {
+		rows_make(res, done, rows);
+		print_table(O.json ? stderr : stdout, rows, done, mem, done);
+		if (O.json)
+			print_json(stdout, res, done, rows, mem);
+	}
 out:
 	if (kroot_owned && rmdir(kroot) < 0)
 		fprintf(stderr, "mcbench: rmdir %s: %s\n", kroot, strerror(errno));
