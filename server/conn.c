@@ -466,26 +466,21 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 		conn_commit_cb(c, err);
 }
 
-/* Run a request's ops (taking req) and queue (or hold) the reply. */
-static void conn_request(struct conn *c, Mcache__Request *req)
+/* Run a request's ops (taking job) and queue (or hold) the reply. */
+static void conn_request(struct conn *c, struct request_job *job)
 {
-	struct worker *w = c->w;
-	uint64_t id = req->id;
-	int err;
+	const Mcache__Request *req = request_job_request(job);
 
 	if (req->hello) {
-		mcache__request__free_unpacked(req, NULL);
+		uint64_t id = req->id;
+
+		request_job_free(job);
 		conn_bad_frame(c, id, EPROTO, "hello sent twice");
 		return;
 	}
-	stat_inc(&w->stats.requests);
+	stat_inc(&c->w->stats.requests);
 	c->job_nops = req->n_ops;
-	err = request_job_new(req, w->r->o.max_reply, &c->job);
-	if (err) {
-		mcache__request__free_unpacked(req, NULL);
-		conn_fail(c, id, -err, "out of memory");
-		return;
-	}
+	c->job = job;
 	conn_job_run(c, CONN_SLICE_US);
 }
 
@@ -596,9 +591,10 @@ void conn_process(struct conn *c)
 	c->refs++;                        /* replies may close c under us */
 	while ((c->st == CONN_HELLO || c->st == CONN_READY) && conn_io_pending(c) <= high) {
 		uint8_t hdr[MC_FRAME_HDR];
-		Mcache__Request *req;
+		struct request_job *job = NULL;
 		uint8_t *p;
 		uint32_t n;
+		int err;
 
 		if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ssize_t)sizeof(hdr))
 			break;
@@ -616,18 +612,22 @@ void conn_process(struct conn *c)
 		p = evbuffer_pullup(in, MC_FRAME_HDR + (ssize_t)n);
 		if (p && conn_too_many_ops(c, p + MC_FRAME_HDR, n))
 			break;
-		req = p ? mcache__request__unpack(NULL, n, p + MC_FRAME_HDR) : NULL;
+		err = p ? request_job_new(p + MC_FRAME_HDR, n, r->o.max_reply, &job) : -ENOMEM;
 		evbuffer_drain(in, MC_FRAME_HDR + (size_t)n);
 		progressed = true;
-		if (!req) {
+		if (err == -ENOMEM) {
+			conn_fail(c, 0, ENOMEM, "out of memory");
+			break;
+		}
+		if (err) {
 			conn_bad_frame(c, 0, EPROTO, "malformed frame");
 			break;
 		}
 		if (c->st == CONN_HELLO) {
-			conn_hello(c, req);
-			mcache__request__free_unpacked(req, NULL);
+			conn_hello(c, request_job_request(job));
+			request_job_free(job);
 		} else {
-			conn_request(c, req);     /* takes req */
+			conn_request(c, job);     /* takes job */
 		}
 	}
 	if (c->st != CONN_READY && c->st != CONN_HELLO)

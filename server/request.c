@@ -14,13 +14,25 @@
  *  3. After op i runs, its real size is added; a result that does not fit
  *     (a readdir or readlink, side-effect free) is replaced by EMSGSIZE and
  *     no later op runs.
+ *  4. Once every op ran, `used` is exactly the framed reply's size: each
+ *     result's packed size is kept (rsz) and request_job_finish writes the
+ *     Response itself, packing each result once into its place.
+ *
+ * Memory: a job, its unpacked request and its results' fixed parts come
+ * from one arena (usually one block, sized from the frame), freed with the
+ * job: decoding, running and encoding a batch allocate nothing per op
+ * (only what a handler's result carries, a listing or link target, has
+ * its own allocation).
  */
 #include "request.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "frame.h"
@@ -114,41 +126,144 @@ static void result_set_err(struct op_out *o, int err)
 	o->res.err = err;
 }
 
+/* ---- the arena -------------------------------------------------------- */
+
+struct arena_blk {
+	struct arena_blk *next;
+	size_t cap, used;
+	alignas(max_align_t) unsigned char data[];
+};
+
+/* Blocks, newest first; all freed at once (arena_free). */
+struct arena {
+	struct arena_blk *head;
+	bool oom;                    /* an allocation failed */
+};
+
+#define ARENA_ALIGN (alignof(max_align_t))
+#define ARENA_MIN   4096u
+
+static void *arena_alloc(void *ad, size_t size)
+{
+	struct arena *a = ad;
+	struct arena_blk *b = a->head;
+
+	size = (size + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	if (!b || b->cap - b->used < size) {
+		size_t cap = b ? 2 * b->cap : ARENA_MIN;
+
+		if (cap < size)
+			cap = size;
+		b = malloc(sizeof(*b) + cap);
+		if (!b) {
+			a->oom = true;
+			return NULL;
+		}
+		b->cap = cap;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	void *p = b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+/* protobuf-c frees piece by piece; the arena frees everything at once. */
+static void arena_nofree(void *ad, void *p)
+{
+	(void)ad;
+	(void)p;
+}
+
+/* An arena whose first block holds cap bytes. 0 or -ENOMEM. */
+static int arena_init(struct arena *a, size_t cap)
+{
+	a->head = NULL;
+	a->oom = false;
+	if (!arena_alloc(a, cap))
+		return -ENOMEM;
+	a->head->used = 0;
+	return 0;
+}
+
+static void arena_free(struct arena *a)
+{
+	for (struct arena_blk *b = a->head, *nx; b; b = nx) {
+		nx = b->next;
+		free(b);
+	}
+	a->head = NULL;
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
 struct request_job {
-	Mcache__Request *req;        /* owned */
+	struct arena arena;          /* everything below lives in it */
+	Mcache__Request *req;
 	struct op_out *outs;
 	Mcache__Result **resp;
+	size_t *rsz;                 /* packed size of each result (invariant 4) */
 	size_t n, next;              /* ops; the next to run */
-	size_t used, cost_err, max_reply;
+	size_t used, sz_err, max_reply;
 	uint64_t wait_seq;
 	bool full;
 };
 
-int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out)
+/* What one op of a request takes in the arena beyond its wire bytes. */
+#define REQUEST_OP_MEM (sizeof(Mcache__Op) + sizeof(Mcache__Op *) + \
+                        sizeof(struct op_out) + sizeof(Mcache__Result *) + \
+                        sizeof(size_t) + 4 * ARENA_ALIGN)
+
+int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out)
 {
 	Mcache__Result errres = MCACHE__RESULT__INIT;
-	struct request_job *j = calloc(1, sizeof(*j));
+	ProtobufCAllocator alloc = { arena_alloc, arena_nofree, NULL };
+	struct arena a;
+	struct request_job *j;
+	uint64_t id;
+	size_t nops;
 
-	if (!j)
+	if (request_scan(p, len, &id, &nops) < 0)
+		return -EPROTO;
+	/* One block for the usual request: its bytes, and per op the
+	 * unpacked Op and the result. */
+	if (arena_init(&a, sizeof(*j) + 2 * len + nops * REQUEST_OP_MEM + 1024) < 0)
 		return -ENOMEM;
-	j->n = req->n_ops;
+	j = arena_alloc(&a, sizeof(*j));
+	memset(j, 0, sizeof(*j));
+	j->arena = a;
+	alloc.allocator_data = &j->arena;
+	j->req = mcache__request__unpack(&alloc, len, p);
+	if (!j->req) {
+		int err = j->arena.oom ? -ENOMEM : -EPROTO;
+
+		arena_free(&j->arena);
+		return err;
+	}
+	j->n = j->req->n_ops;
 	if (j->n > 0) {
-		j->outs = calloc(j->n, sizeof(*j->outs));
-		j->resp = calloc(j->n, sizeof(*j->resp));
-		if (!j->outs || !j->resp) {
-			free(j->outs);
-			free(j->resp);
-			free(j);
+		j->outs = arena_alloc(&j->arena, j->n * sizeof(*j->outs));
+		j->resp = arena_alloc(&j->arena, j->n * sizeof(*j->resp));
+		j->rsz = arena_alloc(&j->arena, j->n * sizeof(*j->rsz));
+		if (!j->outs || !j->resp || !j->rsz) {
+			arena_free(&j->arena);
 			return -ENOMEM;
 		}
+		for (size_t i = 0; i < j->n; i++)
+			j->outs[i] = (struct op_out){ .wait_seq = 0 };
 	}
 	errres.err = EMSGSIZE;
-	j->cost_err = result_cost(mcache__result__get_packed_size(&errres));
-	j->used = MC_FRAME_HDR + 1 + varint_len(req->id);
+	j->sz_err = mcache__result__get_packed_size(&errres);
+	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
 	j->max_reply = max_reply;
-	j->req = req;
 	*out = j;
 	return 0;
+}
+
+const Mcache__Request *request_job_request(const struct request_job *j)
+{
+	return j->req;
 }
 
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
@@ -157,7 +272,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 	uint64_t start = mono_us(), t0 = start;
 
 	for (; j->next < j->n; j->next++) {
-		size_t i = j->next, tail = (j->n - i - 1) * j->cost_err;
+		size_t i = j->next, cost_err = result_cost(j->sz_err);
+		size_t tail = (j->n - i - 1) * cost_err;
 		struct op_out *o = &j->outs[i];
 		unsigned code = (unsigned)j->req->ops[i]->code;
 
@@ -168,7 +284,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 				                          memory_order_relaxed);
 			j->full = true;
 			result_set_err(o, EMSGSIZE);
-			j->used += j->cost_err;
+			j->rsz[i] = j->sz_err;
+			j->used += cost_err;
 			continue;
 		}
 		if (t0 - start >= slice_us)
@@ -176,16 +293,17 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
-		size_t cost = result_cost(mcache__result__get_packed_size(&o->res));
-		if (j->used + cost + tail > j->max_reply) {
+		size_t sz = mcache__result__get_packed_size(&o->res);
+		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
 			                          memory_order_relaxed);
 			j->full = true;
 			result_set_err(o, EMSGSIZE);
-			cost = j->cost_err;
+			sz = j->sz_err;
 		}
-		j->used += cost;
+		j->rsz[i] = sz;
+		j->used += result_cost(sz);
 		atomic_fetch_add_explicit(&st->ops[code], 1, memory_order_relaxed);
 		if (o->res.err)
 			atomic_fetch_add_explicit(&st->errors[code], 1, memory_order_relaxed);
@@ -198,21 +316,45 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 	return true;
 }
 
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Response field tags: id (1, varint), results (3, length-delimited). */
+#define TAG_RESPONSE_ID      ((1u << 3) | 0u)
+#define TAG_RESPONSE_RESULTS ((3u << 3) | 2u)
+
 int request_job_finish(struct request_job *j, struct request_reply *out)
 {
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	struct request_reply r = { .wait_seq = j->wait_seq, .full = j->full };
-	int err;
+	struct request_reply r = { .wait_seq = j->wait_seq, .full = j->full, .len = j->used };
+	uint8_t *p;
 
 	assert(j->next == j->n);
-	rsp.id = j->req->id;
-	rsp.n_results = j->n;
-	rsp.results = j->resp;
 	/* Accounting keeps the reply under max_reply unless the EMSGSIZE
 	 * results alone exceed it (max_ops tiny results): send it anyway. */
-	err = frame_pack_response(&rsp, UINT32_MAX, &r.buf, &r.len);
-	if (err)
-		return err;
+	if (r.len - MC_FRAME_HDR > UINT32_MAX)
+		return -EMSGSIZE;
+	r.buf = malloc(r.len);
+	if (!r.buf)
+		return -ENOMEM;
+	frame_put_len(r.buf, (uint32_t)(r.len - MC_FRAME_HDR));
+	p = r.buf + MC_FRAME_HDR;
+	*p++ = TAG_RESPONSE_ID;
+	p = put_varint(p, j->req->id);
+	for (size_t i = 0; i < j->n; i++) {
+		*p++ = TAG_RESPONSE_RESULTS;
+		p = put_varint(p, j->rsz[i]);
+		size_t n = mcache__result__pack(j->resp[i], p);
+		assert(n == j->rsz[i]);
+		p += n;
+	}
+	assert((size_t)(p - r.buf) == r.len);
 	*out = r;
 	return 0;
 }
@@ -228,10 +370,8 @@ void request_job_free(struct request_job *j)
 		return;
 	for (size_t i = 0; j->outs && i < j->n; i++)
 		op_out_release(&j->outs[i]);
-	free(j->outs);
-	free(j->resp);
-	mcache__request__free_unpacked(j->req, NULL);
-	free(j);
+	struct arena a = j->arena;  /* j lives in it */
+	arena_free(&a);
 }
 
 int request_pack_all_err(uint64_t id, size_t n, int err, uint8_t **out, size_t *len)
