@@ -250,8 +250,7 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 			arena_free(&j->arena);
 			return -ENOMEM;
 		}
-		for (size_t i = 0; i < j->n; i++)
-			j->outs[i] = (struct op_out){ .wait_seq = 0 };
+		/* outs[i] is set up when op i comes up (request_job_step). */
 	}
 	errres.err = EMSGSIZE;
 	j->sz_err = mcache__result__get_packed_size(&errres);
@@ -283,6 +282,7 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 				atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
 				                          memory_order_relaxed);
 			j->full = true;
+			memset(o, 0, sizeof(*o));
 			result_set_err(o, EMSGSIZE);
 			j->rsz[i] = j->sz_err;
 			j->used += cost_err;
@@ -368,7 +368,7 @@ void request_job_free(struct request_job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; j->outs && i < j->n; i++)
+	for (size_t i = 0; i < j->next; i++)   /* the ops that came up */
 		op_out_release(&j->outs[i]);
 	struct arena a = j->arena;  /* j lives in it */
 	arena_free(&a);
