@@ -136,6 +136,7 @@ int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len)
 		free(buf);
 		return 0;
 	}
+	stat_inc(&c->w->stats.replies_queued);
 	if (evbuffer_add_reference(c->out, buf + off, len - off, conn_io_buf_free, buf) < 0) {
 		free(buf);
 		return -ENOMEM;

@@ -538,6 +538,70 @@ static void test_pipelined_in_order(void **state)
 	close(fd);
 }
 
+/* A client that reads its replies gets each one sent in the wakeup that
+ * made it: none goes through the output queue. */
+static void test_replies_sent_at_once(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	struct rpc_stats st;
+
+	for (uint64_t i = 0; i < 200; i++)
+		cli_check_stat(fd, 10 + i, "/direct");
+	rpc_get_stats(f->r, &st);
+	assert_int_equal(st.requests, 200);
+	assert_int_equal(st.replies_queued, 0);
+	close(fd);
+}
+
+/* Replies the socket cannot take wait in the queue, and later replies go
+ * behind them, never ahead, even once the socket has room again. */
+static void test_queued_replies_keep_order(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path), small = 4096;
+	enum { N = 120, SZ = 8000 };
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	Mcache__Op op, *opp[1] = { &op };
+	Mcache__Response *rsp;
+	struct rpc_stats st;
+	uint64_t end;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	op_set(&op, MCACHE__OP_CODE__OP_READLINK, "/big");
+	req.n_ops = 1;
+	req.ops = opp;
+	for (unsigned i = 0; i < N; i++) {
+		req.id = 1000 + i;
+		op.size = SZ + i;               /* each reply tells which it is */
+		cli_send(fd, &req);
+	}
+	/* Nothing read yet: the socket filled and the rest queued. */
+	end = ms_now() + 5000;
+	do {
+		rpc_get_stats(f->r, &st);
+	} while (st.requests < N && ms_now() < end && usleep(1000) == 0);
+	assert_int_equal(st.requests, N);
+	assert_true(st.replies_queued > 0);
+	assert_true(st.output_bytes > 0);
+	for (unsigned i = 0; i < N; i++) {
+		rsp = cli_recv_ok(fd);
+		assert_int_equal(rsp->id, 1000 + i);
+		assert_int_equal(rsp->n_results, 1);
+		assert_int_equal(rsp->results[0]->data.len, SZ + i);
+		mcache__response__free_unpacked(rsp, NULL);
+	}
+	/* Drained: replies go straight out again. */
+	rpc_get_stats(f->r, &st);
+	uint64_t queued = st.replies_queued;
+	for (uint64_t i = 0; i < 20; i++)
+		cli_check_stat(fd, 5000 + i, "/again");
+	rpc_get_stats(f->r, &st);
+	assert_int_equal(st.replies_queued, queued);
+	assert_int_equal(st.output_bytes, 0);
+	close(fd);
+}
+
 static void test_batch_100(void **state)
 {
 	struct fx *f = *state;
@@ -1185,6 +1249,8 @@ int main(void)
 		T(test_hello_twice),
 		T(test_pipelined_in_order),
 		T(test_batch_100),
+		T(test_replies_sent_at_once),
+		T(test_queued_replies_keep_order),
 		T(test_empty_request),
 		T(test_oversized_frame),
 		T(test_frame_at_limit),
