@@ -602,6 +602,46 @@ static void test_queued_replies_keep_order(void **state)
 	close(fd);
 }
 
+/* The server writes replies itself from the sizes it accounted: the bytes
+ * are what protobuf-c would pack for the same Response, for results with
+ * attributes, data, errors and nothing at all. */
+static void test_reply_bytes_canonical(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	enum { N = 40 };
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	Mcache__Op ops[N], *opp[N];
+	Mcache__Response *rsp;
+	uint8_t *p, *again;
+	size_t len, alen;
+
+	for (unsigned i = 0; i < N; i++) {
+		static const Mcache__OpCode codes[] = {
+			MCACHE__OP_CODE__OP_STAT, MCACHE__OP_CODE__OP_LSTAT,
+			MCACHE__OP_CODE__OP_READLINK, MCACHE__OP_CODE__OP_MKDIR,
+		};
+		op_set(&ops[i], codes[i % 4], "/some/path");
+		ops[i].size = 100 + 37 * i;     /* readlink: reply bytes */
+		opp[i] = &ops[i];
+	}
+	req.id = 300;                        /* two bytes of varint */
+	req.n_ops = N;
+	req.ops = opp;
+	cli_send(fd, &req);
+	assert_int_equal(frame_read(fd, MC_FRAME_MAX, &p, &len, NULL), 0);
+	rsp = mcache__response__unpack(NULL, len, p);
+	assert_non_null(rsp);
+	assert_int_equal(rsp->n_results, N);
+	assert_int_equal(frame_pack_response(rsp, MC_FRAME_MAX, &again, &alen), 0);
+	assert_int_equal(alen, len + MC_FRAME_HDR);
+	assert_memory_equal(again + MC_FRAME_HDR, p, len);
+	free(again);
+	free(p);
+	mcache__response__free_unpacked(rsp, NULL);
+	close(fd);
+}
+
 static void test_batch_100(void **state)
 {
 	struct fx *f = *state;
@@ -1250,6 +1290,7 @@ int main(void)
 		T(test_pipelined_in_order),
 		T(test_batch_100),
 		T(test_replies_sent_at_once),
+		T(test_reply_bytes_canonical),
 		T(test_queued_replies_keep_order),
 		T(test_empty_request),
 		T(test_oversized_frame),
