@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "frame.h"
 #include "ops.h"
+#include "wire.h"
 
 /* Bound of the packed size of a result that carries no data: an attr, a
  * handle, a cookie and an errno (mutations produce nothing larger). */
@@ -111,6 +112,14 @@ int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 	*id = rid;
 	*nops = n;
 	return 0;
+}
+
+/* A result's packed size: by hand for scalars, else protobuf-c's. */
+static size_t result_size(const Mcache__Result *r)
+{
+	size_t n = wire_result_size(r);
+
+	return n != SIZE_MAX ? n : mcache__result__get_packed_size(r);
 }
 
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
@@ -234,7 +243,9 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 	memset(j, 0, sizeof(*j));
 	j->arena = a;
 	alloc.allocator_data = &j->arena;
-	j->req = mcache__request__unpack(&alloc, len, p);
+	j->req = wire_request_unpack(&alloc, p, len, nops);
+	if (!j->req && !j->arena.oom)
+		j->req = mcache__request__unpack(&alloc, len, p);   /* decides the rest */
 	if (!j->req) {
 		int err = j->arena.oom ? -ENOMEM : -EPROTO;
 
@@ -253,7 +264,7 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 		/* outs[i] is set up when op i comes up (request_job_step). */
 	}
 	errres.err = EMSGSIZE;
-	j->sz_err = mcache__result__get_packed_size(&errres);
+	j->sz_err = result_size(&errres);
 	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
 	j->max_reply = max_reply;
 	*out = j;
@@ -293,7 +304,7 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
-		size_t sz = mcache__result__get_packed_size(&o->res);
+		size_t sz = result_size(&o->res);
 		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
@@ -350,9 +361,14 @@ int request_job_finish(struct request_job *j, struct request_reply *out)
 	for (size_t i = 0; i < j->n; i++) {
 		*p++ = TAG_RESPONSE_RESULTS;
 		p = put_varint(p, j->rsz[i]);
-		size_t n = mcache__result__pack(j->resp[i], p);
-		assert(n == j->rsz[i]);
-		p += n;
+		if (wire_result_size(j->resp[i]) == j->rsz[i]) {
+			wire_result_pack(j->resp[i], p, j->rsz[i]);
+		} else {
+			size_t n = mcache__result__pack(j->resp[i], p);
+			assert(n == j->rsz[i]);
+			(void)n;
+		}
+		p += j->rsz[i];
 	}
 	assert((size_t)(p - r.buf) == r.len);
 	*out = r;

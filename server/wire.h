@@ -1,0 +1,31 @@
+/* wire.h - the hot messages of the RPC protocol (a Request of ops, a
+ * Result of scalars) decoded and encoded by hand, driven by protobuf-c's
+ * own descriptors so that a field added to mcache.proto is handled (or
+ * sent to protobuf-c) without a change here. Anything out of the ordinary
+ * is left to protobuf-c, which stays the reference. */
+#ifndef MC_WIRE_H
+#define MC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcache.pb-c.h"
+
+/* Packed size of r when every member it sets is a scalar (every
+ * mutation's result; an errno alone), or SIZE_MAX when it holds more
+ * (attributes, data, entries, extents): ask protobuf-c then. */
+size_t wire_result_size(const Mcache__Result *r);
+/* Pack r, for which wire_result_size gave n != SIZE_MAX, at p (n bytes),
+ * exactly as protobuf-c would. */
+void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
+
+/* Unpack the Request p[0..len), which request_scan found to hold nops
+ * ops, with alloc, when it holds only its id and ops whose members are all
+ * known scalars and bytes. NULL when it holds anything else (a Hello,
+ * unknown fields, a field with an unexpected wire type) or is cut short:
+ * protobuf-c's unpack decides those. Members of the result live in
+ * alloc's memory; it is never freed piece by piece. */
+Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
+                                     size_t nops);
+
+#endif
