@@ -114,12 +114,13 @@ int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 	return 0;
 }
 
-/* A result's packed size: by hand for scalars, else protobuf-c's. */
-static size_t result_size(const Mcache__Result *r)
+/* A result's packed size: by hand for scalars (*wired), else protobuf-c's. */
+static size_t result_size(const Mcache__Result *r, bool *wired)
 {
 	size_t n = wire_result_size(r);
 
-	return n != SIZE_MAX ? n : mcache__result__get_packed_size(r);
+	*wired = n != SIZE_MAX;
+	return *wired ? n : mcache__result__get_packed_size(r);
 }
 
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
@@ -213,8 +214,10 @@ struct request_job {
 	struct op_out *outs;
 	Mcache__Result **resp;
 	size_t *rsz;                 /* packed size of each result (invariant 4) */
+	bool *wired;                 /* packed by wire.c, not protobuf-c */
 	size_t n, next;              /* ops; the next to run */
 	size_t used, sz_err, max_reply;
+	bool err_wired;
 	uint64_t wait_seq;
 	bool full;
 };
@@ -257,14 +260,15 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 		j->outs = arena_alloc(&j->arena, j->n * sizeof(*j->outs));
 		j->resp = arena_alloc(&j->arena, j->n * sizeof(*j->resp));
 		j->rsz = arena_alloc(&j->arena, j->n * sizeof(*j->rsz));
-		if (!j->outs || !j->resp || !j->rsz) {
+		j->wired = arena_alloc(&j->arena, j->n * sizeof(*j->wired));
+		if (!j->outs || !j->resp || !j->rsz || !j->wired) {
 			arena_free(&j->arena);
 			return -ENOMEM;
 		}
 		/* outs[i] is set up when op i comes up (request_job_step). */
 	}
 	errres.err = EMSGSIZE;
-	j->sz_err = result_size(&errres);
+	j->sz_err = result_size(&errres, &j->err_wired);
 	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
 	j->max_reply = max_reply;
 	*out = j;
@@ -296,6 +300,7 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			memset(o, 0, sizeof(*o));
 			result_set_err(o, EMSGSIZE);
 			j->rsz[i] = j->sz_err;
+			j->wired[i] = j->err_wired;
 			j->used += cost_err;
 			continue;
 		}
@@ -304,7 +309,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
-		size_t sz = result_size(&o->res);
+		bool wired;
+		size_t sz = result_size(&o->res, &wired);
 		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
@@ -312,8 +318,10 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			j->full = true;
 			result_set_err(o, EMSGSIZE);
 			sz = j->sz_err;
+			wired = j->err_wired;
 		}
 		j->rsz[i] = sz;
+		j->wired[i] = wired;
 		j->used += result_cost(sz);
 		atomic_fetch_add_explicit(&st->ops[code], 1, memory_order_relaxed);
 		if (o->res.err)
@@ -361,7 +369,7 @@ int request_job_finish(struct request_job *j, struct request_reply *out)
 	for (size_t i = 0; i < j->n; i++) {
 		*p++ = TAG_RESPONSE_RESULTS;
 		p = put_varint(p, j->rsz[i]);
-		if (wire_result_size(j->resp[i]) == j->rsz[i]) {
+		if (j->wired[i]) {
 			wire_result_pack(j->resp[i], p, j->rsz[i]);
 		} else {
 			size_t n = mcache__result__pack(j->resp[i], p);
