@@ -1,7 +1,8 @@
 /* test-wire.c - the hand decoder and encoder of the hot messages give what
- * protobuf-c gives: random Requests of ops decode to the same message,
- * scalar Results pack to the same bytes, and whatever the fast path does
- * not know is handed back to protobuf-c. */
+ * protobuf-c gives: random Requests of ops decode to the same message and
+ * pack to the same bytes, scalar Results pack to the same bytes, Responses
+ * of them decode to the same message, and whatever the fast path does not
+ * know is handed back to protobuf-c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -94,6 +95,12 @@ static void check_same(const Mcache__Request *req)
 	}
 	free(a);
 	free(b);
+	/* And packed by hand: the very bytes protobuf-c packed. */
+	assert_int_equal(wire_request_size(req), len);
+	a = malloc(len + 1);
+	wire_request_pack(req, a);
+	assert_memory_equal(a, buf, len);
+	free(a);
 	free(buf);
 	mcache__request__free_unpacked(ref, NULL);
 	track_release();
@@ -233,6 +240,69 @@ static void test_scalar_results(void **state)
 	}
 }
 
+/* Responses of scalar results, as libmcache gets them for mutations:
+ * decoded to what protobuf-c decodes (and freed by its free_unpacked). */
+static void test_scalar_responses(void **state)
+{
+	(void)state;
+	const ProtobufCMessageDescriptor *d = &mcache__result__descriptor;
+	static Mcache__Result res[100], *resp[100];
+	static uint8_t buf[1 << 16], again[1 << 16];
+
+	for (int round = 0; round < 3000; round++) {
+		Mcache__Response rsp = MCACHE__RESPONSE__INIT;
+		size_t n = rnd() % 101;
+
+		for (size_t k = 0; k < n; k++) {
+			Mcache__Result *r = &res[k];
+			mcache__result__init(r);
+			for (unsigned i = 0; i < d->n_fields; i++) {
+				const ProtobufCFieldDescriptor *f = &d->fields[i];
+				void *at = (uint8_t *)r + f->offset;
+				uint64_t v = rval();
+
+				if (f->label != PROTOBUF_C_LABEL_NONE)
+					continue;
+				if (f->type == PROTOBUF_C_TYPE_INT32 || f->type == PROTOBUF_C_TYPE_UINT32)
+					*(uint32_t *)at = (uint32_t)v;
+				else if (f->type == PROTOBUF_C_TYPE_UINT64 || f->type == PROTOBUF_C_TYPE_INT64)
+					*(uint64_t *)at = v;
+				else if (f->type == PROTOBUF_C_TYPE_BOOL)
+					*(protobuf_c_boolean *)at = v & 1;
+			}
+			resp[k] = r;
+		}
+		rsp.id = rval();
+		rsp.n_results = n;
+		rsp.results = resp;
+		size_t len = mcache__response__pack(&rsp, buf);
+		Mcache__Response *got = wire_response_unpack(buf, len);
+		assert_non_null(got);
+		assert_int_equal(got->n_results, n);
+		assert_int_equal(mcache__response__get_packed_size(got), len);
+		mcache__response__pack(got, again);
+		assert_memory_equal(again, buf, len);
+		mcache__response__free_unpacked(got, NULL);
+	}
+	/* A result with attributes, a whole-request error: protobuf-c's. */
+	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
+	Mcache__Result r = MCACHE__RESULT__INIT, *rp = &r;
+	Mcache__Attr attr = MCACHE__ATTR__INIT;
+	r.attr = &attr;
+	attr.ino = 7;
+	rsp.id = 3;
+	rsp.n_results = 1;
+	rsp.results = &rp;
+	size_t len = mcache__response__pack(&rsp, buf);
+	assert_null(wire_response_unpack(buf, len));
+	rsp.n_results = 0;
+	rsp.err = EPROTO;
+	rsp.message = (char *)"no";
+	len = mcache__response__pack(&rsp, buf);
+	assert_null(wire_response_unpack(buf, len));
+	assert_null(wire_response_unpack(buf, len - 1));
+}
+
 static void test_results_handed_back(void **state)
 {
 	(void)state;
@@ -263,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_handed_back),
 		cmocka_unit_test(test_scalar_results),
 		cmocka_unit_test(test_results_handed_back),
+		cmocka_unit_test(test_scalar_responses),
 	};
 	return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t wire_varint_len(uint64_t v)
@@ -124,18 +125,109 @@ void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
 	}
 }
 
+/* Packed size of a message whose members are all scalars or bytes (an Op),
+ * or SIZE_MAX when it holds anything else. */
+static size_t wire_flat_size(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const uint8_t *msg = (const uint8_t *)m;
+	size_t n = 0;
+
+	if (m->n_unknown_fields)
+		return SIZE_MAX;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		uint64_t v;
+
+		if (f->label == PROTOBUF_C_LABEL_NONE && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    wire_scalar_get(f->type, msg + f->offset, &v)) {
+			if (v)
+				n += wire_varint_len((uint64_t)f->id << 3) + wire_varint_len(v);
+		} else if (f->label == PROTOBUF_C_LABEL_NONE && f->type == PROTOBUF_C_TYPE_BYTES &&
+		           !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
+			size_t len = ((const ProtobufCBinaryData *)(msg + f->offset))->len;
+			if (len)
+				n += wire_varint_len((uint64_t)f->id << 3) + wire_varint_len(len) + len;
+		} else if (!wire_member_empty(f, msg)) {
+			return SIZE_MAX;
+		}
+	}
+	return n;
+}
+
+static uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const uint8_t *msg = (const uint8_t *)m;
+
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		uint64_t v;
+
+		if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+			continue;
+		if (wire_scalar_get(f->type, msg + f->offset, &v)) {
+			if (v) {
+				p = wire_put_varint(p, (uint64_t)f->id << 3);
+				p = wire_put_varint(p, v);
+			}
+		} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + f->offset);
+			if (b->len) {
+				p = wire_put_varint(p, ((uint64_t)f->id << 3) | 2);
+				p = wire_put_varint(p, b->len);
+				memcpy(p, b->data, b->len);
+				p += b->len;
+			}
+		}
+	}
+	return p;
+}
+
+size_t wire_request_size(const Mcache__Request *req)
+{
+	size_t n = 0;
+
+	if (req->hello || req->base.n_unknown_fields)
+		return SIZE_MAX;
+	if (req->id)
+		n += 1 + wire_varint_len(req->id);
+	for (size_t i = 0; i < req->n_ops; i++) {
+		size_t sz = wire_flat_size(&req->ops[i]->base);
+
+		if (sz == SIZE_MAX)
+			return SIZE_MAX;
+		n += 1 + wire_varint_len(sz) + sz;
+	}
+	return n;
+}
+
+void wire_request_pack(const Mcache__Request *req, uint8_t *p)
+{
+	if (req->id) {
+		*p++ = (1u << 3) | 0;
+		p = wire_put_varint(p, req->id);
+	}
+	for (size_t i = 0; i < req->n_ops; i++) {
+		*p++ = (3u << 3) | 2;
+		p = wire_put_varint(p, wire_flat_size(&req->ops[i]->base));
+		p = wire_flat_pack(&req->ops[i]->base, p);
+	}
+}
+
 /* ---- decoding ---------------------------------------------------------- */
 
 #define WIRE_MAX_ID 128u
 
-/* Op's fields by number: the ones the fast path decodes, else NULL. */
+/* Op's and Result's fields by number: the ones the fast path decodes
+ * (scalars; bytes for Op), else NULL. */
 static const ProtobufCFieldDescriptor *wire_op_field[WIRE_MAX_ID];
+static const ProtobufCFieldDescriptor *wire_result_field[WIRE_MAX_ID];
 static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
 
-static void wire_init(void)
+static void wire_table(const ProtobufCMessageDescriptor *d, bool bytes,
+                       const ProtobufCFieldDescriptor **tab)
 {
-	const ProtobufCMessageDescriptor *d = &mcache__op__descriptor;
-
 	for (unsigned i = 0; i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
 		uint64_t v;
@@ -144,9 +236,15 @@ static void wire_init(void)
 		if (f->id >= WIRE_MAX_ID || f->label != PROTOBUF_C_LABEL_NONE ||
 		    (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
 			continue;
-		if (f->type == PROTOBUF_C_TYPE_BYTES || wire_scalar_get(f->type, zero, &v))
-			wire_op_field[f->id] = f;
+		if ((bytes && f->type == PROTOBUF_C_TYPE_BYTES) || wire_scalar_get(f->type, zero, &v))
+			tab[f->id] = f;
 	}
+}
+
+static void wire_init(void)
+{
+	wire_table(&mcache__op__descriptor, true, wire_op_field);
+	wire_table(&mcache__result__descriptor, false, wire_result_field);
 }
 
 /* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
@@ -184,19 +282,19 @@ static void wire_scalar_set(ProtobufCType t, void *m, uint64_t v)
 	}
 }
 
-/* One Op from p[0..len) into op (initialized). 0, or -1: not ours. */
-static int wire_op_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
-                          Mcache__Op *op)
+/* One flat message (Op, or a Result of scalars) from p[0..len) into msg
+ * (initialized), its fields known by tab. 0, or -1: not ours. */
+static int wire_flat_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
+                            const ProtobufCFieldDescriptor *const *tab, uint8_t *msg)
 {
 	const uint8_t *end = p + len;
-	uint8_t *msg = (uint8_t *)op;
 
 	while (p < end) {
 		uint64_t key, v;
 
 		if (wire_get_varint(&p, end, &key) < 0 || key >> 3 >= WIRE_MAX_ID)
 			return -1;
-		const ProtobufCFieldDescriptor *f = wire_op_field[key >> 3];
+		const ProtobufCFieldDescriptor *f = tab[key >> 3];
 		if (!f)
 			return -1;
 		if (f->type == PROTOBUF_C_TYPE_BYTES) {
@@ -257,7 +355,7 @@ Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p
 			    v > (uint64_t)(end - p))
 				return NULL;
 			mcache__op__init(op);
-			if (wire_op_unpack(alloc, p, (size_t)v, op) < 0)
+			if (wire_flat_unpack(alloc, p, (size_t)v, wire_op_field, (uint8_t *)op) < 0)
 				return NULL;
 			req->ops[req->n_ops++] = op;
 			p += v;
@@ -266,4 +364,68 @@ Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p
 		}
 	}
 	return req->n_ops == nops ? req : NULL;
+}
+
+static void *wire_malloc(void *ad, size_t n)
+{
+	(void)ad;
+	return malloc(n ? n : 1);
+}
+
+Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len)
+{
+	ProtobufCAllocator alloc = { wire_malloc, NULL, NULL };
+	const uint8_t *q = p, *end = p + len;
+	Mcache__Response *rsp;
+	size_t n = 0;
+	uint64_t key, v;
+
+	pthread_once(&wire_once, wire_init);
+	/* Count the results; anything but id and results is not ours. */
+	while (q < end) {
+		if (wire_get_varint(&q, end, &key) < 0)
+			return NULL;
+		if (key == ((1u << 3) | 0)) {
+			if (wire_get_varint(&q, end, &v) < 0)
+				return NULL;
+		} else if (key == ((3u << 3) | 2)) {
+			if (wire_get_varint(&q, end, &v) < 0 || v > (uint64_t)(end - q))
+				return NULL;
+			q += v;
+			n++;
+		} else {
+			return NULL;
+		}
+	}
+	rsp = malloc(sizeof(*rsp));
+	if (!rsp)
+		return NULL;
+	mcache__response__init(rsp);
+	if (n > 0) {
+		/* Laid out as protobuf-c's unpack would, so that
+		 * mcache__response__free_unpacked frees it. */
+		rsp->results = calloc(n, sizeof(*rsp->results));
+		if (!rsp->results)
+			goto fail;
+	}
+	while (p < end) {
+		wire_get_varint(&p, end, &key);
+		wire_get_varint(&p, end, &v);
+		if (key == ((1u << 3) | 0)) {
+			rsp->id = v;
+			continue;
+		}
+		Mcache__Result *r = malloc(sizeof(*r));
+		if (!r)
+			goto fail;
+		mcache__result__init(r);
+		rsp->results[rsp->n_results++] = r;
+		if (wire_flat_unpack(&alloc, p, (size_t)v, wire_result_field, (uint8_t *)r) < 0)
+			goto fail;
+		p += v;
+	}
+	return rsp;
+fail:
+	mcache__response__free_unpacked(rsp, NULL);
+	return NULL;
 }

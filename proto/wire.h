@@ -28,4 +28,18 @@ void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
 Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
                                      size_t nops);
 
+/* Packed size of req when it carries no Hello and its ops hold only
+ * scalars and bytes (every op does), or SIZE_MAX: ask protobuf-c then. */
+size_t wire_request_size(const Mcache__Request *req);
+/* Pack req, for which wire_request_size gave n != SIZE_MAX, at p (n
+ * bytes), exactly as protobuf-c would. */
+void wire_request_pack(const Mcache__Request *req, uint8_t *p);
+
+/* Unpack the Response p[0..len) when it holds only its id and results of
+ * scalars (every mutation's reply), laid out as protobuf-c's unpack with
+ * the default allocator would: free it with
+ * mcache__response__free_unpacked(rsp, NULL). NULL when it holds anything
+ * else, is cut short, or memory ran out: unpack with protobuf-c then. */
+Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len);
+
 #endif
