@@ -28,6 +28,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -227,9 +228,21 @@ struct request_job {
                         sizeof(struct op_out) + sizeof(Mcache__Result *) + \
                         sizeof(size_t) + 4 * ARENA_ALIGN)
 
-int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out)
+/* The EMSGSIZE result's size, the same for every request: computed once. */
+static size_t err_size;
+static bool err_wired;
+static pthread_once_t err_once = PTHREAD_ONCE_INIT;
+
+static void err_size_init(void)
 {
 	Mcache__Result errres = MCACHE__RESULT__INIT;
+
+	errres.err = EMSGSIZE;
+	err_size = result_size(&errres, &err_wired);
+}
+
+int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out)
+{
 	ProtobufCAllocator alloc = { arena_alloc, arena_nofree, NULL };
 	struct arena a;
 	struct request_job *j;
@@ -267,8 +280,9 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 		}
 		/* outs[i] is set up when op i comes up (request_job_step). */
 	}
-	errres.err = EMSGSIZE;
-	j->sz_err = result_size(&errres, &j->err_wired);
+	pthread_once(&err_once, err_size_init);
+	j->sz_err = err_size;
+	j->err_wired = err_wired;
 	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
 	j->max_reply = max_reply;
 	*out = j;
