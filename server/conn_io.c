@@ -151,6 +151,10 @@ int conn_io_send(struct conn *c, uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 
+	if (c->fd < 0) {                /* closed: nobody to answer */
+		free(buf);
+		return 0;
+	}
 	if (evbuffer_get_length(c->out) == 0) {
 		ssize_t n;
 

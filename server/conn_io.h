@@ -72,8 +72,9 @@ void conn_io_release(struct conn *c);
 void conn_io_reading(struct conn *c, bool on);
 /* Send the framed reply buf[0..len) (malloc'd; taken in any case): written
  * at once when nothing is queued before it and the socket takes it, the
- * rest queued behind what is queued (replies leave in order). 0, or
- * -ENOMEM when it could not be queued (buf freed). */
+ * rest queued behind what is queued (replies leave in order); dropped
+ * when c is closed. 0, or -ENOMEM when it could not be queued (buf
+ * freed). */
 int conn_io_send(struct conn *c, uint8_t *buf, size_t len);
 /* Queue buf[off..len) behind what is queued, taking buf. 0 or -ENOMEM. */
 int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len);
