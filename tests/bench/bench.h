@@ -47,6 +47,7 @@ struct opts {
 	bool json;
 	bool kernel_only;          /* no mcache steps */
 	bool rpc;                    /* the rpc comparison (bench_rpc.c) */
+	unsigned scale;              /* --scale: also run with scale x clients */
 	bool phase_on[PH_COUNT];
 	enum phase order[PH_COUNT];  /* phases in the order given */
 	unsigned norder;
@@ -225,6 +226,10 @@ void print_table(FILE *f, const struct row *rows, unsigned reps,
                  const struct memfig *mem, unsigned nmem);
 void print_json(FILE *f, struct result (*res)[MAX_STEPS], unsigned reps,
                 const struct row *rows, const struct memfig *mem);
+/* For each phase, the mcache and baseline rates of rows2 (n2 clients)
+ * over those of rows (n1 clients). */
+void print_scaling(FILE *f, const struct row *rows, const struct row *rows2, unsigned n1,
+                   unsigned n2);
 
 /* ------------------------------------------------------------------ */
 /* helpers (bench_util.c) */
