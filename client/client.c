@@ -636,7 +636,7 @@ static int client_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 		return frame_pack_request(req, MC_FRAME_MAX, out, len);
 	if (n > MC_FRAME_MAX)
 		return -EMSGSIZE;
-	buf = malloc(MC_FRAME_HDR + n);
+	buf = malloc(MC_FRAME_HDR + n + WIRE_PACK_SLACK);
 	if (!buf)
 		return -ENOMEM;
 	frame_put_len(buf, (uint32_t)n);

@@ -39,23 +39,122 @@ static uint8_t *wire_put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
-/* The varint value of a scalar member of type t at m, for encoding, and
- * whether it is one this file handles at all. */
-static bool wire_scalar_get(ProtobufCType t, const void *m, uint64_t *v)
+/* ---- plans --------------------------------------------------------------
+ *
+ * A message's descriptor compiled once (wire_init) into what coding it
+ * needs: per field its offset, what kind of member it is and its tag
+ * already in varint form.
+ */
+
+enum wire_kind {
+	WK_I32,          /* int32, enum: varint sign-extended to 64 bits */
+	WK_U32,
+	WK_U64,          /* int64, uint64 */
+	WK_BOOL,
+	WK_BYTES,        /* coded (flat messages: Op) */
+	WK_EMPTY_BYTES,  /* must be empty (Result's data) */
+	WK_EMPTY_PTR,    /* a message: must be absent */
+	WK_EMPTY_STR,    /* a string: must be NULL or "" */
+	WK_EMPTY_REP,    /* repeated: must have no element */
+	WK_NEVER,        /* anything else: never on the fast path */
+};
+
+#define WIRE_MAX_FIELDS 64u
+#define WIRE_MAX_ID 128u
+
+struct wire_field {
+	uint32_t off, qoff;
+	uint8_t kind;
+	uint8_t taglen;
+	uint8_t tag[5];
+};
+
+struct wire_plan {
+	bool ok;                     /* all fields fit in f[] */
+	unsigned n;
+	struct wire_field f[WIRE_MAX_FIELDS];
+	/* For decoding: the field of each number it decodes, else NULL. */
+	const ProtobufCFieldDescriptor *by_id[WIRE_MAX_ID];
+};
+
+static struct wire_plan plan_op, plan_result;
+static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
+
+static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes)
 {
-	switch (t) {
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return WK_EMPTY_REP;
+	if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return WK_NEVER;
+	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_ENUM:
-		*v = (uint64_t)(int64_t)*(const int32_t *)m;
-		return true;
+		return WK_I32;
 	case PROTOBUF_C_TYPE_UINT32:
-		*v = *(const uint32_t *)m;
-		return true;
+		return WK_U32;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_UINT64:
+		return WK_U64;
+	case PROTOBUF_C_TYPE_BOOL:
+		return WK_BOOL;
+	case PROTOBUF_C_TYPE_BYTES:
+		return bytes ? WK_BYTES : WK_EMPTY_BYTES;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return WK_EMPTY_PTR;
+	case PROTOBUF_C_TYPE_STRING:
+		return WK_EMPTY_STR;
+	default:
+		return WK_NEVER;
+	}
+}
+
+/* bytes: whether bytes members are coded (else they must be empty). */
+static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescriptor *d, bool bytes)
+{
+	pl->ok = d->n_fields <= WIRE_MAX_FIELDS;
+	if (!pl->ok)
+		return;
+	pl->n = d->n_fields;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		struct wire_field *w = &pl->f[i];
+		enum wire_kind k = wire_kind_of(f, bytes);
+		unsigned wt = k == WK_BYTES ? 2 : 0;
+
+		w->off = f->offset;
+		w->qoff = f->quantifier_offset;
+		w->kind = (uint8_t)k;
+		w->taglen = (uint8_t)(wire_put_varint(w->tag, ((uint64_t)f->id << 3) | wt) - w->tag);
+		if (f->id < WIRE_MAX_ID && k <= WK_BYTES)
+			pl->by_id[f->id] = f;
+	}
+}
+
+static void wire_init(void)
+{
+	wire_plan_make(&plan_op, &mcache__op__descriptor, true);
+	wire_plan_make(&plan_result, &mcache__result__descriptor, false);
+}
+
+/* ---- encoding ---------------------------------------------------------- */
+
+/* The scalar of field w in msg, in varint form; false when w is not a
+ * scalar. */
+static inline bool wire_scalar(const struct wire_field *w, const uint8_t *msg, uint64_t *v)
+{
+	const uint8_t *m = msg + w->off;
+
+	switch (w->kind) {
+	case WK_I32:
+		*v = (uint64_t)(int64_t)*(const int32_t *)m;
+		return true;
+	case WK_U32:
+		*v = *(const uint32_t *)m;
+		return true;
+	case WK_U64:
 		*v = *(const uint64_t *)m;
 		return true;
-	case PROTOBUF_C_TYPE_BOOL:
+	case WK_BOOL:
 		*v = *(const protobuf_c_boolean *)m != 0;
 		return true;
 	default:
@@ -63,119 +162,75 @@ static bool wire_scalar_get(ProtobufCType t, const void *m, uint64_t *v)
 	}
 }
 
-/* Whether a non-scalar member is empty (absent on the wire). */
-static bool wire_member_empty(const ProtobufCFieldDescriptor *f, const uint8_t *msg)
+/* Packed size of msg under plan pl, or SIZE_MAX: not for the fast path. */
+static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage *m)
 {
-	if (f->label == PROTOBUF_C_LABEL_REPEATED)
-		return *(const size_t *)(msg + f->quantifier_offset) == 0;
-	if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
-		return false;
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return *(void *const *)(msg + f->offset) == NULL;
-	case PROTOBUF_C_TYPE_BYTES:
-		return ((const ProtobufCBinaryData *)(msg + f->offset))->len == 0;
-	case PROTOBUF_C_TYPE_STRING: {
-		const char *s = *(const char *const *)(msg + f->offset);
-		return s == NULL || *s == '\0';
-	}
-	default:
-		return false;
-	}
-}
-
-size_t wire_result_size(const Mcache__Result *r)
-{
-	const ProtobufCMessageDescriptor *d = &mcache__result__descriptor;
-	const uint8_t *msg = (const uint8_t *)r;
-	size_t n = 0;
-
-	if (r->base.n_unknown_fields)
-		return SIZE_MAX;
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		uint64_t v;
-
-		if (f->label == PROTOBUF_C_LABEL_NONE && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-		    wire_scalar_get(f->type, msg + f->offset, &v)) {
-			if (v)
-				n += wire_varint_len((uint64_t)f->id << 3) + wire_varint_len(v);
-		} else if (!wire_member_empty(f, msg)) {
-			return SIZE_MAX;
-		}
-	}
-	return n;
-}
-
-void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
-{
-	const ProtobufCMessageDescriptor *d = &mcache__result__descriptor;
-	const uint8_t *msg = (const uint8_t *)r;
-
-	(void)n;
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		uint64_t v;
-
-		if (f->label == PROTOBUF_C_LABEL_NONE && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-		    wire_scalar_get(f->type, msg + f->offset, &v) && v) {
-			p = wire_put_varint(p, (uint64_t)f->id << 3);   /* wire type 0 */
-			p = wire_put_varint(p, v);
-		}
-	}
-}
-
-/* Packed size of a message whose members are all scalars or bytes (an Op),
- * or SIZE_MAX when it holds anything else. */
-static size_t wire_flat_size(const ProtobufCMessage *m)
-{
-	const ProtobufCMessageDescriptor *d = m->descriptor;
 	const uint8_t *msg = (const uint8_t *)m;
 	size_t n = 0;
 
-	if (m->n_unknown_fields)
+	if (!pl->ok || m->n_unknown_fields)
 		return SIZE_MAX;
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct wire_field *w = &pl->f[i];
+		const uint8_t *at = msg + w->off;
 		uint64_t v;
 
-		if (f->label == PROTOBUF_C_LABEL_NONE && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-		    wire_scalar_get(f->type, msg + f->offset, &v)) {
+		if (wire_scalar(w, msg, &v)) {
 			if (v)
-				n += wire_varint_len((uint64_t)f->id << 3) + wire_varint_len(v);
-		} else if (f->label == PROTOBUF_C_LABEL_NONE && f->type == PROTOBUF_C_TYPE_BYTES &&
-		           !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
-			size_t len = ((const ProtobufCBinaryData *)(msg + f->offset))->len;
-			if (len)
-				n += wire_varint_len((uint64_t)f->id << 3) + wire_varint_len(len) + len;
-		} else if (!wire_member_empty(f, msg)) {
-			return SIZE_MAX;
-		}
-	}
-	return n;
-}
-
-static uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
-{
-	const ProtobufCMessageDescriptor *d = m->descriptor;
-	const uint8_t *msg = (const uint8_t *)m;
-
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		uint64_t v;
-
-		if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+				n += w->taglen + wire_varint_len(v);
 			continue;
-		if (wire_scalar_get(f->type, msg + f->offset, &v)) {
+		}
+		switch (w->kind) {
+		case WK_BYTES: {
+			size_t len = ((const ProtobufCBinaryData *)at)->len;
+			if (len)
+				n += w->taglen + wire_varint_len(len) + len;
+			break;
+		}
+		case WK_EMPTY_BYTES:
+			if (((const ProtobufCBinaryData *)at)->len)
+				return SIZE_MAX;
+			break;
+		case WK_EMPTY_PTR:
+			if (*(void *const *)at)
+				return SIZE_MAX;
+			break;
+		case WK_EMPTY_STR: {
+			const char *str = *(const char *const *)at;
+			if (str && *str)
+				return SIZE_MAX;
+			break;
+		}
+		case WK_EMPTY_REP:
+			if (*(const size_t *)(msg + w->qoff))
+				return SIZE_MAX;
+			break;
+		default:
+			return SIZE_MAX;
+		}
+	}
+	return n;
+}
+
+/* Pack msg, for which wire_plan_size said yes, at p; the end. */
+static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+{
+	const uint8_t *msg = (const uint8_t *)m;
+
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct wire_field *w = &pl->f[i];
+		uint64_t v;
+
+		if (wire_scalar(w, msg, &v)) {
 			if (v) {
-				p = wire_put_varint(p, (uint64_t)f->id << 3);
-				p = wire_put_varint(p, v);
+				memcpy(p, w->tag, w->taglen);
+				p = wire_put_varint(p + w->taglen, v);
 			}
-		} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
-			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + f->offset);
+		} else if (w->kind == WK_BYTES) {
+			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + w->off);
 			if (b->len) {
-				p = wire_put_varint(p, ((uint64_t)f->id << 3) | 2);
-				p = wire_put_varint(p, b->len);
+				memcpy(p, w->tag, w->taglen);
+				p = wire_put_varint(p + w->taglen, b->len);
 				memcpy(p, b->data, b->len);
 				p += b->len;
 			}
@@ -184,16 +239,29 @@ static uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 	return p;
 }
 
+size_t wire_result_size(const Mcache__Result *r)
+{
+	pthread_once(&wire_once, wire_init);
+	return wire_plan_size(&plan_result, &r->base);
+}
+
+void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
+{
+	(void)n;
+	wire_plan_pack(&plan_result, &r->base, p);
+}
+
 size_t wire_request_size(const Mcache__Request *req)
 {
 	size_t n = 0;
 
+	pthread_once(&wire_once, wire_init);
 	if (req->hello || req->base.n_unknown_fields)
 		return SIZE_MAX;
 	if (req->id)
 		n += 1 + wire_varint_len(req->id);
 	for (size_t i = 0; i < req->n_ops; i++) {
-		size_t sz = wire_flat_size(&req->ops[i]->base);
+		size_t sz = wire_plan_size(&plan_op, &req->ops[i]->base);
 
 		if (sz == SIZE_MAX)
 			return SIZE_MAX;
@@ -209,43 +277,22 @@ void wire_request_pack(const Mcache__Request *req, uint8_t *p)
 		p = wire_put_varint(p, req->id);
 	}
 	for (size_t i = 0; i < req->n_ops; i++) {
+		/* The op's bytes first, room left for the longest length its
+		 * size can have; moved back when the length is shorter. */
+		uint8_t *body = p + 1 + 5, *end;
+		size_t sz, ll;
+
+		end = wire_plan_pack(&plan_op, &req->ops[i]->base, body);
+		sz = (size_t)(end - body);
+		ll = wire_varint_len(sz);
 		*p++ = (3u << 3) | 2;
-		p = wire_put_varint(p, wire_flat_size(&req->ops[i]->base));
-		p = wire_flat_pack(&req->ops[i]->base, p);
+		wire_put_varint(p, sz);
+		memmove(p + ll, body, sz);
+		p += ll + sz;
 	}
 }
 
 /* ---- decoding ---------------------------------------------------------- */
-
-#define WIRE_MAX_ID 128u
-
-/* Op's and Result's fields by number: the ones the fast path decodes
- * (scalars; bytes for Op), else NULL. */
-static const ProtobufCFieldDescriptor *wire_op_field[WIRE_MAX_ID];
-static const ProtobufCFieldDescriptor *wire_result_field[WIRE_MAX_ID];
-static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
-
-static void wire_table(const ProtobufCMessageDescriptor *d, bool bytes,
-                       const ProtobufCFieldDescriptor **tab)
-{
-	for (unsigned i = 0; i < d->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
-		uint64_t v;
-		uint64_t zero[2] = { 0, 0 };
-
-		if (f->id >= WIRE_MAX_ID || f->label != PROTOBUF_C_LABEL_NONE ||
-		    (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
-			continue;
-		if ((bytes && f->type == PROTOBUF_C_TYPE_BYTES) || wire_scalar_get(f->type, zero, &v))
-			tab[f->id] = f;
-	}
-}
-
-static void wire_init(void)
-{
-	wire_table(&mcache__op__descriptor, true, wire_op_field);
-	wire_table(&mcache__result__descriptor, false, wire_result_field);
-}
 
 /* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
 static int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -355,7 +402,7 @@ Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p
 			    v > (uint64_t)(end - p))
 				return NULL;
 			mcache__op__init(op);
-			if (wire_flat_unpack(alloc, p, (size_t)v, wire_op_field, (uint8_t *)op) < 0)
+			if (wire_flat_unpack(alloc, p, (size_t)v, plan_op.by_id, (uint8_t *)op) < 0)
 				return NULL;
 			req->ops[req->n_ops++] = op;
 			p += v;
@@ -420,7 +467,7 @@ Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len)
 			goto fail;
 		mcache__result__init(r);
 		rsp->results[rsp->n_results++] = r;
-		if (wire_flat_unpack(&alloc, p, (size_t)v, wire_result_field, (uint8_t *)r) < 0)
+		if (wire_flat_unpack(&alloc, p, (size_t)v, plan_result.by_id, (uint8_t *)r) < 0)
 			goto fail;
 		p += v;
 	}

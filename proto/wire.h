@@ -31,8 +31,10 @@ Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p
 /* Packed size of req when it carries no Hello and its ops hold only
  * scalars and bytes (every op does), or SIZE_MAX: ask protobuf-c then. */
 size_t wire_request_size(const Mcache__Request *req);
-/* Pack req, for which wire_request_size gave n != SIZE_MAX, at p (n
- * bytes), exactly as protobuf-c would. */
+/* Pack req, for which wire_request_size gave n != SIZE_MAX, at p, exactly
+ * as protobuf-c would: n bytes, but p must have room for n +
+ * WIRE_PACK_SLACK (each op is packed ahead of its length, then moved). */
+#define WIRE_PACK_SLACK 8u
 void wire_request_pack(const Mcache__Request *req, uint8_t *p);
 
 /* Unpack the Response p[0..len) when it holds only its id and results of
