@@ -153,6 +153,7 @@ struct arena {
 
 #define ARENA_ALIGN (alignof(max_align_t))
 #define ARENA_MIN   4096u
+#define ARENA_STEP  (1u << 20)
 
 static void *arena_alloc(void *ad, size_t size)
 {
@@ -161,7 +162,8 @@ static void *arena_alloc(void *ad, size_t size)
 
 	size = (size + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
 	if (!b || b->cap - b->used < size) {
-		size_t cap = b ? 2 * b->cap : ARENA_MIN;
+		/* Doubling up to ARENA_STEP, then steps of that size. */
+		size_t cap = !b ? ARENA_MIN : b->cap < ARENA_STEP ? 2 * b->cap : ARENA_STEP;
 
 		if (cap < size)
 			cap = size;
@@ -251,9 +253,9 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 
 	if (request_scan(p, len, &id, &nops) < 0)
 		return -EPROTO;
-	/* One block for the usual request: its bytes, and per op the
-	 * unpacked Op and the result. */
-	if (arena_init(&a, sizeof(*j) + 2 * len + nops * REQUEST_OP_MEM + 1024) < 0)
+	/* One block for the usual request: its bytes (paths are copied), and
+	 * per op the unpacked Op and the result. */
+	if (arena_init(&a, sizeof(*j) + len + nops * REQUEST_OP_MEM + 1024) < 0)
 		return -ENOMEM;
 	j = arena_alloc(&a, sizeof(*j));
 	memset(j, 0, sizeof(*j));

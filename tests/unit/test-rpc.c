@@ -642,6 +642,54 @@ static void test_reply_bytes_canonical(void **state)
 	close(fd);
 }
 
+/* Unknown fields are kept by protobuf-c's unpack, which then decides the
+ * request instead of the hand decoder: many tiny ones unpack to far more
+ * than the frame's bytes, so the request's arena grows past its first
+ * block; the op still runs and its reply comes back. */
+static void test_request_unknown_fields(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	enum { NUNK = 15000 };
+	static uint8_t op[3 * NUNK + 64], frame[3 * NUNK + 128];
+	size_t n = 0, m = 0;
+	Mcache__Response *rsp;
+
+	op[n++] = 0x08;                      /* code = OP_STAT */
+	op[n++] = MCACHE__OP_CODE__OP_STAT;
+	op[n++] = 0x12;                      /* path "/u" */
+	op[n++] = 2;
+	op[n++] = '/';
+	op[n++] = 'u';
+	for (int i = 0; i < NUNK; i++) {     /* field 100, varint 1 */
+		op[n++] = 0xa0;
+		op[n++] = 0x06;
+		op[n++] = 1;
+	}
+	m = MC_FRAME_HDR;
+	frame[m++] = 0x08;                   /* id = 77 */
+	frame[m++] = 77;
+	frame[m++] = 0x1a;                   /* ops, length as a varint */
+	for (size_t v = n; ; v >>= 7) {
+		frame[m++] = (uint8_t)(v | (v >= 0x80 ? 0x80 : 0));
+		if (v < 0x80)
+			break;
+	}
+	memcpy(frame + m, op, n);
+	m += n;
+	frame_put_len(frame, (uint32_t)(m - MC_FRAME_HDR));
+	assert_true(m - MC_FRAME_HDR <= MAX_FRAME);
+	assert_int_equal(frame_write(fd, frame, m, -1), 0);
+	rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 77);
+	assert_int_equal(rsp->n_results, 1);
+	assert_int_equal(rsp->results[0]->err, 0);
+	assert_int_equal(rsp->results[0]->attr->ino, 2);   /* strlen("/u") */
+	mcache__response__free_unpacked(rsp, NULL);
+	cli_check_stat(fd, 78, "/after");
+	close(fd);
+}
+
 static void test_batch_100(void **state)
 {
 	struct fx *f = *state;
@@ -1291,6 +1339,7 @@ int main(void)
 		T(test_batch_100),
 		T(test_replies_sent_at_once),
 		T(test_reply_bytes_canonical),
+		T(test_request_unknown_fields),
 		T(test_queued_replies_keep_order),
 		T(test_empty_request),
 		T(test_oversized_frame),
