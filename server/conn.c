@@ -45,9 +45,12 @@
  *     replies up to conn_output_max plus one reply (no frame is parsed
  *     while output is over it), and one held reply. out_acct is what its
  *     output adds to r->out_total.
- *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
- *     them the conn is RUNNING, reads and parses nothing, and its next slice
- *     waits behind the worker's other ready events (a zero timer).
+ *  7. A wakeup runs at most about CONN_SLICE_US of a conn's requests: a
+ *     request runs in slices (conn_job_run), between which the conn is
+ *     RUNNING, reads and parses nothing, and its next slice waits behind
+ *     the worker's other ready events (a zero timer, ev_step); frames
+ *     parsed in one wakeup share its slice, and those left when it ran out
+ *     wait on the same timer (conn_step_cb in READY).
  */
 #include "conn_io.h"
 
@@ -467,7 +470,7 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 }
 
 /* Run a request's ops (taking job) and queue (or hold) the reply. */
-static void conn_request(struct conn *c, struct request_job *job)
+static void conn_request(struct conn *c, struct request_job *job, uint64_t slice_us)
 {
 	const Mcache__Request *req = request_job_request(job);
 
@@ -481,7 +484,7 @@ static void conn_request(struct conn *c, struct request_job *job)
 	stat_inc(&c->w->stats.requests);
 	c->job_nops = req->n_ops;
 	c->job = job;
-	conn_job_run(c, CONN_SLICE_US);
+	conn_job_run(c, slice_us);
 }
 
 static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
@@ -490,6 +493,10 @@ static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->st == CONN_READY) {
+		conn_process(c);          /* frames left when the slice ran out */
+		return;
+	}
 	if (c->st != CONN_RUNNING)
 		return;
 	c->refs++;                        /* the reply may close c under us */
@@ -587,15 +594,25 @@ void conn_process(struct conn *c)
 	uint32_t max = r->o.max_frame;
 	size_t high = r->o.conn_output_max;
 	bool progressed = false;
+	uint64_t start = mono_us();
 
 	c->refs++;                        /* replies may close c under us */
 	while ((c->st == CONN_HELLO || c->st == CONN_READY) && conn_io_pending(c) <= high) {
 		uint8_t hdr[MC_FRAME_HDR];
 		struct request_job *job = NULL;
+		uint64_t used = progressed ? mono_us() - start : 0;
 		uint8_t *p;
 		uint32_t n;
 		int err;
 
+		if (used >= CONN_SLICE_US) {
+			/* This wakeup had its slice: the frames left wait behind
+			 * the worker's other ready events (invariant 7). */
+			struct timeval now = { 0, 0 };
+
+			evtimer_add(c->ev_step, &now);
+			break;
+		}
 		if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ssize_t)sizeof(hdr))
 			break;
 		n = frame_get_len(hdr);
@@ -627,7 +644,7 @@ void conn_process(struct conn *c)
 			conn_hello(c, request_job_request(job));
 			request_job_free(job);
 		} else {
-			conn_request(c, job);     /* takes job */
+			conn_request(c, job, CONN_SLICE_US - used);   /* takes job */
 		}
 	}
 	if (c->st != CONN_READY && c->st != CONN_HELLO)

@@ -690,6 +690,53 @@ static void test_request_unknown_fields(void **state)
 	close(fd);
 }
 
+/* Frames read in one wakeup share its slice: a burst of slow requests on
+ * one connection does not keep the worker from another connection until
+ * the whole burst has run. */
+static void test_wakeup_slice_shared(void **state)
+{
+	struct fx *f = *state;
+	/* Round robin over 2 workers: a and b share one. */
+	int a = cli_open(f->path), other = cli_open(f->path), b = cli_open(f->path);
+	enum { N = 40, OP_US = 5000 };
+	static uint8_t burst[N * 64];
+	size_t blen = 0;
+	uint8_t peek[N * 8 + 64];
+
+	for (unsigned i = 0; i < N; i++) {
+		Mcache__Request req = MCACHE__REQUEST__INIT;
+		Mcache__Op op, *opp[1] = { &op };
+		uint8_t *buf;
+		size_t len;
+
+		op_set(&op, MCACHE__OP_CODE__OP_RMTREE, "/slow");
+		op.size = OP_US;                 /* the stand-in sleeps this long */
+		req.id = 10 + i;
+		req.n_ops = 1;
+		req.ops = opp;
+		assert_int_equal(frame_pack_request(&req, MC_FRAME_MAX, &buf, &len), 0);
+		memcpy(burst + blen, buf, len);
+		blen += len;
+		free(buf);
+	}
+	assert_int_equal(frame_write(a, burst, blen, -1), 0);   /* one write: one read */
+	cli_check_stat(b, 500, "/quick");
+	/* Each of a's replies is 8 bytes (id < 128, one empty result): far
+	 * fewer than all of them were sent before b's. */
+	ssize_t got = recv(a, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+	if (got < 0)
+		got = 0;
+	assert_true(got / 8 < N);
+	for (unsigned i = 0; i < N; i++) {
+		Mcache__Response *rsp = cli_recv_ok(a);
+		assert_int_equal(rsp->id, 10 + i);
+		mcache__response__free_unpacked(rsp, NULL);
+	}
+	close(a);
+	close(b);
+	close(other);
+}
+
 static void test_batch_100(void **state)
 {
 	struct fx *f = *state;
@@ -1340,6 +1387,7 @@ int main(void)
 		T(test_replies_sent_at_once),
 		T(test_reply_bytes_canonical),
 		T(test_request_unknown_fields),
+		T(test_wakeup_slice_shared),
 		T(test_queued_replies_keep_order),
 		T(test_empty_request),
 		T(test_oversized_frame),
