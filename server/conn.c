@@ -607,11 +607,15 @@ void conn_process(struct conn *c)
 
 		if (used >= CONN_SLICE_US) {
 			/* This wakeup had its slice: the frames left wait behind
-			 * the worker's other ready events (invariant 7). */
+			 * the worker's other ready events (invariant 7), and
+			 * nothing more is read meanwhile (an EOF must not be
+			 * seen before the requests in front of it ran). */
 			struct timeval now = { 0, 0 };
 
+			conn_io_reading(c, false);
+			evtimer_del(c->ev_deadline);
 			evtimer_add(c->ev_step, &now);
-			break;
+			goto out;
 		}
 		if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ssize_t)sizeof(hdr))
 			break;

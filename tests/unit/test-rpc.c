@@ -737,6 +737,36 @@ static void test_wakeup_slice_shared(void **state)
 	close(other);
 }
 
+/* A client that sends slow requests and shuts down its side at once gets
+ * every reply: the end of its stream is not read while requests in front
+ * of it wait for their turn. */
+static void test_eof_after_slow_burst(void **state)
+{
+	struct fx *f = *state;
+	int a = cli_open(f->path);
+	enum { N = 6 };
+
+	for (unsigned i = 0; i < N; i++) {
+		Mcache__Request req = MCACHE__REQUEST__INIT;
+		Mcache__Op op, *opp[1] = { &op };
+
+		op_set(&op, MCACHE__OP_CODE__OP_RMTREE, "/slow");
+		op.size = 3000;                  /* 3 ms each: past a slice */
+		req.id = 20 + i;
+		req.n_ops = 1;
+		req.ops = opp;
+		cli_send(a, &req);
+	}
+	assert_int_equal(shutdown(a, SHUT_WR), 0);
+	for (unsigned i = 0; i < N; i++) {
+		Mcache__Response *rsp = cli_recv_ok(a);
+		assert_int_equal(rsp->id, 20 + i);
+		mcache__response__free_unpacked(rsp, NULL);
+	}
+	cli_expect_closed(a);
+	close(a);
+}
+
 static void test_batch_100(void **state)
 {
 	struct fx *f = *state;
@@ -1388,6 +1418,7 @@ int main(void)
 		T(test_reply_bytes_canonical),
 		T(test_request_unknown_fields),
 		T(test_wakeup_slice_shared),
+		T(test_eof_after_slow_burst),
 		T(test_queued_replies_keep_order),
 		T(test_empty_request),
 		T(test_oversized_frame),
