@@ -29,6 +29,7 @@
 #include "mc_config.h"
 #include "mc_shm.h"
 #include "mc_socket.h"
+#include "wire.h"
 
 /* ---- fork detection ---------------------------------------------------- */
 
@@ -397,6 +398,7 @@ void mc_disconnect(mc_client *c)
 	close(c->sock);
 	free(c->fds);
 	free(c->closes);
+	free(c->rbuf);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	errno = saved;
@@ -573,6 +575,7 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 {
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	Mcache__Response *rsp = NULL;
+	const uint8_t *payload = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
 	int err;
@@ -584,7 +587,7 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 	req.id = c->next_id++;
 	req.n_ops = n;
 	req.ops = ops;
-	err = frame_pack_request(&req, MC_FRAME_MAX, &buf, &len);
+	err = client_frame_pack(&req, &buf, &len);
 	if (err < 0)
 		return err == -EMSGSIZE ? -E2BIG : err;
 	err = frame_write(c->sock, buf, len, -1);
@@ -592,11 +595,12 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 	buf = NULL;
 	if (err < 0)
 		return transport_error(c, err);
-	err = frame_read(c->sock, MC_FRAME_MAX, &buf, &len, NULL);
+	err = client_frame_recv(c, &payload, &len);
 	if (err < 0)
 		return transport_error(c, err);
-	rsp = mcache__response__unpack(NULL, len, buf);
-	free(buf);
+	rsp = wire_response_unpack(payload, len);
+	if (!rsp)
+		rsp = mcache__response__unpack(NULL, len, payload);
 	if (!rsp) {
 		/* The frame boundary held, but we cannot tell whose answer it was. */
 		c->broken = true;

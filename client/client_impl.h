@@ -83,6 +83,8 @@ struct mc_client {
 	size_t nclose, capclose;
 	struct mc_dir *dirs;
 	struct mc_batch *batches;
+	uint8_t *rbuf;                /* responses are received here (call.c) */
+	size_t rcap;
 };
 
 /* Entries a listing read from shared memory holds at once. */
@@ -146,6 +148,17 @@ bool client_forked(const mc_client *c);
  * (transport failed or broken), -EPROTO (bad response), -E2BIG (frame too
  * big), -ENOMEM, or the server's whole-request error. */
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
+/* call.c. Frame req into a new buffer (caller frees), the same bytes
+ * frame_pack_request makes: 0, -ENOMEM or -EMSGSIZE (over MC_FRAME_MAX). */
+int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len);
+/* Receive one response frame into c->rbuf (mu held): one recv when the
+ * whole frame has arrived, more only for what had not; with one request
+ * in flight (invariant 1) nothing may follow it. 0 with *payload (valid
+ * until the next call) and *len set; -ENOMEM, -EMSGSIZE (announced length
+ * over MC_FRAME_MAX), -EPROTO (bytes after the frame), -ECONNRESET (EOF),
+ * or the socket's errno. */
+int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len);
+
 /* Release a server handle (mc_close, mc_closedir). No round trip of its
  * own: the close travels in front of the next request, or with others once
  * CLIENT_CLOSE_QUEUE are waiting. The server releases everything of a

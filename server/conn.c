@@ -1,7 +1,8 @@
 /* conn.c - one client connection of the RPC server, on its worker's
  * event loop: reads frames, answers the Hello (passing the segment fds),
  * runs requests' ops for the connection's session and writes the replies,
- * holding one until its commit is durable.
+ * holding one until its commit is durable. The socket itself (reading,
+ * replies sent in the same wakeup, the output queue) is conn_io.c's.
  *
  * Connection states (struct conn.st):
  *
@@ -22,11 +23,11 @@
  *                                         freed when refs reach 0
  *
  * Invariants:
- *  1. A conn, its bufferevent, session, done-event and deadline timer are
+ *  1. A conn, its buffers and events, session, done-event and deadline timer are
  *     touched only by its worker thread. The one exception is
  *     conn_commit_cb, which runs on the committer thread and only stores
  *     wait_err and activates ev_done.
- *  2. A conn holds one reference for being open (bev != NULL) and one while a
+ *  2. A conn holds one reference for being open (fd >= 0) and one while a
  *     commit wait is outstanding; it is freed when both are gone, so a
  *     connection closed while waiting lives until its callback has run.
  *  3. Replies leave in request order: while WAITING the conn does not read
@@ -44,18 +45,20 @@
  *     replies up to conn_output_max plus one reply (no frame is parsed
  *     while output is over it), and one held reply. out_acct is what its
  *     output adds to r->out_total.
- *  7. A request runs in slices of CONN_SLICE_US (conn_job_run): between
- *     them the conn is RUNNING, reads and parses nothing, and its next slice
- *     waits behind the worker's other ready events (a zero timer).
+ *  7. A wakeup runs at most about CONN_SLICE_US of a conn's requests: a
+ *     request runs in slices (conn_job_run), between which the conn is
+ *     RUNNING, reads and parses nothing, and its next slice waits behind
+ *     the worker's other ready events (a zero timer, ev_step); frames
+ *     parsed in one wakeup share its slice, and those left when it ran out
+ *     wait on the same timer (conn_step_cb in READY).
  *  8. c->ent is listed in r->m->clients (clients.c) from a good Hello
  *     (conn_hello) until conn_close, and counts each request received; each
  *     request's job records its slow ops in r->m->slowlog (slowlog.c).
  */
-#include "conn.h"
+#include "conn_io.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -75,53 +78,6 @@
 #include "request.h"
 #include "stats.h"
 
-/* Time a closing connection gets to take its last reply. */
-#define CONN_FLUSH_TIMEOUT_S 5
-/* Longest a request runs before its worker serves other connections. */
-#define CONN_SLICE_US 1000
-
-enum conn_state {
-	CONN_HELLO,     /* waiting for the Hello request */
-	CONN_READY,     /* reading and answering requests */
-	CONN_RUNNING,   /* a request's ops running in slices (ev_step) */
-	CONN_WAITING,   /* reply held until a commit is durable */
-	CONN_CLOSING,   /* last reply draining, then close */
-	CONN_CLOSED,    /* fd gone, struct kept for the commit callback */
-};
-
-struct conn {
-	struct worker *w;
-	struct conn *prev, *next;    /* w->conns */
-	TAILQ_ENTRY(conn) pq;        /* w->prehello, while in_prehello */
-	bool in_prehello;
-	struct bufferevent *bev;     /* NULL once closed */
-	int fd;
-	enum conn_state st;
-	int refs;                    /* worker thread only; invariant 2 */
-	bool throttled;              /* reading paused for output backpressure */
-	struct cred cred;
-	pid_t pid;
-	struct session *sess;
-	struct event *ev_done;       /* activated by conn_commit_cb */
-	struct event *ev_deadline;   /* hello or frame timeout (invariant 5) */
-	struct event *ev_step;       /* runs the next slice of job */
-	struct request_job *job;     /* while RUNNING */
-	struct evbuffer_cb_entry *out_cb;
-	uint64_t out_acct;           /* bytes of output counted in r->out_total */
-	_Atomic int wait_err;        /* commit result, set before ev_done fires */
-	/* The reply held during WAITING. */
-	uint8_t *held;
-	size_t held_len;
-	uint64_t held_id;
-	size_t held_nres;
-	size_t job_nops;             /* ops of the request being run */
-	struct client_ent ent;       /* in r->m->clients from Hello to conn_close */
-};
-
-static void conn_read_cb(struct bufferevent *bev, void *arg);
-static void conn_write_cb(struct bufferevent *bev, void *arg);
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
-static void conn_process(struct conn *c);
 static void conn_commit_cb(void *arg, int err);
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -145,56 +101,8 @@ static void conn_prehello_leave(struct conn *c)
 	atomic_fetch_sub(&w->r->nprehello, 1);
 }
 
-/* Output callback: keep r->out_total in step with this conn's output. */
-static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct conn *c = arg;
-	struct rpc *r = c->w->r;
-
-	(void)buf;
-	if (info->n_added > info->n_deleted) {
-		size_t d = info->n_added - info->n_deleted;
-
-		c->out_acct += d;
-		atomic_fetch_add(&r->out_total, d);
-	} else if (info->n_deleted > info->n_added) {
-		size_t d = info->n_deleted - info->n_added;
-
-		c->out_acct -= d;
-		atomic_fetch_sub(&r->out_total, d);
-	}
-}
-
-/* Over output_max in all: ask every worker to shed its non-readers. */
-static void conn_shed_request(struct rpc *r)
-{
-	for (unsigned i = 0; i < r->nw; i++)
-		if (!atomic_exchange(&r->w[i].shed_pending, true))
-			event_active(r->w[i].ev_shed, EV_READ, 0);
-}
-
-static bool conn_over_total(const struct rpc *r)
-{
-	return r->o.output_max && atomic_load(&r->out_total) > r->o.output_max;
-}
-
-static void conn_close(struct conn *c);
-
-/* Disconnect a client that does not read its replies while the total is
- * over output_max. */
-static void conn_shed_one(struct conn *c)
-{
-	struct rpc *r = c->w->r;
-
-	stat_inc(&c->w->stats.limits[STATS_LIMIT_OUTPUT_DISCONNECTS]);
-	if (rpc_log_ok(r))
-		log_warn("rpc: pid %d: disconnected: %zu reply bytes unread, %llu in all "
-		         "(output-max %llu)", (int)c->pid,
-		         evbuffer_get_length(bufferevent_get_output(c->bev)),
-		         (unsigned long long)atomic_load(&r->out_total),
-		         (unsigned long long)r->o.output_max);
-	conn_close(c);
-}
+/* Longest a request runs before its worker serves other connections. */
+#define CONN_SLICE_US 1000
 
 /* Drop a reference; the last one unlinks and frees c (invariant 2) and, at
  * shutdown, ends the worker's loop with its last conn (rpc.c invariant 2). */
@@ -221,21 +129,16 @@ static void conn_unref(struct conn *c)
 }
 
 /* Release the fd and the session; the struct follows when unreferenced. */
-static void conn_close(struct conn *c)
+void conn_close(struct conn *c)
 {
-	if (!c->bev)
+	if (c->fd < 0)
 		return;
 	conn_prehello_leave(c);
 	evtimer_del(c->ev_deadline);
 	evtimer_del(c->ev_step);
 	request_job_free(c->job);     /* its ops may have run: outcome unknown */
 	c->job = NULL;
-	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
-	atomic_fetch_sub(&c->w->r->out_total, c->out_acct);
-	c->out_acct = 0;
-	bufferevent_free(c->bev);
-	c->bev = NULL;
-	c->fd = -1;
+	conn_io_release(c);
 	if (c->sess)
 		session_free(c->sess);
 	c->sess = NULL;
@@ -243,40 +146,6 @@ static void conn_close(struct conn *c)
 	c->st = CONN_CLOSED;
 	atomic_fetch_sub(&c->w->r->nconns, 1);
 	conn_unref(c);
-}
-
-/* One nonblocking attempt to send what is queued, then close: for shutdown. */
-static void conn_close_now(struct conn *c)
-{
-	if (c->bev) {
-		struct evbuffer *out = bufferevent_get_output(c->bev);
-
-		/* A socket bufferevent freezes its output's start for itself;
-		 * it is freed right after, so write past it. */
-		evbuffer_unfreeze(out, 1);
-		while (evbuffer_get_length(out) > 0 && evbuffer_write(out, c->fd) > 0)
-			;
-	}
-	conn_close(c);
-}
-
-static void conn_close_after_flush(struct conn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->bev);
-	struct timeval tv = { .tv_sec = CONN_FLUSH_TIMEOUT_S };
-
-	c->st = CONN_CLOSING;
-	conn_prehello_leave(c);
-	evtimer_del(c->ev_deadline);
-	bufferevent_disable(c->bev, EV_READ);
-	evbuffer_drain(in, evbuffer_get_length(in));
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 || c->w->exiting) {
-		conn_close_now(c);
-		return;
-	}
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	bufferevent_set_timeouts(c->bev, NULL, &tv);
-	bufferevent_enable(c->bev, EV_WRITE);
 }
 
 /* Pack rsp onto the connection's output. 0 or -errno. */
@@ -289,9 +158,7 @@ static int conn_send(struct conn *c, const Mcache__Response *rsp)
 	err = frame_pack_response(rsp, UINT32_MAX, &buf, &len);
 	if (err)
 		return err;
-	err = bufferevent_write(c->bev, buf, len) ? -ENOMEM : 0;
-	free(buf);
-	return err;
+	return conn_io_send(c, buf, len);
 }
 
 /* Answer a whole-request error (err > 0) and close once it is sent. */
@@ -303,31 +170,19 @@ static void conn_fail(struct conn *c, uint64_t id, int err, const char *msg)
 	rsp.err = err;
 	rsp.message = (char *)msg;
 	log_debug("rpc: pid %d: %s", (int)c->pid, msg);
+	conn_prehello_leave(c);
 	conn_send(c, &rsp);
 	conn_close_after_flush(c);
 }
 
-static void conn_buf_free(const void *data, size_t len, void *arg)
-{
-	(void)len;
-	(void)arg;
-	free((void *)data);
-}
-
-/* Queue a packed reply (NULL: it could not be built), taking ownership of
- * buf: the output refers to it, no copy, and frees it once sent. If that
- * fails, answer ENOMEM and close once that is sent. 0 or -ENOMEM. */
+/* Send a packed reply (NULL: it could not be built), taking ownership of
+ * buf: written at once when the socket takes it, else queued without a
+ * copy and freed once sent. If that fails, answer ENOMEM and close once
+ * that is sent. 0 or -ENOMEM. */
 static int conn_queue(struct conn *c, uint64_t id, uint8_t *buf, size_t len)
 {
-	struct rpc *r = c->w->r;
-
-	if (buf && evbuffer_add_reference(bufferevent_get_output(c->bev), buf, len,
-	                                  conn_buf_free, NULL) == 0) {
-		if (conn_over_total(r))
-			conn_shed_request(r);
+	if (buf && conn_io_send(c, buf, len) == 0)
 		return 0;
-	}
-	free(buf);
 	conn_fail(c, id, ENOMEM, "out of memory");
 	return -ENOMEM;
 }
@@ -439,20 +294,9 @@ int conn_new(struct worker *w, int fd)
 	c->ev_step = evtimer_new(w->base, conn_step_cb, c);
 	if (!c->ev_done || !c->ev_deadline || !c->ev_step)
 		goto fail;
-	c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c->bev)
+	if (conn_io_open(c) < 0)
 		goto fail;
-	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), conn_out_cb, c);
-	if (!c->out_cb)
-		goto fail;
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	if (w->r->o.idle_timeout_s > 0) {
-		struct timeval tv = { .tv_sec = w->r->o.idle_timeout_s };
-
-		bufferevent_set_timeouts(c->bev, &tv, NULL);
-	}
-	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0)
-		goto fail;
+	conn_io_reading(c, true);
 	if (w->r->o.hello_timeout_s > 0) {
 		struct timeval tv = { .tv_sec = w->r->o.hello_timeout_s };
 
@@ -470,8 +314,8 @@ int conn_new(struct worker *w, int fd)
 	stat_inc(&w->stats.connections);
 	return 0;
 fail:
-	if (c && c->bev)
-		bufferevent_free(c->bev); /* closes fd */
+	if (c)
+		conn_io_release(c);       /* closes fd */
 	else
 		close(fd);
 	if (c && c->ev_done)
@@ -485,8 +329,7 @@ fail:
 }
 
 /* Send the HelloReply with the segment fd in one sendmsg straight on the
- * socket (nothing else is queued yet); a short write's rest goes through
- * the bufferevent. */
+ * socket (nothing else is queued yet); a short write's rest is queued. */
 static int conn_send_hello(struct conn *c, uint64_t id)
 {
 	const struct rpc_opts *o = &c->w->r->o;
@@ -544,8 +387,7 @@ static int conn_send_hello(struct conn *c, uint64_t id)
 		err = -errno;
 		goto out;
 	}
-	if ((size_t)n < len && bufferevent_write(c->bev, buf + n, len - (size_t)n))
-		err = -ENOMEM;
+	return conn_io_queue(c, buf, (size_t)n, len);
 out:
 	free(buf);
 	return err;
@@ -598,7 +440,7 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 	if (!request_job_step(c->job, c->sess, &w->stats, slice_us)) {
 		/* Yield to the worker's other connections (invariant 7). */
 		c->st = CONN_RUNNING;
-		bufferevent_disable(c->bev, EV_READ);
+		conn_io_reading(c, false);
 		evtimer_del(c->ev_deadline);
 		evtimer_add(c->ev_step, &now);
 		return;
@@ -626,36 +468,31 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 	c->held_nres = c->job_nops;
 	c->st = CONN_WAITING;
 	c->refs++;
-	bufferevent_disable(c->bev, EV_READ);
+	conn_io_reading(c, false);
 	evtimer_del(c->ev_deadline);
 	err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_commit_cb, c);
 	if (err)
 		conn_commit_cb(c, err);
 }
 
-/* Run a request's ops (taking req) and queue (or hold) the reply. */
-static void conn_request(struct conn *c, Mcache__Request *req)
+/* Run a request's ops (taking job) and queue (or hold) the reply. */
+static void conn_request(struct conn *c, struct request_job *job, uint64_t slice_us)
 {
-	struct worker *w = c->w;
-	uint64_t id = req->id;
-	int err;
+	const Mcache__Request *req = request_job_request(job);
 
 	if (req->hello) {
-		mcache__request__free_unpacked(req, NULL);
+		uint64_t id = req->id;
+
+		request_job_free(job);
 		conn_bad_frame(c, id, EPROTO, "hello sent twice");
 		return;
 	}
-	stat_inc(&w->stats.requests);
+	stat_inc(&c->w->stats.requests);
 	client_ent_request(&c->ent);
 	c->job_nops = req->n_ops;
-	err = request_job_new(req, w->r->o.max_reply, &c->job);
-	if (err) {
-		mcache__request__free_unpacked(req, NULL);
-		conn_fail(c, id, -err, "out of memory");
-		return;
-	}
-	request_job_trace(c->job, w->r->m->slowlog, c->pid, c->cred.uid);
-	conn_job_run(c, CONN_SLICE_US);
+	c->job = job;
+	request_job_trace(c->job, c->w->r->m->slowlog, c->pid, c->cred.uid);
+	conn_job_run(c, slice_us);
 }
 
 static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
@@ -664,6 +501,10 @@ static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->st == CONN_READY) {
+		conn_process(c);          /* frames left when the slice ran out */
+		return;
+	}
 	if (c->st != CONN_RUNNING)
 		return;
 	c->refs++;                        /* the reply may close c under us */
@@ -728,7 +569,7 @@ static void conn_frame_deadline(struct conn *c, bool progressed)
 
 	if (s == 0 || c->st != CONN_READY)
 		return;
-	if (c->throttled || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+	if (c->throttled || evbuffer_get_length(c->in) == 0)
 		evtimer_del(c->ev_deadline);
 	else if (progressed || !evtimer_pending(c->ev_deadline, NULL))
 		evtimer_add(c->ev_deadline, &tv);
@@ -754,22 +595,36 @@ static bool conn_too_many_ops(struct conn *c, const uint8_t *p, uint32_t n)
 
 /* Parse and answer the complete frames buffered, as long as the conn can
  * and its unsent replies stay under conn_output_max (invariant 6). */
-static void conn_process(struct conn *c)
+void conn_process(struct conn *c)
 {
 	struct rpc *r = c->w->r;
-	struct evbuffer *in = bufferevent_get_input(c->bev);
-	struct evbuffer *out = bufferevent_get_output(c->bev);
+	struct evbuffer *in = c->in;
 	uint32_t max = r->o.max_frame;
 	size_t high = r->o.conn_output_max;
 	bool progressed = false;
+	uint64_t start = mono_us();
 
 	c->refs++;                        /* replies may close c under us */
-	while ((c->st == CONN_HELLO || c->st == CONN_READY) && evbuffer_get_length(out) <= high) {
+	while ((c->st == CONN_HELLO || c->st == CONN_READY) && conn_io_pending(c) <= high) {
 		uint8_t hdr[MC_FRAME_HDR];
-		Mcache__Request *req;
+		struct request_job *job = NULL;
+		uint64_t used = progressed ? mono_us() - start : 0;
 		uint8_t *p;
 		uint32_t n;
+		int err;
 
+		if (used >= CONN_SLICE_US) {
+			/* This wakeup had its slice: the frames left wait behind
+			 * the worker's other ready events (invariant 7), and
+			 * nothing more is read meanwhile (an EOF must not be
+			 * seen before the requests in front of it ran). */
+			struct timeval now = { 0, 0 };
+
+			conn_io_reading(c, false);
+			evtimer_del(c->ev_deadline);
+			evtimer_add(c->ev_step, &now);
+			goto out;
+		}
 		if (evbuffer_copyout(in, hdr, sizeof(hdr)) < (ssize_t)sizeof(hdr))
 			break;
 		n = frame_get_len(hdr);
@@ -786,79 +641,41 @@ static void conn_process(struct conn *c)
 		p = evbuffer_pullup(in, MC_FRAME_HDR + (ssize_t)n);
 		if (p && conn_too_many_ops(c, p + MC_FRAME_HDR, n))
 			break;
-		req = p ? mcache__request__unpack(NULL, n, p + MC_FRAME_HDR) : NULL;
+		err = p ? request_job_new(p + MC_FRAME_HDR, n, r->o.max_reply, &job) : -ENOMEM;
 		evbuffer_drain(in, MC_FRAME_HDR + (size_t)n);
 		progressed = true;
-		if (!req) {
+		if (err == -ENOMEM) {
+			conn_fail(c, 0, ENOMEM, "out of memory");
+			break;
+		}
+		if (err) {
 			conn_bad_frame(c, 0, EPROTO, "malformed frame");
 			break;
 		}
 		if (c->st == CONN_HELLO) {
-			conn_hello(c, req);
-			mcache__request__free_unpacked(req, NULL);
+			conn_hello(c, request_job_request(job));
+			request_job_free(job);
 		} else {
-			conn_request(c, req);     /* takes req */
+			conn_request(c, job, CONN_SLICE_US - used);   /* takes job */
 		}
 	}
 	if (c->st != CONN_READY && c->st != CONN_HELLO)
 		goto out;
 	/* Backpressure: a peer that does not read its replies stops being read;
 	 * if unsent replies are over the total too, it is let go. */
-	if (evbuffer_get_length(out) > high) {
-		if (conn_over_total(r)) {
+	if (conn_io_pending(c) > high) {
+		if (conn_io_over_total(r)) {
 			conn_shed_one(c);
 			goto out;
 		}
-		c->throttled = true;
-		bufferevent_setwatermark(c->bev, EV_WRITE, high / 2, 0);
-		bufferevent_disable(c->bev, EV_READ);
+		c->throttled = true;      /* until conn_io_write_cb drains half */
+		conn_io_reading(c, false);
 	} else if (!c->throttled) {
-		bufferevent_enable(c->bev, EV_READ);
+		conn_io_reading(c, true);
 	}
 	conn_frame_deadline(c, progressed);
 out:
 	conn_unref(c);
-}
-
-static void conn_read_cb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	conn_process(arg);
-}
-
-static void conn_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct conn *c = arg;
-
-	if (c->st == CONN_CLOSING) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			conn_close(c);
-		return;
-	}
-	if (c->throttled) {
-		c->throttled = false;
-		bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-		conn_process(c);
-	}
-}
-
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct conn *c = arg;
-
-	if (what & BEV_EVENT_TIMEOUT)
-		log_debug("rpc: pid %d: %s timeout", (int)c->pid,
-			  (what & BEV_EVENT_READING) ? "idle" : "write");
-	/* A peer that shut down its side after its last request still gets
-	 * the replies already queued. */
-	if ((what & BEV_EVENT_EOF) && c->st == CONN_READY &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
-		conn_close_after_flush(c);
-		return;
-	}
-	/* EOF, error or timeout: the connection is over, even while WAITING
-	 * (the struct outlives it until the commit callback, invariant 2). */
-	conn_close(c);
 }
 
 void conn_close_all(struct worker *w)
@@ -885,7 +702,7 @@ static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!c->bev || (c->st != CONN_HELLO && c->st != CONN_READY))
+	if (c->fd < 0 || (c->st != CONN_HELLO && c->st != CONN_READY))
 		return;
 	stat_inc(&c->w->stats.limits[hello ? STATS_LIMIT_HELLO_TIMEOUTS
 	                                   : STATS_LIMIT_FRAME_TIMEOUTS]);
@@ -899,9 +716,9 @@ static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
 void conn_shed(struct worker *w)
 {
 	atomic_store(&w->shed_pending, false);
-	for (struct conn *c = w->conns, *nx; c && conn_over_total(w->r); c = nx) {
+	for (struct conn *c = w->conns, *nx; c && conn_io_over_total(w->r); c = nx) {
 		nx = c->next;             /* closing c frees at most c */
-		if (c->bev && c->throttled && (c->st == CONN_READY || c->st == CONN_HELLO))
+		if (c->fd >= 0 && c->throttled && (c->st == CONN_READY || c->st == CONN_HELLO))
 			conn_shed_one(c);
 	}
 }

@@ -239,11 +239,206 @@ static int dirbuf_add(void *arg, const char *name, size_t len, uint64_t ino, uin
 	return 0;
 }
 
-static int op_readdir(struct session *s, const Mcache__Op *op, struct op_out *out)
+/* ---- handlers ----------------------------------------------------------
+ *
+ * Every handler has the same shape: the dispatch (ops_exec) has already
+ * checked what the op's flags ask for (valid paths, an open handle, a
+ * regular file), and h is that handle (NULL when OPF_HANDLE is not set).
+ * A handler returns 0 or -errno and fills out->res.
+ */
+
+/* The path arguments as the namespace takes them. */
+#define P(op)  (const char *)(op)->path.data, (op)->path.len
+#define P2(op) (const char *)(op)->path2.data, (op)->path2.len
+
+static int op_stat(struct session *s, const Mcache__Op *op, struct handle *h,
+                   struct op_out *out)
 {
-	struct handle *h = handle_get(s, op->handle);
-	if (!h)
-		return -EBADF;
+	ns_attr a;
+	(void)h;
+	int rc = ns_stat(s->m->ns, &s->cred, P(op), op->code != MCACHE__OP_CODE__OP_LSTAT, &a);
+	if (rc == 0)
+		fill_attr(out, &a);
+	return rc;
+}
+
+static int op_fstat(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	ns_attr a;
+	(void)op;
+	int rc = ns_stat_ino(s->m->ns, h->ino, &a);
+	if (rc == 0)
+		fill_attr(out, &a);
+	return rc;
+}
+
+static int op_mkdir(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_mkdir(s->m->ns, &s->cred, P(op), op->mode, NULL);
+}
+
+static int op_rmdir(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_rmdir(s->m->ns, &s->cred, P(op));
+}
+
+static int op_create(struct session *s, const Mcache__Op *op, struct handle *h,
+                     struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_open(s->m->ns, &s->cred, P(op), O_CREAT | O_EXCL | O_WRONLY, op->mode, false,
+	               NULL);
+}
+
+static int op_open(struct session *s, const Mcache__Op *op, struct handle *h,
+                   struct op_out *out)
+{
+	int flags = (int)op->flags;
+	size_t i;
+	(void)h;
+	int rc = handle_slot(s, &i);
+	if (rc < 0)
+		return rc;
+	ns_attr a;
+	rc = ns_open(s->m->ns, &s->cred, P(op), flags, op->mode, true, &a);
+	if (rc < 0)
+		return rc;
+	s->h[i] = (struct handle){ a.ino, (flags & O_ACCMODE) != O_RDONLY, S_ISDIR(a.mode) };
+	out->res.handle = i + 1;
+	fill_attr(out, &a);
+	return 0;
+}
+
+/* The session closed a handle of ino: with none left, its locks there go. */
+static void session_unlock_closed(struct session *s, uint64_t ino)
+{
+	if (!map_find(&s->locked, ino))
+		return;
+	for (size_t i = 0; i < s->nh; i++)
+		if (s->h[i].ino == ino)
+			return;
+	ns_range_release(s->m->ns, ino, s->owner);
+	map_del(&s->locked, ino);
+}
+
+static int op_close(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	uint64_t ino = h->ino;
+	(void)op;
+	(void)out;
+	h->ino = 0;
+	session_unlock_closed(s, ino);
+	ns_release(s->m->ns, ino);
+	return 0;
+}
+
+static int op_unlink(struct session *s, const Mcache__Op *op, struct handle *h,
+                     struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_unlink(s->m->ns, &s->cred, P(op));
+}
+
+static int op_rename(struct session *s, const Mcache__Op *op, struct handle *h,
+                     struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_rename(s->m->ns, &s->cred, P(op), P2(op));
+}
+
+static int op_link(struct session *s, const Mcache__Op *op, struct handle *h,
+                   struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_link(s->m->ns, &s->cred, P(op), P2(op));
+}
+
+/* The link at path, its target in path2. */
+static int op_symlink(struct session *s, const Mcache__Op *op, struct handle *h,
+                      struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_symlink(s->m->ns, &s->cred, P2(op), P(op));
+}
+
+static int op_readlink(struct session *s, const Mcache__Op *op, struct handle *h,
+                       struct op_out *out)
+{
+	/* The target lands on the stack; the reply holds only its bytes. */
+	char target[MC_SYMLINK_MAX];
+	size_t n;
+	(void)h;
+	int rc = ns_readlink(s->m->ns, &s->cred, P(op), target, &n);
+	if (rc < 0)
+		return rc;
+	out->data = malloc(n ? n : 1);
+	if (!out->data)
+		return -ENOMEM;
+	memcpy(out->data, target, n);
+	out->res.data.data = out->data;
+	out->res.data.len = n;
+	return 0;
+}
+
+static int op_chmod(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_chmod(s->m->ns, &s->cred, P(op), op->mode);
+}
+
+static int op_chown(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	if (op->flags & AT_SYMLINK_NOFOLLOW)
+		return ns_lchown(s->m->ns, &s->cred, P(op), op->uid, op->gid);
+	return ns_chown(s->m->ns, &s->cred, P(op), op->uid, op->gid);
+}
+
+static int op_utimens(struct session *s, const Mcache__Op *op, struct handle *h,
+                      struct op_out *out)
+{
+	struct timespec t[2] = { { (time_t)op->atime_sec, (long)op->atime_nsec },
+	                         { (time_t)op->mtime_sec, (long)op->mtime_nsec } };
+	(void)h;
+	(void)out;
+	return ns_utimens_at(s->m->ns, &s->cred, P(op), t, !(op->flags & AT_SYMLINK_NOFOLLOW));
+}
+
+static int op_truncate(struct session *s, const Mcache__Op *op, struct handle *h,
+                       struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_truncate(s->m->ns, &s->cred, P(op), (int64_t)op->size);
+}
+
+static int op_ftruncate(struct session *s, const Mcache__Op *op, struct handle *h,
+                        struct op_out *out)
+{
+	(void)out;
+	return ns_truncate_ino(s->m->ns, h->ino, h->writable, (int64_t)op->size);
+}
+
+static int op_readdir(struct session *s, const Mcache__Op *op, struct handle *h,
+                      struct op_out *out)
+{
 	if (!h->dir)
 		return -ENOTDIR;
 	unsigned max = op->count ? op->count : READDIR_DEFAULT;
@@ -273,74 +468,32 @@ static int op_readdir(struct session *s, const Mcache__Op *op, struct op_out *ou
 	return rc;
 }
 
-static int op_open(struct session *s, const Mcache__Op *op, struct op_out *out)
+/* mc_sync, and mc_fsync on any open handle: wait for what is pending. */
+static int op_sync(struct session *s, const Mcache__Op *op, struct handle *h,
+                   struct op_out *out)
 {
-	int flags = (int)op->flags;
-	size_t i;
-	int rc = handle_slot(s, &i);
-	if (rc < 0)
-		return rc;
-	ns_attr a;
-	rc = ns_open(s->m->ns, &s->cred, (const char *)op->path.data, op->path.len, flags,
-	             op->mode, true, &a);
-	if (rc < 0)
-		return rc;
-	s->h[i] = (struct handle){ a.ino, (flags & O_ACCMODE) != O_RDONLY, S_ISDIR(a.mode) };
-	out->res.handle = i + 1;
-	fill_attr(out, &a);
+	(void)op;
+	(void)h;
+	out->wait_seq = ns_pending_seq(s->m->ns);
 	return 0;
 }
 
-/* The consistency check (fsck.h): for root and the server's own user only,
- * since it reads the whole store and takes the namespace lock in batches. */
-static int op_fsck(struct session *s, struct op_out *out)
+static int op_rmtree(struct session *s, const Mcache__Op *op, struct handle *h,
+                     struct op_out *out)
 {
-	struct fsck_report rep = {0};
-	if (s->cred.uid != 0 && s->cred.uid != geteuid())
-		return -EPERM;
-	int rc = fsck_ns(s->m->ns, &rep);
-	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
-	fsck_report_free(&rep);
-	if (rc < 0)
-		return rc;
-	if (!js)
-		return -ENOMEM;
-	out->data = (uint8_t *)js;
-	out->res.data.data = out->data;
-	out->res.data.len = strlen(js);
-	return 0;
+	(void)h;
+	(void)out;
+	return ns_rmtree(s->m->ns, &s->cred, P(op), 1024);
 }
 
-/* The commit log as JSON lines (logfeed.h): it names every file changed,
- * so only root and the server's own user may read it. */
-static int op_log(struct session *s, const Mcache__Op *op, struct op_out *out)
-{
-	if (s->cred.uid != 0 && s->cred.uid != geteuid())
-		return -EACCES;
-	if (!s->m->store)
-		return -EOPNOTSUPP;
-	size_t max = op->log_max ? op->log_max : 256u << 10;
-	if (max > s->m->cfg->max_reply / 2)
-		max = s->m->cfg->max_reply / 2;
-	struct logfeed_out lf;
-	int rc = logfeed_read(s->m->store, op->log_seq, op->log_rec, max, &lf);
-	if (rc < 0)
-		return rc;
-	out->data = (uint8_t *)lf.buf;
-	out->res.data.data = out->data;
-	out->res.data.len = lf.len;
-	out->res.cookie = lf.next_seq;
-	out->res.end = lf.next_rec;
-	out->res.start = lf.first;
-	out->res.eof = lf.eof;
-	return 0;
-}
-
-static int op_stats(struct session *s, struct op_out *out)
+static int op_stats(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
 {
 	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
 	struct evbuffer *eb = evbuffer_new();
 	int rc = -ENOMEM;
+	(void)op;
+	(void)h;
 	if (!snap || !eb)
 		goto done;
 	mcd_fill_stats(s->m, snap);
@@ -364,6 +517,56 @@ done:
 	return rc;
 }
 
+/* The consistency check (fsck.h): for root and the server's own user only,
+ * since it reads the whole store and takes the namespace lock in batches. */
+static int op_fsck(struct session *s, const Mcache__Op *op, struct handle *h,
+                   struct op_out *out)
+{
+	struct fsck_report rep = {0};
+	(void)op;
+	(void)h;
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EPERM;
+	int rc = fsck_ns(s->m->ns, &rep);
+	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
+	fsck_report_free(&rep);
+	if (rc < 0)
+		return rc;
+	if (!js)
+		return -ENOMEM;
+	out->data = (uint8_t *)js;
+	out->res.data.data = out->data;
+	out->res.data.len = strlen(js);
+	return 0;
+}
+
+/* The commit log as JSON lines (logfeed.h): it names every file changed,
+ * so only root and the server's own user may read it. */
+static int op_log(struct session *s, const Mcache__Op *op, struct handle *h,
+                  struct op_out *out)
+{
+	(void)h;
+	if (s->cred.uid != 0 && s->cred.uid != geteuid())
+		return -EACCES;
+	if (!s->m->store)
+		return -EOPNOTSUPP;
+	size_t max = op->log_max ? op->log_max : 256u << 10;
+	if (max > s->m->cfg->max_reply / 2)
+		max = s->m->cfg->max_reply / 2;
+	struct logfeed_out lf;
+	int rc = logfeed_read(s->m->store, op->log_seq, op->log_rec, max, &lf);
+	if (rc < 0)
+		return rc;
+	out->data = (uint8_t *)lf.buf;
+	out->res.data.data = out->data;
+	out->res.data.len = lf.len;
+	out->res.cookie = lf.next_seq;
+	out->res.end = lf.next_rec;
+	out->res.start = lf.first;
+	out->res.eof = lf.eof;
+	return 0;
+}
+
 /* A result whose data a renderer put in out->data (rc 0) or did not. */
 static int op_text(struct op_out *out, int rc)
 {
@@ -372,83 +575,116 @@ static int op_text(struct op_out *out, int rc)
 	return rc;
 }
 
-/* The session closed a handle of ino: with none left, its locks there go. */
-static void session_unlock_closed(struct session *s, uint64_t ino)
+static int op_clients(struct session *s, const Mcache__Op *op, struct handle *h,
+                      struct op_out *out)
 {
-	if (!map_find(&s->locked, ino))
-		return;
-	for (size_t i = 0; i < s->nh; i++)
-		if (s->h[i].ino == ino)
-			return;
-	ns_range_release(s->m->ns, ino, s->owner);
-	map_del(&s->locked, ino);
+	(void)op;
+	(void)h;
+	return op_text(out, clients_render(s->m->clients, (char **)&out->data,
+	                                   &out->res.data.len));
+}
+
+static int op_slowlog(struct session *s, const Mcache__Op *op, struct handle *h,
+                      struct op_out *out)
+{
+	(void)h;
+	return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
+	                                   &out->res.data.len));
+}
+
+static int op_mknod(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_mknod(s->m->ns, &s->cred, P(op), op->mode, op->rdev);
 }
 
 /* The extent-state ops, on a handle of a regular file. */
-static int op_range(struct session *s, const Mcache__Op *op, struct op_out *out)
+static int op_range_set(struct session *s, const Mcache__Op *op, struct handle *h,
+                        struct op_out *out)
 {
-	struct handle *h;
-	int rc = file_handle_get(s, op->handle, &h);
+	int rc;
+	(void)out;
+	if (op->bits & MC_ES_LOCKED) {
+		/* Room to remember the inode first: failing after the lock was
+		 * taken would leave it held past the session. */
+		rc = map_reserve(&s->locked);
+		if (rc < 0)
+			return rc;
+	}
+	bool first = !map_find(&s->locked, h->ino);
+	rc = ns_range_set(s->m->ns, h->ino, op->start, op->end, op->bits, s->owner, first);
+	if (rc == 0 && (op->bits & MC_ES_LOCKED))
+		map_put(&s->locked, h->ino, 1);
+	return rc;
+}
+
+static int op_range_clear(struct session *s, const Mcache__Op *op, struct handle *h,
+                          struct op_out *out)
+{
+	(void)out;
+	return ns_range_clear(s->m->ns, h->ino, op->start, op->end, op->bits, s->owner);
+}
+
+static int op_range_test(struct session *s, const Mcache__Op *op, struct handle *h,
+                         struct op_out *out)
+{
+	int rc = ns_range_test(s->m->ns, h->ino, op->start, op->end, op->bits, op->all);
 	if (rc < 0)
 		return rc;
-	struct ns *ns = s->m->ns;
-	switch (op->code) {
-	case MCACHE__OP_CODE__OP_RANGE_SET:
-		if (op->bits & MC_ES_LOCKED) {
-			/* Room to remember the inode first: failing after the
-			 * lock was taken would leave it held past the session. */
-			rc = map_reserve(&s->locked);
-			if (rc < 0)
-				return rc;
-		}
-		bool first = !map_find(&s->locked, h->ino);
-		rc = ns_range_set(ns, h->ino, op->start, op->end, op->bits, s->owner, first);
-		if (rc == 0 && (op->bits & MC_ES_LOCKED))
-			map_put(&s->locked, h->ino, 1);
-		return rc;
-	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
-		return ns_range_clear(ns, h->ino, op->start, op->end, op->bits, s->owner);
-	case MCACHE__OP_CODE__OP_RANGE_TEST:
-		rc = ns_range_test(ns, h->ino, op->start, op->end, op->bits, op->all);
-		if (rc >= 0) {
-			out->res.test = (uint32_t)rc;
-			rc = 0;
-		}
-		return rc;
-	default: {
-		uint64_t st, en;
-		rc = ns_range_find(ns, h->ino, op->start, op->bits, &st, &en);
-		if (rc == 0) {
-			out->res.start = st;
-			out->res.end = en;
-		}
-		return rc;
+	out->res.test = (uint32_t)rc;
+	return 0;
+}
+
+static int op_range_find(struct session *s, const Mcache__Op *op, struct handle *h,
+                         struct op_out *out)
+{
+	uint64_t st, en;
+	int rc = ns_range_find(s->m->ns, h->ino, op->start, op->bits, &st, &en);
+	if (rc == 0) {
+		out->res.start = st;
+		out->res.end = en;
 	}
-	}
+	return rc;
+}
+
+static int op_evict(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	(void)out;
+	return ns_evict(s->m->ns, &s->cred, P(op));
+}
+
+static int op_extent_set(struct session *s, const Mcache__Op *op, struct handle *h,
+                         struct op_out *out)
+{
+	(void)out;
+	return ns_extent_set(s->m->ns, h->ino, h->writable, op->start, op->len, op->phys,
+	                     op->flags);
+}
+
+static int op_extent_punch(struct session *s, const Mcache__Op *op, struct handle *h,
+                           struct op_out *out)
+{
+	(void)out;
+	return ns_extent_punch(s->m->ns, h->ino, h->writable, op->start, op->len);
 }
 
 #define EXTENT_MAP_DEFAULT 512u
 #define EXTENT_MAP_MAX 8192u
 
-/* The extent-map ops, on a handle of a regular file. */
-static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out)
+static int op_extent_map(struct session *s, const Mcache__Op *op, struct handle *h,
+                         struct op_out *out)
 {
-	struct handle *h;
-	int rc = file_handle_get(s, op->handle, &h);
-	if (rc < 0)
-		return rc;
-	struct ns *ns = s->m->ns;
-	if (op->code == MCACHE__OP_CODE__OP_EXTENT_SET)
-		return ns_extent_set(ns, h->ino, h->writable, op->start, op->len, op->phys, op->flags);
-	if (op->code == MCACHE__OP_CODE__OP_EXTENT_PUNCH)
-		return ns_extent_punch(ns, h->ino, h->writable, op->start, op->len);
 	size_t max = op->count ? op->count : EXTENT_MAP_DEFAULT, n;
 	if (max > EXTENT_MAP_MAX)
 		max = EXTENT_MAP_MAX;
 	struct emap_ext *e = malloc(max * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	rc = ns_extent_map(ns, h->ino, op->start, op->len, e, max, &n);
+	int rc = ns_extent_map(s->m->ns, h->ino, op->start, op->len, e, max, &n);
 	if (rc == 0 && n > max)
 		n = max;
 	if (rc == 0 && n) {
@@ -473,209 +709,114 @@ static int op_extent(struct session *s, const Mcache__Op *op, struct op_out *out
 	return rc;
 }
 
-static bool is_mutation(Mcache__OpCode code)
+/* ---- the op table ------------------------------------------------------
+ *
+ * One row per op code, in the manner of a command table: the name, the
+ * handler and what the dispatch checks and does around it (OPF_* flags,
+ * ops.h). Adding an op is one row here plus its handler; a code with no
+ * row is answered EOPNOTSUPP.
+ */
+#define OP(code, name, fn, flags) [MCACHE__OP_CODE__OP_##code] = { name, fn, flags }
+
+static const struct op_desc op_table[] = {
+	OP(LOOKUP,       "lookup",       op_stat,         OPF_PATH),
+	OP(STAT,         "stat",         op_stat,         OPF_PATH),
+	OP(LSTAT,        "lstat",        op_stat,         OPF_PATH),
+	OP(FSTAT,        "fstat",        op_fstat,        OPF_HANDLE),
+	OP(MKDIR,        "mkdir",        op_mkdir,        OPF_PATH | OPF_MUTATION),
+	OP(RMDIR,        "rmdir",        op_rmdir,        OPF_PATH | OPF_MUTATION),
+	OP(OPEN,         "open",         op_open,         OPF_PATH | OPF_MUTATION),
+	OP(CLOSE,        "close",        op_close,        OPF_HANDLE),
+	OP(UNLINK,       "unlink",       op_unlink,       OPF_PATH | OPF_MUTATION),
+	OP(RENAME,       "rename",       op_rename,       OPF_PATH | OPF_PATH2 | OPF_MUTATION),
+	OP(LINK,         "link",         op_link,         OPF_PATH | OPF_PATH2 | OPF_MUTATION),
+	OP(SYMLINK,      "symlink",      op_symlink,      OPF_PATH | OPF_PATH2 | OPF_MUTATION),
+	OP(READLINK,     "readlink",     op_readlink,     OPF_PATH),
+	OP(CHMOD,        "chmod",        op_chmod,        OPF_PATH | OPF_MUTATION),
+	OP(CHOWN,        "chown",        op_chown,        OPF_PATH | OPF_MUTATION),
+	OP(UTIMENS,      "utimens",      op_utimens,      OPF_PATH | OPF_MUTATION),
+	OP(TRUNCATE,     "truncate",     op_truncate,     OPF_PATH | OPF_MUTATION),
+	OP(FTRUNCATE,    "ftruncate",    op_ftruncate,    OPF_HANDLE | OPF_MUTATION),
+	OP(READDIR,      "readdir",      op_readdir,      OPF_HANDLE),
+	OP(FSYNC,        "fsync",        op_sync,         OPF_HANDLE),
+	OP(SYNC,         "sync",         op_sync,         0),
+	OP(RMTREE,       "rmtree",       op_rmtree,       OPF_PATH | OPF_MUTATION),
+	OP(CREATE,       "create",       op_create,       OPF_PATH | OPF_MUTATION),
+	OP(STATS,        "stats",        op_stats,        0),
+	OP(RANGE_SET,    "range_set",    op_range_set,    OPF_FILE),
+	OP(RANGE_CLEAR,  "range_clear",  op_range_clear,  OPF_FILE),
+	OP(RANGE_TEST,   "range_test",   op_range_test,   OPF_FILE),
+	OP(RANGE_FIND,   "range_find",   op_range_find,   OPF_FILE),
+	OP(EVICT,        "evict",        op_evict,        OPF_PATH),
+	OP(EXTENT_SET,   "extent_set",   op_extent_set,   OPF_FILE | OPF_MUTATION),
+	OP(EXTENT_PUNCH, "extent_punch", op_extent_punch, OPF_FILE | OPF_MUTATION),
+	OP(EXTENT_MAP,   "extent_map",   op_extent_map,   OPF_FILE),
+	OP(CLIENTS,      "clients",      op_clients,      0),
+	OP(SLOWLOG,      "slowlog",      op_slowlog,      0),
+	OP(LOG,          "log",          op_log,          0),
+	OP(FSCK,         "fsck",         op_fsck,         0),
+	OP(MKNOD,        "mknod",        op_mknod,        OPF_PATH | OPF_MUTATION),
+};
+
+#undef OP
+
+const struct op_desc *ops_find(unsigned code)
 {
-	switch (code) {
-	case MCACHE__OP_CODE__OP_MKDIR:
-	case MCACHE__OP_CODE__OP_RMDIR:
-	case MCACHE__OP_CODE__OP_OPEN:
-	case MCACHE__OP_CODE__OP_UNLINK:
-	case MCACHE__OP_CODE__OP_RENAME:
-	case MCACHE__OP_CODE__OP_LINK:
-	case MCACHE__OP_CODE__OP_SYMLINK:
-	case MCACHE__OP_CODE__OP_CHMOD:
-	case MCACHE__OP_CODE__OP_CHOWN:
-	case MCACHE__OP_CODE__OP_UTIMENS:
-	case MCACHE__OP_CODE__OP_TRUNCATE:
-	case MCACHE__OP_CODE__OP_FTRUNCATE:
-	case MCACHE__OP_CODE__OP_RMTREE:
-	case MCACHE__OP_CODE__OP_CREATE:
-	case MCACHE__OP_CODE__OP_EXTENT_SET:
-	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
-	case MCACHE__OP_CODE__OP_MKNOD:
-		return true;
-	default:
-		return false;
-	}
+	if (code >= sizeof(op_table) / sizeof(op_table[0]) || !op_table[code].run)
+		return NULL;
+	return &op_table[code];
 }
 
-static int run(struct session *s, const Mcache__Op *op, struct op_out *out)
+/* What the flags of d ask before its handler runs: 0 with *hp set (NULL
+ * without OPF_HANDLE), or the -errno the op is answered with. */
+static int ops_check(struct session *s, const struct op_desc *d, const Mcache__Op *op,
+                     struct handle **hp)
 {
-	struct ns *ns = s->m->ns;
-	const struct cred *c = &s->cred;
-	const char *p = (const char *)op->path.data;
-	size_t plen = op->path.len;
-	const char *p2 = (const char *)op->path2.data;
-	size_t p2len = op->path2.len;
-	ns_attr a;
+	struct handle *h = NULL;
 	int rc;
 
-	switch (op->code) {
-	case MCACHE__OP_CODE__OP_FSTAT:
-	case MCACHE__OP_CODE__OP_FTRUNCATE:
-	case MCACHE__OP_CODE__OP_CLOSE:
-	case MCACHE__OP_CODE__OP_READDIR:
-	case MCACHE__OP_CODE__OP_FSYNC:
-	case MCACHE__OP_CODE__OP_SYNC:
-	case MCACHE__OP_CODE__OP_STATS:
-	case MCACHE__OP_CODE__OP_FSCK:
-	case MCACHE__OP_CODE__OP_LOG:
-	case MCACHE__OP_CODE__OP_RANGE_SET:
-	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
-	case MCACHE__OP_CODE__OP_RANGE_TEST:
-	case MCACHE__OP_CODE__OP_RANGE_FIND:
-	case MCACHE__OP_CODE__OP_EXTENT_SET:
-	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
-	case MCACHE__OP_CODE__OP_EXTENT_MAP:
-	case MCACHE__OP_CODE__OP_CLIENTS:
-	case MCACHE__OP_CODE__OP_SLOWLOG:
-		break;
-	case MCACHE__OP_CODE__OP_SYMLINK:
-	case MCACHE__OP_CODE__OP_RENAME:
-	case MCACHE__OP_CODE__OP_LINK:
-		if ((rc = check_path(&op->path2)) < 0)
-			return rc;
-		/* fall through */
-	default:
-		if ((rc = check_path(&op->path)) < 0)
-			return rc;
-	}
-
-	switch (op->code) {
-	case MCACHE__OP_CODE__OP_LOOKUP:
-	case MCACHE__OP_CODE__OP_STAT:
-	case MCACHE__OP_CODE__OP_LSTAT:
-		rc = ns_stat(ns, c, p, plen, op->code != MCACHE__OP_CODE__OP_LSTAT, &a);
-		if (rc == 0)
-			fill_attr(out, &a);
+	if ((d->flags & OPF_PATH2) && (rc = check_path(&op->path2)) < 0)
 		return rc;
-	case MCACHE__OP_CODE__OP_FSTAT: {
-		struct handle *h = handle_get(s, op->handle);
-		if (!h)
-			return -EBADF;
-		rc = ns_stat_ino(ns, h->ino, &a);
-		if (rc == 0)
-			fill_attr(out, &a);
+	if ((d->flags & OPF_PATH) && (rc = check_path(&op->path)) < 0)
 		return rc;
-	}
-	case MCACHE__OP_CODE__OP_MKDIR:
-		return ns_mkdir(ns, c, p, plen, op->mode, NULL);
-	case MCACHE__OP_CODE__OP_RMDIR:
-		return ns_rmdir(ns, c, p, plen);
-	case MCACHE__OP_CODE__OP_CREATE:
-		return ns_open(ns, c, p, plen, O_CREAT | O_EXCL | O_WRONLY, op->mode, false, NULL);
-	case MCACHE__OP_CODE__OP_OPEN:
-		return op_open(s, op, out);
-	case MCACHE__OP_CODE__OP_CLOSE: {
-		struct handle *h = handle_get(s, op->handle);
-		if (!h)
-			return -EBADF;
-		uint64_t ino = h->ino;
-		h->ino = 0;
-		session_unlock_closed(s, ino);
-		ns_release(ns, ino);
-		return 0;
-	}
-	case MCACHE__OP_CODE__OP_UNLINK:
-		return ns_unlink(ns, c, p, plen);
-	case MCACHE__OP_CODE__OP_RENAME:
-		return ns_rename(ns, c, p, plen, p2, p2len);
-	case MCACHE__OP_CODE__OP_LINK:
-		return ns_link(ns, c, p, plen, p2, p2len);
-	case MCACHE__OP_CODE__OP_SYMLINK:
-		return ns_symlink(ns, c, p2, p2len, p, plen);
-	case MCACHE__OP_CODE__OP_READLINK: {
-		/* The target lands on the stack; the reply holds only its bytes. */
-		char target[MC_SYMLINK_MAX];
-		size_t n;
-		rc = ns_readlink(ns, c, p, plen, target, &n);
+	if (d->flags & OPF_FILE) {
+		rc = file_handle_get(s, op->handle, &h);
 		if (rc < 0)
 			return rc;
-		out->data = malloc(n ? n : 1);
-		if (!out->data)
-			return -ENOMEM;
-		memcpy(out->data, target, n);
-		out->res.data.data = out->data;
-		out->res.data.len = n;
-		return 0;
-	}
-	case MCACHE__OP_CODE__OP_CHMOD:
-		return ns_chmod(ns, c, p, plen, op->mode);
-	case MCACHE__OP_CODE__OP_CHOWN:
-		if (op->flags & AT_SYMLINK_NOFOLLOW)
-			return ns_lchown(ns, c, p, plen, op->uid, op->gid);
-		return ns_chown(ns, c, p, plen, op->uid, op->gid);
-	case MCACHE__OP_CODE__OP_UTIMENS: {
-		struct timespec t[2] = { { (time_t)op->atime_sec, (long)op->atime_nsec },
-		                         { (time_t)op->mtime_sec, (long)op->mtime_nsec } };
-		return ns_utimens_at(ns, c, p, plen, t, !(op->flags & AT_SYMLINK_NOFOLLOW));
-	}
-	case MCACHE__OP_CODE__OP_TRUNCATE:
-		return ns_truncate(ns, c, p, plen, (int64_t)op->size);
-	case MCACHE__OP_CODE__OP_FTRUNCATE: {
-		struct handle *h = handle_get(s, op->handle);
+	} else if (d->flags & OPF_HANDLE) {
+		h = handle_get(s, op->handle);
 		if (!h)
 			return -EBADF;
-		return ns_truncate_ino(ns, h->ino, h->writable, (int64_t)op->size);
 	}
-	case MCACHE__OP_CODE__OP_READDIR:
-		return op_readdir(s, op, out);
-	case MCACHE__OP_CODE__OP_FSYNC:
-		if (!handle_get(s, op->handle))
-			return -EBADF;
-		/* fall through */
-	case MCACHE__OP_CODE__OP_SYNC:
-		out->wait_seq = ns_pending_seq(ns);
-		return 0;
-	case MCACHE__OP_CODE__OP_RMTREE:
-		return ns_rmtree(ns, c, p, plen, 1024);
-	case MCACHE__OP_CODE__OP_STATS:
-		return op_stats(s, out);
-	case MCACHE__OP_CODE__OP_CLIENTS:
-		return op_text(out, clients_render(s->m->clients, (char **)&out->data,
-		                                   &out->res.data.len));
-	case MCACHE__OP_CODE__OP_SLOWLOG:
-		return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
-		                                   &out->res.data.len));
-	case MCACHE__OP_CODE__OP_FSCK:
-		return op_fsck(s, out);
-	case MCACHE__OP_CODE__OP_LOG:
-		return op_log(s, op, out);
-	case MCACHE__OP_CODE__OP_RANGE_SET:
-	case MCACHE__OP_CODE__OP_RANGE_CLEAR:
-	case MCACHE__OP_CODE__OP_RANGE_TEST:
-	case MCACHE__OP_CODE__OP_RANGE_FIND:
-		return op_range(s, op, out);
-	case MCACHE__OP_CODE__OP_EVICT:
-		return ns_evict(ns, c, p, plen);
-	case MCACHE__OP_CODE__OP_EXTENT_SET:
-	case MCACHE__OP_CODE__OP_EXTENT_PUNCH:
-	case MCACHE__OP_CODE__OP_EXTENT_MAP:
-		return op_extent(s, op, out);
-	case MCACHE__OP_CODE__OP_MKNOD:
-		return ns_mknod(ns, c, p, plen, op->mode, op->rdev);
-	default:
-		return -EOPNOTSUPP;
-	}
+	*hp = h;
+	return 0;
 }
 
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
+	const struct op_desc *d = ops_find((unsigned)op->code);
+	struct handle *h;
+	int rc;
+
 	memset(out, 0, sizeof(*out));
 	mcache__result__init(&out->res);
-	/* An op naming credentials runs as them, helpers included (cred.h). */
+	/* An op naming credentials runs as them, checks included (cred.h). */
 	struct cred peer;
-	int rc = 0;
+	rc = 0;
 	if (op->cred) {
 		peer = s->cred;
 		rc = cred_acting(&peer, op->cred, &s->cred);   /* changes nothing on failure */
 	}
-	if (rc == 0)
-		rc = run(s, op, out);
+	if (rc == 0) {
+		if (!d)
+			rc = -EOPNOTSUPP;
+		else if ((rc = ops_check(s, d, op, &h)) == 0)
+			rc = d->run(s, op, h, out);
+	}
 	if (op->cred)
 		s->cred = peer;
 	out->res.err = rc < 0 ? -rc : 0;
-	if (rc == 0 && is_mutation(op->code)) {
+	if (rc == 0 && (d->flags & OPF_MUTATION)) {
 		if (s->m->cfg->sync)
 			out->wait_seq = ns_pending_seq(s->m->ns);
 		else if (s->m->cfg->commit_interval_ms == 0 && s->m->commit)

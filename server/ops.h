@@ -49,6 +49,28 @@ struct op_out {
 	uint64_t wait_seq;
 };
 
+/* What the dispatch checks and does around an op's handler (op_desc.flags). */
+#define OPF_MUTATION (1u << 0)  /* changes the namespace: kicks the commit, or waits under --sync */
+#define OPF_PATH     (1u << 1)  /* path must be a usable path (ENOENT, ENAMETOOLONG, EINVAL) */
+#define OPF_PATH2    (1u << 2)  /* path2 as well, checked first */
+#define OPF_HANDLE   (1u << 3)  /* handle must be one of the session's open handles (EBADF) */
+#define OPF_FILE     (1u << 4)  /* ... and a regular file's (EBADF, EISDIR) */
+
+struct handle;
+
+/* One row of the op table (ops.c): an op code's name, handler and flags. */
+struct op_desc {
+	const char *name;
+	/* h is the checked handle (NULL without OPF_HANDLE / OPF_FILE).
+	 * 0 or -errno; fills out->res. */
+	int (*run)(struct session *s, const Mcache__Op *op, struct handle *h,
+	           struct op_out *out);
+	unsigned flags;
+};
+
+/* The table's row for code, or NULL when the server has no such op. */
+const struct op_desc *ops_find(unsigned code);
+
 /* Run op for session s. Never fails as a whole: errors go to out->res.err.
  * Call op_out_release() after the reply is packed. */
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out);

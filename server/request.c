@@ -14,18 +14,32 @@
  *  3. After op i runs, its real size is added; a result that does not fit
  *     (a readdir or readlink, side-effect free) is replaced by EMSGSIZE and
  *     no later op runs.
+ *  4. Once every op ran, `used` is exactly the framed reply's size: each
+ *     result's packed size is kept (rsz) and request_job_finish writes the
+ *     Response itself, packing each result once into its place.
+ *
+ * Memory: a job, its unpacked request and its results' fixed parts come
+ * from one arena (usually one block, sized from the frame), freed with the
+ * job: decoding, running and encoding a batch allocate nothing per op
+ * (only what a handler's result carries, a listing or link target, has
+ * its own allocation).
  */
 #include "request.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "frame.h"
 #include "ops.h"
 #include "slowlog.h"
+#include "wire.h"
 
 /* Bound of the packed size of a result that carries no data: an attr, a
  * handle, a cookie and an errno (mutations produce nothing larger). */
@@ -102,6 +116,15 @@ int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 	return 0;
 }
 
+/* A result's packed size: by hand for scalars (*wired), else protobuf-c's. */
+static size_t result_size(const Mcache__Result *r, bool *wired)
+{
+	size_t n = wire_result_size(r);
+
+	*wired = n != SIZE_MAX;
+	return *wired ? n : mcache__result__get_packed_size(r);
+}
+
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
 static size_t result_cost(size_t sz)
 {
@@ -115,12 +138,90 @@ static void result_set_err(struct op_out *o, int err)
 	o->res.err = err;
 }
 
+/* ---- the arena -------------------------------------------------------- */
+
+struct arena_blk {
+	struct arena_blk *next;
+	size_t cap, used;
+	alignas(max_align_t) unsigned char data[];
+};
+
+/* Blocks, newest first; all freed at once (arena_free). */
+struct arena {
+	struct arena_blk *head;
+	bool oom;                    /* an allocation failed */
+};
+
+#define ARENA_ALIGN (alignof(max_align_t))
+#define ARENA_MIN   4096u
+#define ARENA_STEP  (1u << 20)
+
+static void *arena_alloc(void *ad, size_t size)
+{
+	struct arena *a = ad;
+	struct arena_blk *b = a->head;
+
+	size = (size + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	if (!b || b->cap - b->used < size) {
+		/* Doubling up to ARENA_STEP, then steps of that size. */
+		size_t cap = !b ? ARENA_MIN : b->cap < ARENA_STEP ? 2 * b->cap : ARENA_STEP;
+
+		if (cap < size)
+			cap = size;
+		b = malloc(sizeof(*b) + cap);
+		if (!b) {
+			a->oom = true;
+			return NULL;
+		}
+		b->cap = cap;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	void *p = b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+/* protobuf-c frees piece by piece; the arena frees everything at once. */
+static void arena_nofree(void *ad, void *p)
+{
+	(void)ad;
+	(void)p;
+}
+
+/* An arena whose first block holds cap bytes. 0 or -ENOMEM. */
+static int arena_init(struct arena *a, size_t cap)
+{
+	a->head = NULL;
+	a->oom = false;
+	if (!arena_alloc(a, cap))
+		return -ENOMEM;
+	a->head->used = 0;
+	return 0;
+}
+
+static void arena_free(struct arena *a)
+{
+	for (struct arena_blk *b = a->head, *nx; b; b = nx) {
+		nx = b->next;
+		free(b);
+	}
+	a->head = NULL;
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
 struct request_job {
-	Mcache__Request *req;        /* owned */
+	struct arena arena;          /* everything below lives in it */
+	Mcache__Request *req;
 	struct op_out *outs;
 	Mcache__Result **resp;
+	size_t *rsz;                 /* packed size of each result (invariant 4) */
+	bool *wired;                 /* packed by wire.c, not protobuf-c */
 	size_t n, next;              /* ops; the next to run */
-	size_t used, cost_err, max_reply;
+	size_t used, sz_err, max_reply;
+	bool err_wired;
 	uint64_t wait_seq;
 	bool full;
 	struct slowlog *slow;        /* request_job_trace: NULL, or where slow ops go */
@@ -128,31 +229,75 @@ struct request_job {
 	uid_t uid;
 };
 
-int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out)
+/* What one op of a request takes in the arena beyond its wire bytes. */
+#define REQUEST_OP_MEM (sizeof(Mcache__Op) + sizeof(Mcache__Op *) + \
+                        sizeof(struct op_out) + sizeof(Mcache__Result *) + \
+                        sizeof(size_t) + 4 * ARENA_ALIGN)
+
+/* The EMSGSIZE result's size, the same for every request: computed once. */
+static size_t err_size;
+static bool err_wired;
+static pthread_once_t err_once = PTHREAD_ONCE_INIT;
+
+static void err_size_init(void)
 {
 	Mcache__Result errres = MCACHE__RESULT__INIT;
-	struct request_job *j = calloc(1, sizeof(*j));
 
-	if (!j)
+	errres.err = EMSGSIZE;
+	err_size = result_size(&errres, &err_wired);
+}
+
+int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out)
+{
+	ProtobufCAllocator alloc = { arena_alloc, arena_nofree, NULL };
+	struct arena a;
+	struct request_job *j;
+	uint64_t id;
+	size_t nops;
+
+	if (request_scan(p, len, &id, &nops) < 0)
+		return -EPROTO;
+	/* One block for the usual request: its bytes (paths are copied), and
+	 * per op the unpacked Op and the result. */
+	if (arena_init(&a, sizeof(*j) + len + nops * REQUEST_OP_MEM + 1024) < 0)
 		return -ENOMEM;
-	j->n = req->n_ops;
+	j = arena_alloc(&a, sizeof(*j));
+	memset(j, 0, sizeof(*j));
+	j->arena = a;
+	alloc.allocator_data = &j->arena;
+	j->req = wire_request_unpack(&alloc, p, len, nops);
+	if (!j->req && !j->arena.oom)
+		j->req = mcache__request__unpack(&alloc, len, p);   /* decides the rest */
+	if (!j->req) {
+		int err = j->arena.oom ? -ENOMEM : -EPROTO;
+
+		arena_free(&j->arena);
+		return err;
+	}
+	j->n = j->req->n_ops;
 	if (j->n > 0) {
-		j->outs = calloc(j->n, sizeof(*j->outs));
-		j->resp = calloc(j->n, sizeof(*j->resp));
-		if (!j->outs || !j->resp) {
-			free(j->outs);
-			free(j->resp);
-			free(j);
+		j->outs = arena_alloc(&j->arena, j->n * sizeof(*j->outs));
+		j->resp = arena_alloc(&j->arena, j->n * sizeof(*j->resp));
+		j->rsz = arena_alloc(&j->arena, j->n * sizeof(*j->rsz));
+		j->wired = arena_alloc(&j->arena, j->n * sizeof(*j->wired));
+		if (!j->outs || !j->resp || !j->rsz || !j->wired) {
+			arena_free(&j->arena);
 			return -ENOMEM;
 		}
+		/* outs[i] is set up when op i comes up (request_job_step). */
 	}
-	errres.err = EMSGSIZE;
-	j->cost_err = result_cost(mcache__result__get_packed_size(&errres));
-	j->used = MC_FRAME_HDR + 1 + varint_len(req->id);
+	pthread_once(&err_once, err_size_init);
+	j->sz_err = err_size;
+	j->err_wired = err_wired;
+	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
 	j->max_reply = max_reply;
-	j->req = req;
 	*out = j;
 	return 0;
+}
+
+const Mcache__Request *request_job_request(const struct request_job *j)
+{
+	return j->req;
 }
 
 void request_job_trace(struct request_job *j, struct slowlog *sl, pid_t pid, uid_t uid)
@@ -182,7 +327,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 	uint64_t start = mono_us(), t0 = start;
 
 	for (; j->next < j->n; j->next++) {
-		size_t i = j->next, tail = (j->n - i - 1) * j->cost_err;
+		size_t i = j->next, cost_err = result_cost(j->sz_err);
+		size_t tail = (j->n - i - 1) * cost_err;
 		struct op_out *o = &j->outs[i];
 		unsigned code = (unsigned)j->req->ops[i]->code;
 
@@ -192,8 +338,11 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 				atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
 				                          memory_order_relaxed);
 			j->full = true;
+			memset(o, 0, sizeof(*o));
 			result_set_err(o, EMSGSIZE);
-			j->used += j->cost_err;
+			j->rsz[i] = j->sz_err;
+			j->wired[i] = j->err_wired;
+			j->used += cost_err;
 			continue;
 		}
 		if (t0 - start >= slice_us)
@@ -201,16 +350,20 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
-		size_t cost = result_cost(mcache__result__get_packed_size(&o->res));
-		if (j->used + cost + tail > j->max_reply) {
+		bool wired;
+		size_t sz = result_size(&o->res, &wired);
+		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
 			                          memory_order_relaxed);
 			j->full = true;
 			result_set_err(o, EMSGSIZE);
-			cost = j->cost_err;
+			sz = j->sz_err;
+			wired = j->err_wired;
 		}
-		j->used += cost;
+		j->rsz[i] = sz;
+		j->wired[i] = wired;
+		j->used += result_cost(sz);
 		atomic_fetch_add_explicit(&st->ops[code], 1, memory_order_relaxed);
 		if (o->res.err)
 			atomic_fetch_add_explicit(&st->errors[code], 1, memory_order_relaxed);
@@ -225,21 +378,50 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 	return true;
 }
 
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Response field tags: id (1, varint), results (3, length-delimited). */
+#define TAG_RESPONSE_ID      ((1u << 3) | 0u)
+#define TAG_RESPONSE_RESULTS ((3u << 3) | 2u)
+
 int request_job_finish(struct request_job *j, struct request_reply *out)
 {
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	struct request_reply r = { .wait_seq = j->wait_seq, .full = j->full };
-	int err;
+	struct request_reply r = { .wait_seq = j->wait_seq, .full = j->full, .len = j->used };
+	uint8_t *p;
 
 	assert(j->next == j->n);
-	rsp.id = j->req->id;
-	rsp.n_results = j->n;
-	rsp.results = j->resp;
 	/* Accounting keeps the reply under max_reply unless the EMSGSIZE
 	 * results alone exceed it (max_ops tiny results): send it anyway. */
-	err = frame_pack_response(&rsp, UINT32_MAX, &r.buf, &r.len);
-	if (err)
-		return err;
+	if (r.len - MC_FRAME_HDR > UINT32_MAX)
+		return -EMSGSIZE;
+	r.buf = malloc(r.len);
+	if (!r.buf)
+		return -ENOMEM;
+	frame_put_len(r.buf, (uint32_t)(r.len - MC_FRAME_HDR));
+	p = r.buf + MC_FRAME_HDR;
+	*p++ = TAG_RESPONSE_ID;
+	p = put_varint(p, j->req->id);
+	for (size_t i = 0; i < j->n; i++) {
+		*p++ = TAG_RESPONSE_RESULTS;
+		p = put_varint(p, j->rsz[i]);
+		if (j->wired[i]) {
+			wire_result_pack(j->resp[i], p, j->rsz[i]);
+		} else {
+			size_t n = mcache__result__pack(j->resp[i], p);
+			assert(n == j->rsz[i]);
+			(void)n;
+		}
+		p += j->rsz[i];
+	}
+	assert((size_t)(p - r.buf) == r.len);
 	*out = r;
 	return 0;
 }
@@ -253,12 +435,10 @@ void request_job_free(struct request_job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; j->outs && i < j->n; i++)
+	for (size_t i = 0; i < j->next; i++)   /* the ops that came up */
 		op_out_release(&j->outs[i]);
-	free(j->outs);
-	free(j->resp);
-	mcache__request__free_unpacked(j->req, NULL);
-	free(j);
+	struct arena a = j->arena;  /* j lives in it */
+	arena_free(&a);
 }
 
 int request_pack_all_err(uint64_t id, size_t n, int err, uint8_t **out, size_t *len)

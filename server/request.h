@@ -32,10 +32,14 @@ struct request_reply {
 /* One request's ops being run, in order, for one session. */
 struct request_job;
 
-/* A job for req, whose ownership passes to it (request_job_free frees it);
- * the reply will never grow past max_reply bytes (frame header included).
- * 0 with *out set, or -ENOMEM (req still the caller's). */
-int request_job_new(Mcache__Request *req, size_t max_reply, struct request_job **out);
+/* A job for the packed Request p[0..len) (the frame's payload, which the
+ * job does not keep): unpacked into the job's own arena, so that neither
+ * this nor running and encoding it allocates per op. The reply will never
+ * grow past max_reply bytes (frame header included). 0 with *out set,
+ * -EPROTO (malformed), or -ENOMEM. */
+int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out);
+/* The unpacked request, valid until request_job_free. */
+const Mcache__Request *request_job_request(const struct request_job *j);
 /* Record the job's ops whose service time reaches sl's threshold in sl,
  * as run by process pid of user uid (NULL sl: none; the default). */
 void request_job_trace(struct request_job *j, struct slowlog *sl, pid_t pid, uid_t uid);

@@ -126,6 +126,7 @@ void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src)
 	for (unsigned i = 0; i < STATS_LIMITS; i++)
 		add_u64(&dst->limits[i], &src->limits[i]);
 	add_u64(&dst->output_bytes, &src->output_bytes);
+	add_u64(&dst->replies_queued, &src->replies_queued);
 }
 
 const char *stats_limit_name(unsigned id)
@@ -356,6 +357,10 @@ const struct stats_metric stats_metrics[] = {
 	        "Client connections accepted."),
 	GAUGE("rpc.output_bytes", "mcache_rpc_output_bytes", NULL, rpc.output_bytes,
 	      "Unsent reply bytes, all connections."),
+	COUNTER("rpc.replies_queued", "mcache_rpc_replies_queued_total", NULL,
+	        rpc.replies_queued,
+	        "Replies the client's socket did not take whole when they were made: "
+	        "the rest waited in the connection's output queue."),
 	LIMIT(STATS_LIMIT_ACCEPT_PAUSES, "accept_pauses"),
 	LIMIT(STATS_LIMIT_REFUSED, "refused"),
 	LIMIT(STATS_LIMIT_TOO_MANY_OPS, "too_many_ops"),

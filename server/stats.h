@@ -37,7 +37,7 @@ uint64_t hist_quantile(const struct hist *h, double q);
 uint64_t hist_count_le(const struct hist *h, uint64_t v);
 
 /* Operation codes as in proto/mcache.proto (OP_* values). */
-#define STATS_OPS 48
+#define STATS_OPS 64
 
 /* Events where a limit protected the server (rendered under rpc.limits and
  * as mcache_rpc_limit_events_total{event=...}); names in stats_limit_name. */
@@ -63,6 +63,7 @@ struct rpc_stats {
 	_Atomic uint64_t connections;      /* accepted in total */
 	_Atomic uint64_t limits[STATS_LIMITS];
 	_Atomic uint64_t output_bytes;     /* gauge: unsent reply bytes, all connections */
+	_Atomic uint64_t replies_queued;   /* replies the socket did not take at once */
 };
 
 void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src);

@@ -48,6 +48,8 @@ struct opts {
 	bool json;
 	bool kernel_only;          /* no mcache steps */
 	bool callgrind;              /* --callgrind: collect only the timed loops */
+	bool rpc;                    /* the rpc comparison (bench_rpc.c) */
+	unsigned scale;              /* --scale: also run with scale x clients */
 	bool phase_on[PH_COUNT];
 	enum phase order[PH_COUNT];  /* phases in the order given */
 	unsigned norder;
@@ -212,6 +214,15 @@ double cache_negatives(mc_client *c);
 void sampler_stop(struct sampler *s, FILE *f, const char *label);
 
 /* ------------------------------------------------------------------ */
+/* the RPC floor and round trip (bench_rpc.c) */
+
+/* count timed 64-byte ping-pongs between two processes, then count timed
+ * mc_chmod calls to the server at socket, repeat times interleaved; print
+ * the medians of p50 and p99 of each and their ratios to f. 0, or -1 after
+ * a message on stderr. */
+int rpc_bench(FILE *f, const char *socket, unsigned long count, unsigned repeat);
+
+/* ------------------------------------------------------------------ */
 /* output (bench_report.c) */
 
 /* One output row: a phase with its mcache and baseline steps. */
@@ -229,6 +240,10 @@ void print_table(FILE *f, const struct row *rows, unsigned reps,
                  const struct memfig *mem, unsigned nmem);
 void print_json(FILE *f, struct result (*res)[MAX_STEPS], unsigned reps,
                 const struct row *rows, const struct memfig *mem);
+/* For each phase, the mcache and baseline rates of rows2 (n2 clients)
+ * over those of rows (n1 clients). */
+void print_scaling(FILE *f, const struct row *rows, const struct row *rows2, unsigned n1,
+                   unsigned n2);
 
 /* ------------------------------------------------------------------ */
 /* helpers (bench_util.c) */

@@ -194,3 +194,19 @@ void print_json(FILE *f, struct result (*res)[MAX_STEPS], unsigned reps,
 	}
 	fprintf(f, "]}\n");
 }
+
+void print_scaling(FILE *f, const struct row *rows, const struct row *rows2, unsigned n1,
+                   unsigned n2)
+{
+	fprintf(f, "\nscaling: rates with %u clients over rates with %u (medians)\n", n2, n1);
+	fprintf(f, "%-8s %14s %14s\n", "phase", "mcache", "baseline");
+	for (unsigned p = 0; p < O.norder; p++) {
+		char a[32] = "-", b[32] = "-";
+
+		if (rows[p].mc_rate > 0 && rows2[p].mc_rate > 0)
+			snprintf(a, sizeof(a), "%.2f", rows2[p].mc_rate / rows[p].mc_rate);
+		if (rows[p].base_rate > 0 && rows2[p].base_rate > 0)
+			snprintf(b, sizeof(b), "%.2f", rows2[p].base_rate / rows[p].base_rate);
+		fprintf(f, "%-8s %14s %14s\n", phase_names[rows[p].ph], a, b);
+	}
+}

@@ -375,6 +375,11 @@ static void usage(FILE *f)
 "    --count N\n"
 "        Calls per client in stat3, negstat, statseq and statrand (default\n"
 "        1000000; 1e6 works).\n"
+"    --scale K\n"
+"        Also run every repeat with K times the clients, right after the run\n"
+"        with -c CLIENTS (interleaved), print its table too, and the ratio\n"
+"        of each phase's rates with K x CLIENTS clients to those with\n"
+"        CLIENTS (default 1: no second run; --json covers the first only).\n"
 "    --threads T\n"
 "        Threads per client in stat3 and negstat, each making --count calls\n"
 "        (default 1). On mcache every thread but the first opens its own\n"
@@ -436,6 +441,12 @@ static void usage(FILE *f)
 "             lookups that miss the processor's caches.\n"
 "    durable  create D x N files with mc_sync after every 100 creates;\n"
 "             compared with the lmdb phase (run implicitly if not listed).\n"
+"    rpc      not a client phase: before the others, the RPC floor against\n"
+"             the round trip. --count 64-byte ping-pongs between two\n"
+"             processes over a unix socketpair, then --count mc_chmod calls\n"
+"             (a small mutation) on one file, each call timed alone; --repeat\n"
+"             runs of both, interleaved. Prints the medians over the runs of\n"
+"             each side's p50 and p99 and the ratios mc_chmod / ping-pong.\n"
 "    lmdb     raw LMDB baseline in a temporary environment under --lmdb-dir:\n"
 "             D x N mdb_put of dentry-sized records (key: 8-byte parent +\n"
 "             name of --name-len bytes; value: 9 bytes), one write\n"
@@ -470,11 +481,13 @@ static void usage(FILE *f)
 "EXAMPLES\n"
 "    mcbench -s /run/mcache/mcached.sock -n 10000 --repeat 3\n"
 "    mcbench -n 10000 --batch 100 -c 2\n"
+"    mcbench -n 20000 --batch 100 -c 1 --scale 2 --phases create,unlink\n"
 "    mcbench --phases stat3,negstat -n 1000\n"
 "    mcbench --mcached ./mcached --extents 1048576\n"
 "    mcbench --phases statseq,statrand,negstat -n 100000 --count 1000000\n"
 "    valgrind --tool=callgrind --collect-atstart=no mcbench --callgrind \\\n"
 "        --mcached ./mcached --phases stat3 -n 1000 --count 100000 --repeat 1\n"
+"    mcbench --phases rpc --count 20000 --repeat 5\n"
 "    mcbench --phases durable,lmdb -n 2000 --lmdb-dir /var/lib/mcache\n"
 "    MCBENCH_MCACHED_ARGS=\"--cache-size 36M\" mcbench --mcached ./mcached \\\n"
 "        -c 8 -d 8 -n 10000 --phases mkdir,create,unlink,rmdir --repeat 1\n",
@@ -490,7 +503,12 @@ static int parse_phases(const char *list)
 		return -ENOMEM;
 	memset(O.phase_on, 0, sizeof(O.phase_on));
 	O.norder = 0;
+	O.rpc = false;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "rpc") == 0) {
+			O.rpc = true;         /* not a phase of the clients: rpc_bench */
+			continue;
+		}
 		for (p = 0; p < PH_COUNT; p++)
 			if (strcmp(tok, phase_names[p]) == 0)
 				break;
@@ -508,7 +526,7 @@ static int parse_phases(const char *list)
 		O.order[O.norder++] = (enum phase)p;
 	}
 	free(dup);
-	if (O.norder == 0) {
+	if (O.norder == 0 && !O.rpc) {
 		fprintf(stderr, "mcbench: --phases is empty\n");
 		return -EINVAL;
 	}
@@ -534,6 +552,8 @@ bool need_server(void)
 {
 	unsigned i;
 
+	if (O.rpc && !O.kernel_only)
+		return true;
 	for (i = 0; i < nsteps; i++)
 		if (steps[i].tk == T_MC)
 			return true;
@@ -544,7 +564,7 @@ static int parse_args(int argc, char **argv)
 {
 	enum { OPT_KDIR = 256, OPT_PHASES, OPT_BATCH, OPT_REPEAT, OPT_JSON, OPT_NAMELEN,
 	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS, OPT_EXTENTS,
-	       OPT_CALLGRIND };
+	       OPT_CALLGRIND, OPT_SCALE };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
@@ -558,6 +578,7 @@ static int parse_args(int argc, char **argv)
 		{ "name-len", required_argument, NULL, OPT_NAMELEN },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "scale", required_argument, NULL, OPT_SCALE },
 		{ "lmdb-dir", required_argument, NULL, OPT_LMDB },
 		{ "mcached", required_argument, NULL, OPT_MCACHED },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
@@ -575,6 +596,7 @@ static int parse_args(int argc, char **argv)
 	O.repeat = 3;
 	O.count = 1000000;
 	O.threads = 1;
+	O.scale = 1;
 	O.name_len = 16;
 	if (parse_phases("mkdir,create,stat,readdir,unlink,rmdir") < 0)
 		return -1;
@@ -593,13 +615,15 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			break;
 		case 'n': case 'd': case 'c': case OPT_BATCH: case OPT_REPEAT:
-		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: case OPT_EXTENTS: {
+		case OPT_NAMELEN: case OPT_COUNT: case OPT_THREADS: case OPT_EXTENTS:
+		case OPT_SCALE: {
 			unsigned long lo = 1, hi = 100000000;
 			const char *name = ch == 'n' ? "-n" : ch == 'd' ? "-d" : ch == 'c' ? "-c" :
 			                   ch == OPT_BATCH ? "--batch" : ch == OPT_REPEAT ? "--repeat" :
 			                   ch == OPT_NAMELEN ? "--name-len" :
 			                   ch == OPT_THREADS ? "--threads" :
-			                   ch == OPT_EXTENTS ? "--extents" : "--count";
+			                   ch == OPT_EXTENTS ? "--extents" :
+			                   ch == OPT_SCALE ? "--scale" : "--count";
 			if (ch == 'c')
 				hi = MAX_CLIENTS;
 			else if (ch == OPT_BATCH)
@@ -612,6 +636,8 @@ static int parse_args(int argc, char **argv)
 				hi = 1000000000;
 			else if (ch == OPT_THREADS)
 				hi = 64;
+			else if (ch == OPT_SCALE)
+				hi = MAX_CLIENTS;
 			if (parse_ulong(optarg, lo, hi, &v) < 0) {
 				fprintf(stderr, "mcbench: %s wants an integer in %lu..%lu, not '%s'\n",
 				        name, lo, hi, optarg);
@@ -625,6 +651,7 @@ static int parse_args(int argc, char **argv)
 			else if (ch == OPT_NAMELEN) O.name_len = (unsigned)v;
 			else if (ch == OPT_THREADS) O.threads = (unsigned)v;
 			else if (ch == OPT_EXTENTS) O.extents = v;
+			else if (ch == OPT_SCALE) O.scale = (unsigned)v;
 			else O.count = v;
 			break;
 		}
@@ -632,6 +659,11 @@ static int parse_args(int argc, char **argv)
 			fprintf(stderr, "Try 'mcbench --help'.\n");
 			return -1;
 		}
+	}
+	if ((unsigned long)O.clients * O.scale > MAX_CLIENTS) {
+		fprintf(stderr, "mcbench: -c %u --scale %u is more than %d clients\n", O.clients,
+		        O.scale, MAX_CLIENTS);
+		return -1;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mcbench: unexpected argument '%s'\n", argv[optind]);
@@ -647,9 +679,10 @@ static int parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static struct result res[MAX_REPEAT][MAX_STEPS];
-	static struct memfig mem[MAX_REPEAT];
-	struct row rows[PH_COUNT];
+	static struct result res[MAX_REPEAT][MAX_STEPS], sres[MAX_REPEAT][MAX_STEPS];
+	static struct memfig mem[MAX_REPEAT], smem[MAX_REPEAT];
+	struct row rows[PH_COUNT], srows[PH_COUNT];
+	unsigned base_clients;
 	unsigned r, done = 0;
 	int rc, status = 0;
 
@@ -706,16 +739,39 @@ int main(int argc, char **argv)
 		status = extent_bench(O.extents, stdout) < 0;
 		goto out;
 	}
-	for (r = 0; r < O.repeat; r++) {
+	if (O.rpc && !O.kernel_only && rpc_bench(stdout, O.socket, O.count, O.repeat) < 0)
+		status = 1;
+	base_clients = O.clients;
+	for (r = 0; r < O.repeat && nsteps > 0; r++) {
+		O.clients = base_clients;
 		if (run_repeat(r, res[r], &mem[r]) < 0)
 			status = 1;
+		if (O.scale > 1) {
+			/* Interleaved: both client counts see the same load. */
+			O.clients = base_clients * O.scale;
+			if (run_repeat(r, sres[r], &smem[r]) < 0)
+				status = 1;
+		}
 		done++;
 		fprintf(stderr, "mcbench: run %u of %u done\n", r + 1, O.repeat);
 	}
-	rows_make(res, done, rows);
-	print_table(O.json ? stderr : stdout, rows, done, mem, done);
-	if (O.json)
-		print_json(stdout, res, done, rows, mem);
+	if (done > 0) {
+		FILE *f = O.json ? stderr : stdout;
+
+		O.clients = base_clients;
+		rows_make(res, done, rows);
+		print_table(f, rows, done, mem, done);
+		if (O.scale > 1) {
+			O.clients = base_clients * O.scale;
+			rows_make(sres, done, srows);
+			fputc('\n', f);
+			print_table(f, srows, done, smem, done);
+			print_scaling(f, rows, srows, base_clients, O.clients);
+			O.clients = base_clients;
+		}
+		if (O.json)
+			print_json(stdout, res, done, rows, mem);
+	}
 out:
 	if (kroot_owned && rmdir(kroot) < 0)
 		fprintf(stderr, "mcbench: rmdir %s: %s\n", kroot, strerror(errno));

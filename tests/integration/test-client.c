@@ -1,7 +1,7 @@
 /* test-client.c - the client object itself, against a real server: a bounded
  * mc_connect (full listen backlog, stopped server), one client shared by
- * many threads, and how long a client may answer from the segment of a
- * server that was killed. */
+ * many threads, responses that arrive in pieces, and how long a client may
+ * answer from the segment of a server that was killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,11 +9,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -213,6 +215,140 @@ static void test_threads_share_client(void **state)
 	mc_disconnect(c);
 }
 
+/* ---- responses that arrive in pieces ------------------------------------ */
+
+/* A relay between one client and the server that hands the server's bytes
+ * on in pieces of 1 to 7 bytes (the descriptors of the hello with the
+ * first), so the client sees headers split from bodies and bodies split
+ * anywhere. */
+struct relay {
+	int lfd;                     /* listening */
+	char path[600];
+	_Atomic bool stop;
+};
+
+static void relay_send_pieces(int to, const uint8_t *p, size_t n, struct msghdr *first)
+{
+	static const size_t piece[] = { 1, 3, 2, 7, 1, 5, 4 };
+	size_t k = 0;
+
+	while (n > 0) {
+		size_t m = piece[k++ % 7];
+		if (m > n)
+			m = n;
+		struct iovec iov = { (void *)p, m };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (first) {
+			mh.msg_control = first->msg_control;
+			mh.msg_controllen = first->msg_controllen;
+			first = NULL;
+		}
+		if (sendmsg(to, &mh, MSG_NOSIGNAL) != (ssize_t)m)
+			return;
+		p += m;
+		n -= m;
+		if (k % 8 == 0)
+			usleep(50);     /* let the client's recv see a short piece */
+	}
+}
+
+static void *relay_main(void *arg)
+{
+	struct relay *r = arg;
+	int cfd = accept(r->lfd, NULL, NULL);
+	int sfd = harness_connect(srv.socket);
+	static uint8_t buf[1 << 16];
+
+	if (cfd < 0 || sfd < 0)
+		goto out;
+	while (!atomic_load(&r->stop)) {
+		struct pollfd pf[2] = { { cfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		if (poll(pf, 2, 100) <= 0)
+			continue;
+		if (pf[0].revents) {
+			ssize_t n = read(cfd, buf, sizeof(buf));
+			if (n <= 0 || write(sfd, buf, (size_t)n) != n)
+				break;
+		}
+		if (pf[1].revents) {
+			union {
+				struct cmsghdr h;
+				char b[CMSG_SPACE(4 * sizeof(int))];
+			} ctl;
+			struct iovec iov = { buf, sizeof(buf) };
+			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			                     .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+			ssize_t n = recvmsg(sfd, &mh, 0);
+			if (n <= 0)
+				break;
+			relay_send_pieces(cfd, buf, (size_t)n, mh.msg_controllen ? &mh : NULL);
+			/* Our copies of passed descriptors went on with the bytes. */
+			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+				if (cm->cmsg_type == SCM_RIGHTS)
+					for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+						close(((int *)CMSG_DATA(cm))[i]);
+		}
+	}
+out:
+	if (cfd >= 0)
+		close(cfd);
+	if (sfd >= 0)
+		close(sfd);
+	return NULL;
+}
+
+/* Every call is answered whole when the responses come in pieces, small
+ * ones and one larger than the client's receive buffer (a batch of 3000
+ * stats), and the client stays in step with the server. */
+static void test_responses_in_pieces(void **state)
+{
+	(void)state;
+	struct relay r = { .lfd = -1 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	pthread_t th;
+
+	snprintf(r.path, sizeof(r.path), "%s/relay.sock", srv.dir);
+	assert_true(strlen(r.path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, r.path, strlen(r.path) + 1);
+	r.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(r.lfd >= 0);
+	assert_int_equal(bind(r.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(r.lfd, 1), 0);
+	assert_int_equal(pthread_create(&th, NULL, relay_main, &r), 0);
+
+	mc_client *c = mc_connect(r.path);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/pieces", 0755), 0);
+	EXPECT_ERR(mc_mkdir(c, "/pieces", 0755), EEXIST);
+	assert_int_equal(mc_chmod(c, "/pieces", 0700), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	enum { N = 3000 };
+	static struct stat st[N];
+	/* A mutation first: the stats after it go to the server. */
+	assert_int_equal(mc_batch_mkdir(b, "/pieces/sub", 0755), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(mc_batch_stat(b, i % 2 ? "/pieces" : "/nothing", &st[i]), i + 1);
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_error(b, 0), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(mc_batch_error(b, (size_t)i + 1), i % 2 ? 0 : ENOENT);
+		if (i % 2)
+			assert_int_equal(st[i].st_mode, S_IFDIR | 0700);
+	}
+	mc_batch_free(b);
+	assert_int_equal(mc_rmdir(c, "/pieces/sub"), 0);
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	free(js);
+	assert_int_equal(mc_rmdir(c, "/pieces"), 0);
+	mc_disconnect(c);
+	atomic_store(&r.stop, true);
+	pthread_join(th, NULL);
+	close(r.lfd);
+	unlink(r.path);
+}
+
 /* ---- bounded staleness after a crash ------------------------------------ */
 
 /* kill -9 the server, start a new one on the same socket and data, remove
@@ -291,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_connect_backlog_full),
 		cmocka_unit_test(test_connect_server_stopped),
 		cmocka_unit_test(test_threads_share_client),
+		cmocka_unit_test(test_responses_in_pieces),
 		cmocka_unit_test(test_stale_after_crash),
 	};
 	return cmocka_run_group_tests_name("client", tests, group_setup, group_teardown);

@@ -28,6 +28,7 @@
 #include "ns.h"
 #include "ops.h"
 #include "shm.h"
+#include "stats.h"
 #include "store.h"
 
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
@@ -747,6 +748,54 @@ static void test_fsck_op(void **state)
 	session_free(u);
 }
 
+/* The op table: a row for every code the protocol names, under the same
+ * name the statistics use, and the checks its flags promise run before
+ * the handler (an empty path is ENOENT, a handle never opened EBADF). */
+static void test_op_table(void **state)
+{
+	struct fx *f = *state;
+	const ProtobufCEnumDescriptor *d = &mcache__op_code__descriptor;
+	unsigned rows = 0;
+
+	assert_null(ops_find(MCACHE__OP_CODE__OP_NONE));
+	assert_null(ops_find(100000));
+	for (unsigned i = 0; i < d->n_values; i++) {
+		unsigned code = (unsigned)d->values[i].value;
+		if (code == MCACHE__OP_CODE__OP_NONE)
+			continue;
+		const struct op_desc *od = ops_find(code);
+		assert_non_null(od);
+		assert_string_equal(od->name, stats_op_name(code));
+		rows++;
+		Mcache__Op op = mkop((Mcache__OpCode)code, NULL, NULL);
+		op.handle = 77;
+		if (od->flags & (OPF_PATH | OPF_PATH2))
+			assert_int_equal(run(f, &op), ENOENT);
+		else if (od->flags & (OPF_HANDLE | OPF_FILE))
+			assert_int_equal(run(f, &op), EBADF);
+		if (od->flags & OPF_PATH2) {
+			/* path2 is checked as well as path. */
+			op = mkop((Mcache__OpCode)code, "/x", NULL);
+			assert_int_equal(run(f, &op), ENOENT);
+			op = mkop((Mcache__OpCode)code, NULL, "/x");
+			assert_int_equal(run(f, &op), ENOENT);
+		}
+	}
+	assert_true(rows >= 32);
+	/* A directory handle is not a file's: OPF_FILE ops say EISDIR. */
+	uint64_t h = open_ok(f, "/", O_RDONLY, NULL);
+	for (unsigned code = 0; code < 1024; code++) {
+		const struct op_desc *od = ops_find(code);
+		if (!od || !(od->flags & OPF_FILE))
+			continue;
+		Mcache__Op op = mkop((Mcache__OpCode)code, NULL, NULL);
+		op.handle = h;
+		op.end = 1;
+		op.len = 1;
+		assert_int_equal(run(f, &op), EISDIR);
+	}
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -763,6 +812,7 @@ int main(void)
 		T(test_sync_sets_wait_seq),
 		T(test_user_session),
 		T(test_fsck_op),
+		T(test_op_table),
 	};
 	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
 }

@@ -1,0 +1,478 @@
+/* wire.c - hand decoding of Requests and encoding of scalar Results (see
+ * wire.h), each a loop over the message's protobuf-c field descriptors.
+ *
+ * Rules kept, the same as protobuf-c's for proto3:
+ *  1. A scalar member is written only when not zero, fields in the order
+ *     of their numbers (the descriptors' order); varints as protobuf-c
+ *     writes them (int32 and enums sign-extended to 64 bits).
+ *  2. On decoding, the last occurrence of a scalar or bytes field wins;
+ *     32-bit members take the low 32 bits of the varint, bools whether it
+ *     is not zero.
+ *  3. Anything the fast path does not know is handed back (SIZE_MAX,
+ *     NULL) rather than guessed at.
+ */
+#include "wire.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t wire_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *wire_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* ---- plans --------------------------------------------------------------
+ *
+ * A message's descriptor compiled once (wire_init) into what coding it
+ * needs: per field its offset, what kind of member it is and its tag
+ * already in varint form.
+ */
+
+enum wire_kind {
+	WK_I32,          /* int32, enum: varint sign-extended to 64 bits */
+	WK_U32,
+	WK_U64,          /* int64, uint64 */
+	WK_BOOL,
+	WK_BYTES,        /* coded (flat messages: Op) */
+	WK_EMPTY_BYTES,  /* must be empty (Result's data) */
+	WK_EMPTY_PTR,    /* a message: must be absent */
+	WK_EMPTY_STR,    /* a string: must be NULL or "" */
+	WK_EMPTY_REP,    /* repeated: must have no element */
+	WK_NEVER,        /* anything else: never on the fast path */
+};
+
+#define WIRE_MAX_FIELDS 64u
+#define WIRE_MAX_ID 128u
+
+struct wire_field {
+	uint32_t off, qoff;
+	uint8_t kind;
+	uint8_t taglen;
+	uint8_t tag[5];
+};
+
+struct wire_plan {
+	bool ok;                     /* all fields fit in f[] */
+	unsigned n;
+	struct wire_field f[WIRE_MAX_FIELDS];
+	/* For decoding: the field of each number it decodes, else NULL. */
+	const ProtobufCFieldDescriptor *by_id[WIRE_MAX_ID];
+};
+
+static struct wire_plan plan_op, plan_result;
+static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
+
+static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes)
+{
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return WK_EMPTY_REP;
+	if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return WK_NEVER;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_ENUM:
+		return WK_I32;
+	case PROTOBUF_C_TYPE_UINT32:
+		return WK_U32;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_UINT64:
+		return WK_U64;
+	case PROTOBUF_C_TYPE_BOOL:
+		return WK_BOOL;
+	case PROTOBUF_C_TYPE_BYTES:
+		return bytes ? WK_BYTES : WK_EMPTY_BYTES;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return WK_EMPTY_PTR;
+	case PROTOBUF_C_TYPE_STRING:
+		return WK_EMPTY_STR;
+	default:
+		return WK_NEVER;
+	}
+}
+
+/* bytes: whether bytes members are coded (else they must be empty). */
+static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescriptor *d, bool bytes)
+{
+	pl->ok = d->n_fields <= WIRE_MAX_FIELDS;
+	if (!pl->ok)
+		return;
+	pl->n = d->n_fields;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		struct wire_field *w = &pl->f[i];
+		enum wire_kind k = wire_kind_of(f, bytes);
+		unsigned wt = k == WK_BYTES ? 2 : 0;
+
+		w->off = f->offset;
+		w->qoff = f->quantifier_offset;
+		w->kind = (uint8_t)k;
+		w->taglen = (uint8_t)(wire_put_varint(w->tag, ((uint64_t)f->id << 3) | wt) - w->tag);
+		if (f->id < WIRE_MAX_ID && k <= WK_BYTES)
+			pl->by_id[f->id] = f;
+	}
+}
+
+static void wire_init(void)
+{
+	wire_plan_make(&plan_op, &mcache__op__descriptor, true);
+	wire_plan_make(&plan_result, &mcache__result__descriptor, false);
+}
+
+/* ---- encoding ---------------------------------------------------------- */
+
+/* The scalar of field w in msg, in varint form; false when w is not a
+ * scalar. */
+static inline bool wire_scalar(const struct wire_field *w, const uint8_t *msg, uint64_t *v)
+{
+	const uint8_t *m = msg + w->off;
+
+	switch (w->kind) {
+	case WK_I32:
+		*v = (uint64_t)(int64_t)*(const int32_t *)m;
+		return true;
+	case WK_U32:
+		*v = *(const uint32_t *)m;
+		return true;
+	case WK_U64:
+		*v = *(const uint64_t *)m;
+		return true;
+	case WK_BOOL:
+		*v = *(const protobuf_c_boolean *)m != 0;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Packed size of msg under plan pl, or SIZE_MAX: not for the fast path. */
+static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage *m)
+{
+	const uint8_t *msg = (const uint8_t *)m;
+	size_t n = 0;
+
+	if (!pl->ok || m->n_unknown_fields)
+		return SIZE_MAX;
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct wire_field *w = &pl->f[i];
+		const uint8_t *at = msg + w->off;
+		uint64_t v;
+
+		if (wire_scalar(w, msg, &v)) {
+			if (v)
+				n += w->taglen + wire_varint_len(v);
+			continue;
+		}
+		switch (w->kind) {
+		case WK_BYTES: {
+			size_t len = ((const ProtobufCBinaryData *)at)->len;
+			if (len)
+				n += w->taglen + wire_varint_len(len) + len;
+			break;
+		}
+		case WK_EMPTY_BYTES:
+			if (((const ProtobufCBinaryData *)at)->len)
+				return SIZE_MAX;
+			break;
+		case WK_EMPTY_PTR:
+			if (*(void *const *)at)
+				return SIZE_MAX;
+			break;
+		case WK_EMPTY_STR: {
+			const char *str = *(const char *const *)at;
+			if (str && *str)
+				return SIZE_MAX;
+			break;
+		}
+		case WK_EMPTY_REP:
+			if (*(const size_t *)(msg + w->qoff))
+				return SIZE_MAX;
+			break;
+		default:
+			return SIZE_MAX;
+		}
+	}
+	return n;
+}
+
+/* Pack msg, for which wire_plan_size said yes, at p; the end. */
+static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+{
+	const uint8_t *msg = (const uint8_t *)m;
+
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct wire_field *w = &pl->f[i];
+		uint64_t v;
+
+		if (wire_scalar(w, msg, &v)) {
+			if (v) {
+				memcpy(p, w->tag, w->taglen);
+				p = wire_put_varint(p + w->taglen, v);
+			}
+		} else if (w->kind == WK_BYTES) {
+			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + w->off);
+			if (b->len) {
+				memcpy(p, w->tag, w->taglen);
+				p = wire_put_varint(p + w->taglen, b->len);
+				memcpy(p, b->data, b->len);
+				p += b->len;
+			}
+		}
+	}
+	return p;
+}
+
+size_t wire_result_size(const Mcache__Result *r)
+{
+	pthread_once(&wire_once, wire_init);
+	return wire_plan_size(&plan_result, &r->base);
+}
+
+void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
+{
+	(void)n;
+	wire_plan_pack(&plan_result, &r->base, p);
+}
+
+size_t wire_request_size(const Mcache__Request *req)
+{
+	size_t n = 0;
+
+	pthread_once(&wire_once, wire_init);
+	if (req->hello || req->base.n_unknown_fields)
+		return SIZE_MAX;
+	if (req->id)
+		n += 1 + wire_varint_len(req->id);
+	for (size_t i = 0; i < req->n_ops; i++) {
+		size_t sz = wire_plan_size(&plan_op, &req->ops[i]->base);
+
+		if (sz == SIZE_MAX)
+			return SIZE_MAX;
+		n += 1 + wire_varint_len(sz) + sz;
+	}
+	return n;
+}
+
+void wire_request_pack(const Mcache__Request *req, uint8_t *p)
+{
+	if (req->id) {
+		*p++ = (1u << 3) | 0;
+		p = wire_put_varint(p, req->id);
+	}
+	for (size_t i = 0; i < req->n_ops; i++) {
+		/* The op's bytes first, room left for the longest length its
+		 * size can have; moved back when the length is shorter. */
+		uint8_t *body = p + 1 + 5, *end;
+		size_t sz, ll;
+
+		end = wire_plan_pack(&plan_op, &req->ops[i]->base, body);
+		sz = (size_t)(end - body);
+		ll = wire_varint_len(sz);
+		*p++ = (3u << 3) | 2;
+		wire_put_varint(p, sz);
+		memmove(p + ll, body, sz);
+		p += ll + sz;
+	}
+}
+
+/* ---- decoding ---------------------------------------------------------- */
+
+/* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
+static int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (*p == end)
+			return -1;
+		uint8_t b = *(*p)++;
+		x |= shift < 64 ? (uint64_t)(b & 0x7f) << shift : 0;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void wire_scalar_set(ProtobufCType t, void *m, uint64_t v)
+{
+	switch (t) {
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_ENUM:
+	case PROTOBUF_C_TYPE_UINT32:
+		*(uint32_t *)m = (uint32_t)v;
+		break;
+	case PROTOBUF_C_TYPE_BOOL:
+		*(protobuf_c_boolean *)m = v != 0;
+		break;
+	default:
+		*(uint64_t *)m = v;
+		break;
+	}
+}
+
+/* One flat message (Op, or a Result of scalars) from p[0..len) into msg
+ * (initialized), its fields known by tab. 0, or -1: not ours. */
+static int wire_flat_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
+                            const ProtobufCFieldDescriptor *const *tab, uint8_t *msg)
+{
+	const uint8_t *end = p + len;
+
+	while (p < end) {
+		uint64_t key, v;
+
+		if (wire_get_varint(&p, end, &key) < 0 || key >> 3 >= WIRE_MAX_ID)
+			return -1;
+		const ProtobufCFieldDescriptor *f = tab[key >> 3];
+		if (!f)
+			return -1;
+		if (f->type == PROTOBUF_C_TYPE_BYTES) {
+			ProtobufCBinaryData *b = (ProtobufCBinaryData *)(msg + f->offset);
+			uint8_t *data;
+
+			if ((key & 7) != 2 || wire_get_varint(&p, end, &v) < 0 ||
+			    v > (uint64_t)(end - p))
+				return -1;
+			data = alloc->alloc(alloc->allocator_data, v + 1);
+			if (!data)
+				return -1;
+			memcpy(data, p, v);
+			data[v] = 0;
+			b->data = data;
+			b->len = v;
+			p += v;
+		} else {
+			if ((key & 7) != 0 || wire_get_varint(&p, end, &v) < 0)
+				return -1;
+			wire_scalar_set(f->type, msg + f->offset, v);
+		}
+	}
+	return 0;
+}
+
+Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
+                                     size_t nops)
+{
+	const uint8_t *end = p + len;
+	Mcache__Request *req;
+	Mcache__Op *ops = NULL;
+
+	pthread_once(&wire_once, wire_init);
+	req = alloc->alloc(alloc->allocator_data, sizeof(*req));
+	if (!req)
+		return NULL;
+	mcache__request__init(req);
+	if (nops > 0) {
+		ops = alloc->alloc(alloc->allocator_data, nops * sizeof(*ops));
+		req->ops = alloc->alloc(alloc->allocator_data, nops * sizeof(*req->ops));
+		if (!ops || !req->ops)
+			return NULL;
+	}
+	while (p < end) {
+		uint64_t key, v;
+
+		if (wire_get_varint(&p, end, &key) < 0)
+			return NULL;
+		if (key == ((1u << 3) | 0)) {                   /* id */
+			if (wire_get_varint(&p, end, &v) < 0)
+				return NULL;
+			req->id = v;
+		} else if (key == ((3u << 3) | 2)) {            /* ops */
+			Mcache__Op *op = &ops[req->n_ops];
+
+			if (req->n_ops == nops || wire_get_varint(&p, end, &v) < 0 ||
+			    v > (uint64_t)(end - p))
+				return NULL;
+			mcache__op__init(op);
+			if (wire_flat_unpack(alloc, p, (size_t)v, plan_op.by_id, (uint8_t *)op) < 0)
+				return NULL;
+			req->ops[req->n_ops++] = op;
+			p += v;
+		} else {
+			return NULL;                            /* a Hello, or unknown */
+		}
+	}
+	return req->n_ops == nops ? req : NULL;
+}
+
+static void *wire_malloc(void *ad, size_t n)
+{
+	(void)ad;
+	return malloc(n ? n : 1);
+}
+
+Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len)
+{
+	ProtobufCAllocator alloc = { wire_malloc, NULL, NULL };
+	const uint8_t *q = p, *end = p + len;
+	Mcache__Response *rsp;
+	size_t n = 0;
+	uint64_t key, v;
+
+	pthread_once(&wire_once, wire_init);
+	/* Count the results; anything but id and results is not ours. */
+	while (q < end) {
+		if (wire_get_varint(&q, end, &key) < 0)
+			return NULL;
+		if (key == ((1u << 3) | 0)) {
+			if (wire_get_varint(&q, end, &v) < 0)
+				return NULL;
+		} else if (key == ((3u << 3) | 2)) {
+			if (wire_get_varint(&q, end, &v) < 0 || v > (uint64_t)(end - q))
+				return NULL;
+			q += v;
+			n++;
+		} else {
+			return NULL;
+		}
+	}
+	rsp = malloc(sizeof(*rsp));
+	if (!rsp)
+		return NULL;
+	mcache__response__init(rsp);
+	if (n > 0) {
+		/* Laid out as protobuf-c's unpack would, so that
+		 * mcache__response__free_unpacked frees it. */
+		rsp->results = calloc(n, sizeof(*rsp->results));
+		if (!rsp->results)
+			goto fail;
+	}
+	while (p < end) {
+		wire_get_varint(&p, end, &key);
+		wire_get_varint(&p, end, &v);
+		if (key == ((1u << 3) | 0)) {
+			rsp->id = v;
+			continue;
+		}
+		Mcache__Result *r = malloc(sizeof(*r));
+		if (!r)
+			goto fail;
+		mcache__result__init(r);
+		rsp->results[rsp->n_results++] = r;
+		if (wire_flat_unpack(&alloc, p, (size_t)v, plan_result.by_id, (uint8_t *)r) < 0)
+			goto fail;
+		p += v;
+	}
+	return rsp;
+fail:
+	mcache__response__free_unpacked(rsp, NULL);
+	return NULL;
+}

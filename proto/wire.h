@@ -1,0 +1,47 @@
+/* wire.h - the hot messages of the RPC protocol (a Request of ops, a
+ * Result of scalars) decoded and encoded by hand, driven by protobuf-c's
+ * own descriptors so that a field added to mcache.proto is handled (or
+ * sent to protobuf-c) without a change here. Anything out of the ordinary
+ * is left to protobuf-c, which stays the reference. */
+#ifndef MC_WIRE_H
+#define MC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcache.pb-c.h"
+
+/* Packed size of r when every member it sets is a scalar (every
+ * mutation's result; an errno alone), or SIZE_MAX when it holds more
+ * (attributes, data, entries, extents): ask protobuf-c then. */
+size_t wire_result_size(const Mcache__Result *r);
+/* Pack r, for which wire_result_size gave n != SIZE_MAX, at p (n bytes),
+ * exactly as protobuf-c would. */
+void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
+
+/* Unpack the Request p[0..len), which request_scan found to hold nops
+ * ops, with alloc, when it holds only its id and ops whose members are all
+ * known scalars and bytes. NULL when it holds anything else (a Hello,
+ * unknown fields, a field with an unexpected wire type) or is cut short:
+ * protobuf-c's unpack decides those. Members of the result live in
+ * alloc's memory; it is never freed piece by piece. */
+Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
+                                     size_t nops);
+
+/* Packed size of req when it carries no Hello and its ops hold only
+ * scalars and bytes (every op does), or SIZE_MAX: ask protobuf-c then. */
+size_t wire_request_size(const Mcache__Request *req);
+/* Pack req, for which wire_request_size gave n != SIZE_MAX, at p, exactly
+ * as protobuf-c would: n bytes, but p must have room for n +
+ * WIRE_PACK_SLACK (each op is packed ahead of its length, then moved). */
+#define WIRE_PACK_SLACK 8u
+void wire_request_pack(const Mcache__Request *req, uint8_t *p);
+
+/* Unpack the Response p[0..len) when it holds only its id and results of
+ * scalars (every mutation's reply), laid out as protobuf-c's unpack with
+ * the default allocator would: free it with
+ * mcache__response__free_unpacked(rsp, NULL). NULL when it holds anything
+ * else, is cut short, or memory ran out: unpack with protobuf-c then. */
+Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len);
+
+#endif

@@ -1,0 +1,96 @@
+/* conn_io.h - what conn.c and conn_io.c share: struct conn, and the socket
+ * I/O of a connection (conn_io.c). Not for use outside the RPC server. */
+#ifndef MC_CONN_IO_H
+#define MC_CONN_IO_H
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clients.h"
+#include "conn.h"
+#include "ops.h"
+
+enum conn_state {
+	CONN_HELLO,     /* waiting for the Hello request */
+	CONN_READY,     /* reading and answering requests */
+	CONN_RUNNING,   /* a request's ops running in slices (ev_step) */
+	CONN_WAITING,   /* reply held until a commit is durable */
+	CONN_CLOSING,   /* last reply draining, then close */
+	CONN_CLOSED,    /* fd gone, struct kept for the commit callback */
+};
+
+struct request_job;
+
+struct conn {
+	struct worker *w;
+	struct conn *prev, *next;    /* w->conns */
+	TAILQ_ENTRY(conn) pq;        /* w->prehello, while in_prehello */
+	bool in_prehello;
+	int fd;                      /* -1 once closed */
+	enum conn_state st;
+	int refs;                    /* worker thread only; invariant 2 */
+	bool throttled;              /* reading paused for output backpressure */
+	struct cred cred;
+	pid_t pid;
+	struct session *sess;
+	struct event *ev_done;       /* activated by conn_commit_cb */
+	struct event *ev_deadline;   /* hello or frame timeout (invariant 5) */
+	struct event *ev_step;       /* runs the next slice of job */
+	struct request_job *job;     /* while RUNNING */
+	_Atomic int wait_err;        /* commit result, set before ev_done fires */
+	/* The reply held during WAITING. */
+	uint8_t *held;
+	size_t held_len;
+	uint64_t held_id;
+	size_t held_nres;
+	size_t job_nops;             /* ops of the request being run */
+	/* Socket I/O (conn_io.c). */
+	struct evbuffer *in;         /* bytes read, not yet parsed */
+	struct evbuffer *out;        /* reply bytes the socket did not take yet */
+	struct evbuffer_cb_entry *out_cb;
+	uint64_t out_acct;           /* bytes of out counted in r->out_total */
+	struct event *ev_read;       /* added while reading */
+	struct event *ev_write;      /* added while out is not empty */
+	bool reading;
+	bool writing;
+	struct client_ent ent;       /* in r->m->clients from Hello to conn_close */
+};
+
+/* conn.c, for conn_io.c: parse and answer what is buffered; close. */
+void conn_process(struct conn *c);
+void conn_close(struct conn *c);
+
+/* Set up c's buffers and events on its fd (c->fd, c->w). 0 or -ENOMEM
+ * (what was made is freed by conn_io_release). */
+int conn_io_open(struct conn *c);
+/* Free c's buffers and events and close its fd; unsent output is dropped
+ * and taken out of r->out_total. No effect when none. */
+void conn_io_release(struct conn *c);
+/* Start or stop reading (the idle timeout runs while reading). */
+void conn_io_reading(struct conn *c, bool on);
+/* Send the framed reply buf[0..len) (malloc'd; taken in any case): written
+ * at once when nothing is queued before it and the socket takes it, the
+ * rest queued behind what is queued (replies leave in order); dropped
+ * when c is closed. 0, or -ENOMEM when it could not be queued (buf
+ * freed). */
+int conn_io_send(struct conn *c, uint8_t *buf, size_t len);
+/* Queue buf[off..len) behind what is queued, taking buf. 0 or -ENOMEM. */
+int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len);
+/* Unsent reply bytes. */
+size_t conn_io_pending(const struct conn *c);
+/* Over output_max in all (r->out_total). */
+bool conn_io_over_total(const struct rpc *r);
+/* Stop reading, drop unparsed input and close once the queued output is
+ * sent (or CONN_FLUSH_TIMEOUT_S passed): CONN_CLOSING. */
+void conn_close_after_flush(struct conn *c);
+/* One nonblocking attempt to send what is queued, then conn_close. */
+void conn_close_now(struct conn *c);
+/* Disconnect c, which does not read its replies while the total is over
+ * output_max (counted, logged at most once a second). */
+void conn_shed_one(struct conn *c);
+
+#endif
