@@ -140,6 +140,8 @@ static void fill_op(Mcache__Op *op, char *p1, char *p2)
 			b->len = n;
 			break;
 		}
+		case PROTOBUF_C_TYPE_MESSAGE:
+			break;   /* left absent: an op with one is handed back (test_handed_back) */
 		default:
 			fail_msg("Op field %s has a type this test does not fill", f->name);
 		}
@@ -195,6 +197,20 @@ static void test_handed_back(void **state)
 	/* A path of 9 bytes with 2 present. */
 	const uint8_t cut[] = { 0x1a, 4, 0x12, 9, 'a', 'b' };
 	assert_null(wire_request_unpack(&fast_alloc, cut, sizeof(cut), 1));
+	track_release();
+	/* An op acting for other credentials (a message field): protobuf-c's,
+	 * both ways. */
+	Mcache__Op op = MCACHE__OP__INIT, *ops[1] = { &op };
+	Mcache__Cred cr = MCACHE__CRED__INIT;
+	op.code = MCACHE__OP_CODE__OP_STAT;
+	op.cred = &cr;
+	cr.uid = 1000;
+	req.hello = NULL;
+	req.n_ops = 1;
+	req.ops = ops;
+	assert_int_equal(wire_request_size(&req), SIZE_MAX);
+	len = mcache__request__pack(&req, buf);
+	assert_null(wire_request_unpack(&fast_alloc, buf, len, 1));
 	track_release();
 	/* Two ops where one was announced. */
 	const uint8_t more[] = { 0x1a, 0, 0x1a, 0 };
