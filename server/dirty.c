@@ -308,6 +308,8 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->shm_used = shm_bytes_used(s);
 	out->shm_total = s->size;
 	out->alloc_failures = s->alloc_failures;
+	out->pages_free = s->pool_pages + (s->hdr->npages - s->next_page);
+	out->pages_returned = s->pages_returned;
 	out->journal_records = ns->running->nrecs;
 	struct ns_backlog bl;
 	backlog_get(ns, &bl);

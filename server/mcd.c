@@ -77,6 +77,8 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	out->shm_bytes_total = nc.shm_total;
 	out->shm_bytes_used = nc.shm_used;
 	out->shm_alloc_failures = nc.alloc_failures;
+	out->shm_pages_free = nc.pages_free;
+	out->shm_pages_returned = nc.pages_returned;
 	out->journal_records = nc.journal_records;
 	out->journal_backlog_records = nc.backlog_records;
 	out->journal_backlog_bytes = nc.backlog_bytes;

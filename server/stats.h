@@ -131,6 +131,8 @@ struct stats_snapshot {
 	uint64_t shm_bytes_total;
 	uint64_t shm_bytes_used;
 	uint64_t shm_alloc_failures;
+	uint64_t shm_pages_free;          /* pages no slab holds */
+	uint64_t shm_pages_returned;      /* pages slabs gave back, ever */
 	struct stats_cache cache;
 	/* commit log */
 	struct commit_stats commits;      /* a private copy */

@@ -233,8 +233,9 @@ static void test_blob_classes(void **state)
 /* Fill a 1 MiB segment with dentries until shm_alloc says 0; failures are
  * counted; the last page (one of sixteen) is kept for a slab that has none
  * (shm.c, note 5): inodes get it, and then blobs nothing. Freeing every
- * dentry brings bytes used back to the inode's, and the pages stay dentry
- * and inode pages (type-stable) so blobs still fail. */
+ * slot brings bytes used back to the baseline and gives the pages back
+ * (shm.c, note 6): another slab then gets every page of the segment but
+ * the one kept back, a spare empty page of another slab included. */
 static void test_fill_until_full(void **state)
 {
 	(void)state;
@@ -271,13 +272,132 @@ static void test_fill_until_full(void **state)
 	shm_free(s, SLAB_INODE, ino);
 	assert_int_equal(shm_bytes_used(s), base);
 	assert_int_equal(s->slab[SLAB_DENTRY].live, 0);
-	/* Pages never change type: still no room for blobs... */
-	assert_int_equal(shm_blob_new(s, "x", 1), 0);
-	/* ...but the dentry slots are all there again. */
-	for (size_t i = 0; i < n; i++)
-		assert_int_not_equal(shm_alloc(s, SLAB_DENTRY), 0);
-	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	/* One empty page stays with each slab, the others are in the pool. */
+	assert_int_equal(s->slab[SLAB_DENTRY].pages, 1);
+	assert_int_equal(s->slab[SLAB_INODE].pages, 1);
+	assert_int_equal(s->pool_pages, free_pages - 2);
+	/* The biggest blob class takes every page, 16 slots each. */
+	static char big[4096];
+	memset(big, 'b', sizeof(big));
+	size_t nb = 0;
+	mc_off_t *bv = calloc((size_t)free_pages * 16 + 1, sizeof(*bv));
+	assert_non_null(bv);
+	for (mc_off_t off; (off = shm_blob_new(s, big, sizeof(big))) != 0;) {
+		assert_int_equal(page_type_of(s, off), MC_PT_BLOB_LAST);
+		bv[nb++] = off;
+	}
+	/* All but the page kept back (note 5): one spare was taken. */
+	assert_int_equal(nb, (size_t)(free_pages - 1) * 16);
+	assert_int_equal(s->slab[SLAB_DENTRY].pages + s->slab[SLAB_INODE].pages, 1);
+	assert_int_equal(s->pages_stolen, 1);
+	/* And back: dentries get every page but the one kept back again. */
+	for (size_t i = 0; i < nb; i++)
+		shm_blob_free(s, bv[i], sizeof(big));
+	assert_int_equal(shm_bytes_used(s), base);
+	n = 0;
+	while (shm_alloc(s, SLAB_DENTRY))
+		n++;
+	assert_int_equal(n, cap);
+	free(bv);
 	free(v);
+	shm_destroy(s);
+}
+
+/* A page that served one slab and is carved for another comes zeroed, its
+ * page type changed, and its seq-carrying slots start above every seq the
+ * page had: a stale reader's seq never matches (shm.c, note 2). */
+static void test_page_retype(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	enum { PER = MC_PAGE_SIZE / sizeof(struct mc_dentry) };
+	/* Two pages of dentries; churn the seqs of the first. */
+	static mc_off_t d[2 * PER];
+	for (size_t i = 0; i < 2 * PER; i++) {
+		d[i] = shm_alloc(s, SLAB_DENTRY);
+		assert_int_not_equal(d[i], 0);
+		memset((uint8_t *)shm_at(s, d[i]) + 4, 0xee, sizeof(struct mc_dentry) - 4);
+	}
+	for (int r = 0; r < 5; r++) {
+		shm_free(s, SLAB_DENTRY, d[7]);
+		assert_int_equal(shm_alloc(s, SLAB_DENTRY), d[7]);
+	}
+	uint32_t old_max = 0;
+	for (size_t i = 0; i < PER; i++)
+		if (seq_of(s, d[i]) > old_max)
+			old_max = seq_of(s, d[i]);
+	assert_true(old_max >= 10);
+	uint32_t page = (uint32_t)(((uint64_t)d[0] << MC_OFF_SHIFT) >> MC_PAGE_SHIFT);
+	/* Free both pages: the second stays as the spare, the first goes. */
+	for (size_t i = PER; i < 2 * PER; i++)
+		shm_free(s, SLAB_DENTRY, d[i]);
+	assert_int_equal(s->pool_pages, 0);
+	for (size_t i = 0; i < PER; i++)
+		shm_free(s, SLAB_DENTRY, d[i]);
+	assert_int_equal(s->pool_pages, 1);
+	assert_int_equal(s->page_types[page], MC_PT_FREE);
+	/* Inodes: the never-used pages first, then the pool's page. */
+	uint32_t fresh = s->hdr->npages - s->next_page;
+	mc_off_t i1 = 0;
+	for (uint64_t k = 0; k < (uint64_t)fresh * (MC_PAGE_SIZE / sizeof(struct mc_inode)) + 1; k++) {
+		i1 = shm_alloc(s, SLAB_INODE);
+		assert_int_not_equal(i1, 0);
+		if ((((uint64_t)i1 << MC_OFF_SHIFT) >> MC_PAGE_SHIFT) == page)
+			break;
+	}
+	assert_int_equal((((uint64_t)i1 << MC_OFF_SHIFT) >> MC_PAGE_SHIFT), page);
+	assert_int_equal(s->page_types[page], MC_PT_INODE);
+	assert_int_equal(s->pool_pages, 0);
+	/* Every slot of the page: zero but for a seq above the old ones. */
+	const uint8_t *pb = (const uint8_t *)s->base + ((uint64_t)page << MC_PAGE_SHIFT);
+	for (size_t k = 0; k < MC_PAGE_SIZE / sizeof(struct mc_inode); k++) {
+		const uint8_t *slot = pb + k * sizeof(struct mc_inode);
+		uint32_t q;
+		memcpy(&q, slot, 4);
+		assert_true(q > old_max);
+		assert_int_equal(q & 1, 0);
+		/* The free link (second word) aside, the rest is zero. */
+		for (size_t b = 8; b < sizeof(struct mc_inode); b++)
+			assert_int_equal(slot[b], 0);
+	}
+	shm_destroy(s);
+}
+
+/* Whole pages (shm_page_new) come from the pool zeroed and go back to it. */
+static void test_page_new_free(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	uint32_t fresh = s->hdr->npages - s->next_page;
+	mc_off_t *pg = calloc(fresh + 1, sizeof(*pg));
+	assert_non_null(pg);
+	for (uint32_t i = 0; i < fresh; i++) {
+		pg[i] = shm_page_new(s, MC_PT_EXTENT);
+		assert_int_not_equal(pg[i], 0);
+		memset(shm_at(s, pg[i]), 0x77, MC_PAGE_SIZE);
+	}
+	assert_int_equal(shm_page_new(s, MC_PT_EXTENT), 0);
+	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	uint64_t used = shm_bytes_used(s);
+	shm_page_free(s, pg[3]);
+	assert_int_equal(page_type_of(s, pg[3]), MC_PT_FREE);
+	assert_int_equal(shm_bytes_used(s), used - MC_PAGE_SIZE);
+	/* A slab gets the page, zeroed. */
+	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
+	assert_int_not_equal(d, 0);
+	assert_int_equal(page_type_of(s, d), MC_PT_DENTRY);
+	const uint8_t *p = shm_at(s, d);
+	for (size_t b = 4; b < sizeof(struct mc_dentry); b++)
+		assert_int_equal(p[b], 0);
+	shm_free(s, SLAB_DENTRY, d);
+	/* The slab's spare empty page is taken by a whole-page request. */
+	mc_off_t again = shm_page_new(s, MC_PT_EXTENT);
+	assert_int_equal(again, pg[3]);
+	assert_int_equal(s->slab[SLAB_DENTRY].pages, 0);
+	const uint8_t *q = shm_at(s, again);
+	for (size_t b = 0; b < MC_PAGE_SIZE; b++)
+		assert_int_equal(q[b], 0);
+	free(pg);
 	shm_destroy(s);
 }
 
@@ -430,6 +550,8 @@ int main(void)
 		cmocka_unit_test(test_free_seq_and_reuse),
 		cmocka_unit_test(test_blob_classes),
 		cmocka_unit_test(test_fill_until_full),
+		cmocka_unit_test(test_page_retype),
+		cmocka_unit_test(test_page_new_free),
 		cmocka_unit_test(test_bytes_used_baseline),
 		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_readonly_reopen),

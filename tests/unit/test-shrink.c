@@ -475,6 +475,55 @@ static void test_new_blob_class_gets_a_page(void **state)
 	assert_true(c.shm_used <= c.shm_total);
 }
 
+/* Pages move between slabs: a segment whose pages all went to symlink
+ * targets (the biggest blob class) takes, once those are removed, a burst
+ * of uncommitted creates (nothing evictable, no committer to force) that
+ * needs those pages as dentry and inode pages. With pages given for good
+ * to one slab, the creates got -ENOSPC while most of the segment was free. */
+static void test_pages_move_between_slabs(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	static char target[4000];
+	memset(target, 't', sizeof(target));
+	enum { NLINKS = 150, NFILES_BURST = 2400 };
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/s"), 0755, NULL), 0);
+	for (int i = 0; i < NLINKS; i++) {
+		snprintf(p, sizeof(p), "/s/l%d", i);
+		int rc = ns_symlink(f->ns, &root_cred, target, sizeof(target), P(p));
+		if (rc != 0)
+			fail_msg("symlink %d: %d", i, rc);
+	}
+	commit_all(f);
+	uint64_t blob_pages = f->shm->slab[SLAB_BLOB0 + MC_BLOB_CLASSES - 1].pages;
+	assert_true(blob_pages * MC_PAGE_SIZE >= f->shm->size / 2);
+	for (int i = 0; i < NLINKS; i++) {
+		snprintf(p, sizeof(p), "/s/l%d", i);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(p)), 0);
+	}
+	commit_all(f);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/n"), 0755, NULL), 0);
+	for (int i = 0; i < NFILES_BURST; i++) {
+		snprintf(p, sizeof(p), "/n/f%d", i);
+		create_ok(f, p);
+	}
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	assert_true(c.shm_used <= c.shm_total);
+	assert_true(f->shm->slab[SLAB_BLOB0 + MC_BLOB_CLASSES - 1].pages <= 1);
+	assert_true(f->shm->pages_returned >= blob_pages - 1);
+	commit_all(f);
+	ns_attr a;
+	for (int i = 0; i < NFILES_BURST; i++) {
+		snprintf(p, sizeof(p), "/n/f%d", i);
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+	}
+	print_message("# %llu pages of symlink targets went back; %llu pages given back in all\n",
+	              (unsigned long long)blob_pages,
+	              (unsigned long long)f->shm->pages_returned);
+}
+
 struct seen {
 	char last[300];
 	int n, zz, aa, dup_or_order;
@@ -570,6 +619,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_new_blob_class_gets_a_page, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_pages_move_between_slabs, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }
