@@ -26,22 +26,26 @@
 
 #define BATCH 500
 
-/* 30 directories of 1000 files (~3.4 MB cached) in a 1 MiB segment; set
- * MCACHE_CACHE_SCALE=DIRS,FILES,SIZE for more, e.g. 200,10000,16M for two
- * million creates into 16 MiB. */
-static int ndirs = 30, nfiles = 1000;
-static char cache_size[32] = "1M";
+/* 50 directories of 5000 files (~28 MB cached) in a 2 MiB segment: two
+ * million creates into 16 MiB scaled down by 8. Set
+ * MCACHE_CACHE_SCALE=DIRS,FILES,SIZE for the full size: 200,10000,16M. */
+static int ndirs = 50, nfiles = 5000;
+static char cache_size[32] = "2M";
 
 static struct mc_server srv;
 static const char *const small_cache[] = { "--cache-size", cache_size, "--negative-dir-max", "64",
                                            "--negative-max", "1000", NULL };
 
-/* The cap: bytes_used never above the segment, and at most the segment. */
+/* The cap: the segment is --cache-size, and bytes_used never above it. */
 static void check_cap(mc_client *c)
 {
 	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
 	uint64_t total = harness_stat_u64(c, "\"shm\"", "bytes_total");
-	assert_true(used <= total);
+	char *end;
+	uint64_t want = strtoull(cache_size, &end, 10);
+	want <<= *end == 'G' ? 30 : *end == 'M' ? 20 : *end == 'K' ? 10 : 0;
+	assert_int_equal(total, want);
+	assert_true(used > 0 && used <= total);
 }
 
 static void create_tree(mc_client *c)
@@ -50,6 +54,7 @@ static void create_tree(mc_client *c)
 	for (int d = 0; d < ndirs; d++) {
 		snprintf(p, sizeof(p), "/d%02d", d);
 		assert_int_equal(mc_mkdir(c, p, 0755), 0);
+		check_cap(c);
 		for (int f = 0; f < nfiles; f += BATCH) {
 			mc_batch *b = mc_batch_new(c);
 			assert_non_null(b);
