@@ -255,6 +255,9 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
 	struct offvec *dv = &ns->dirty_d[p];
 	for (size_t k = 0; k < dv->n; k++) {
+		/* Freed since, its page perhaps another type's now (shm.h). */
+		if (shm_off_type(s, dv->v[k]) != MC_PT_DENTRY)
+			continue;
 		struct mc_dentry *e = dentry_at(s, dv->v[k]);
 		if (!(e->flags & MC_D_LIVE) || !(e->flags & dbit))
 			continue;
@@ -275,6 +278,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
 	struct offvec *iv = &ns->dirty_i[p];
 	for (size_t k = 0; k < iv->n; k++) {
+		if (shm_off_type(s, iv->v[k]) != MC_PT_INODE)
+			continue;
 		struct mc_inode *i = inode_at(s, iv->v[k]);
 		if (!(i->flags & MC_I_LIVE) || !(i->flags & ibit))
 			continue;

@@ -154,6 +154,14 @@ static inline void *shm_at(const struct shm *s, mc_off_t off)
 	return mc_shm_at(s->base, off);
 }
 
+/* The page type under off (an offset the server handed out once). A slot
+ * remembered across frees is read only while this is still its type: its
+ * page may have gone to another slot type since (shm.c note 7). */
+static inline uint8_t shm_off_type(const struct shm *s, mc_off_t off)
+{
+	return s->page_types[((uint64_t)off << MC_OFF_SHIFT) >> MC_PAGE_SHIFT];
+}
+
 /* Seqlock writer side, used around every change of a slot or bucket. */
 static inline void shm_write_begin(_Atomic uint32_t *seq)
 {

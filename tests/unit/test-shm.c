@@ -401,6 +401,103 @@ static void test_page_new_free(void **state)
 	shm_destroy(s);
 }
 
+/* Random allocations and frees over every slab and whole pages in a small
+ * segment, so that pages keep moving between slabs: a live slot is never
+ * handed out twice nor overwritten by another's carving, always lies in a
+ * page of its type, and the counts add up. */
+static void test_random_churn(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	enum { MAXLIVE = 20000, STEPS = 400000 };
+	struct live { mc_off_t off; uint8_t slab; uint32_t tag; } *lv = calloc(MAXLIVE, sizeof(*lv));
+	mc_off_t pages[16];
+	unsigned npages = 0;
+	assert_non_null(lv);
+	size_t n = 0;
+	uint64_t x = 0x243f6a8885a308d3ull;
+	uint64_t fails = 0;
+	for (uint32_t step = 1; step <= STEPS; step++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		/* Phases of mostly allocating and mostly freeing, and a slab
+		 * preference that drifts, so pages empty and change hands. */
+		bool grow = ((step / 20000) & 1) == 0;
+		unsigned r = (unsigned)(x % 100);
+		if (r < 2) {
+			if (npages < 16 && r == 0) {
+				mc_off_t pg = shm_page_new(s, MC_PT_EXTENT);
+				if (pg) {
+					const uint8_t *b = shm_at(s, pg);
+					for (size_t k = 0; k < MC_PAGE_SIZE; k += 512)
+						assert_int_equal(b[k], 0);
+					memset(shm_at(s, pg), 0x3c, MC_PAGE_SIZE);
+					pages[npages++] = pg;
+				}
+			} else if (npages) {
+				shm_page_free(s, pages[--npages]);
+			}
+			continue;
+		}
+		if ((grow ? r < 70 : r < 35) && n < MAXLIVE) {
+			unsigned slab = (unsigned)((x >> 20) % (((step / 50000) % 3) + 2 + (step / 30000) % SLAB_COUNT));
+			slab %= SLAB_COUNT;
+			mc_off_t off = shm_alloc(s, (enum shm_slab)slab);
+			if (!off) {
+				fails++;
+				continue;
+			}
+			assert_true(mc_shm_valid(s->base, s->size, s->page_types, off,
+			                         s->slab[slab].slot_size, s->slab[slab].page_type));
+			uint32_t *w = shm_at(s, off);
+			if (slab < SLAB_BLOB0)
+				assert_int_equal(w[0] & 1, 0);
+			/* a tag in every word after the seq */
+			for (uint32_t k = 1; k < s->slab[slab].slot_size / 4; k++)
+				w[k] = step;
+			lv[n++] = (struct live){ off, (uint8_t)slab, step };
+		} else if (n) {
+			size_t k = (size_t)((x >> 32) % n);
+			struct live l = lv[k];
+			uint32_t *w = shm_at(s, l.off);
+			for (uint32_t j = 1; j < s->slab[l.slab].slot_size / 4; j++)
+				if (w[j] != l.tag)
+					fail_msg("slot %u of slab %u overwritten at step %u", l.off, l.slab, step);
+			assert_true(mc_shm_valid(s->base, s->size, s->page_types, l.off,
+			                         s->slab[l.slab].slot_size, s->slab[l.slab].page_type));
+			shm_free(s, (enum shm_slab)l.slab, l.off);
+			lv[k] = lv[--n];
+		}
+	}
+	/* Every live slot intact; counts consistent. */
+	uint64_t live[SLAB_COUNT] = { 0 };
+	for (size_t k = 0; k < n; k++) {
+		uint32_t *w = shm_at(s, lv[k].off);
+		for (uint32_t j = 1; j < s->slab[lv[k].slab].slot_size / 4; j++)
+			assert_int_equal(w[j], lv[k].tag);
+		live[lv[k].slab]++;
+	}
+	uint64_t pages_held = s->raw_pages;
+	for (unsigned k = 0; k < SLAB_COUNT; k++) {
+		assert_int_equal(s->slab[k].live, live[k]);
+		assert_true(s->slab[k].empty <= 1);
+		assert_int_equal(s->slab[k].nfree + s->slab[k].live,
+		                 s->slab[k].pages * (MC_PAGE_SIZE / s->slab[k].slot_size));
+		pages_held += s->slab[k].pages;
+	}
+	assert_int_equal(pages_held + s->pool_pages, s->next_page - s->meta_bytes / MC_PAGE_SIZE);
+	assert_true(s->pages_returned > 100);
+	print_message("# %u steps: %llu pages given back, %llu taken from another slab, %llu failed allocations\n",
+	              (unsigned)STEPS, (unsigned long long)s->pages_returned,
+	              (unsigned long long)s->pages_stolen, (unsigned long long)fails);
+	for (size_t k = 0; k < n; k++)
+		shm_free(s, (enum shm_slab)lv[k].slab, lv[k].off);
+	while (npages)
+		shm_page_free(s, pages[--npages]);
+	assert_int_equal(shm_bytes_used(s), s->meta_bytes);
+	free(lv);
+	shm_destroy(s);
+}
+
 /* Mixed slabs: everything allocated and freed returns to the baseline. */
 static void test_bytes_used_baseline(void **state)
 {
@@ -552,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_fill_until_full),
 		cmocka_unit_test(test_page_retype),
 		cmocka_unit_test(test_page_new_free),
+		cmocka_unit_test(test_random_churn),
 		cmocka_unit_test(test_bytes_used_baseline),
 		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_readonly_reopen),
