@@ -92,7 +92,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		.evicted = nc.shrink.evicted, .rotated = nc.shrink.rotated,
 		.direct = nc.shrink.direct, .forced_commits = nc.shrink.forced_commits,
 		.enospc = nc.shrink.enospc, .negative_evicted = nc.shrink.neg_evicted,
-		.reloads = nc.shrink.reloads,
+		.reloads = nc.shrink.reloads, .rmtree_entries = nc.shrink.rmtree_entries,
 		.bytes_dentries = nc.bytes_dentries, .bytes_inodes = nc.bytes_inodes,
 		.bytes_dirs = nc.bytes_dirs, .bytes_names = nc.bytes_names,
 		.bytes_meta = nc.bytes_meta,

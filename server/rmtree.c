@@ -194,6 +194,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 		if (rc < 0)
 			return rc;
 		remove_entry(ns, nd_top(nd), d, top);
+		ns->shr.st.rmtree_entries++;
 		return 1;
 	}
 	/* Depth-first from top: descend into a non-empty subdirectory,
@@ -230,6 +231,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 			if (rc < 0)
 				return rc;
 			remove_entry(ns, parent, pd, dir);
+			ns->shr.st.rmtree_entries++;
 			(*budget)--;
 			if (nd->depth == base)
 				return 1;
@@ -252,6 +254,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 		if (rc < 0)
 			return rc;
 		remove_entry(ns, dir, e, v);
+		ns->shr.st.rmtree_entries++;
 		(*budget)--;
 	}
 	return 0;

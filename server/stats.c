@@ -258,6 +258,7 @@ const struct stats_metric stats_metrics[] = {
 	CACHE_COUNTER(enospc, "Operations answered ENOSPC for want of cache space."),
 	CACHE_COUNTER(negative_evicted, "Negative entries evicted (shrinker and caps)."),
 	CACHE_COUNTER(reloads, "Entries loaded from the store on a miss."),
+	CACHE_COUNTER(rmtree_entries, "Entries removed by recursive deletes (mc_rmtree)."),
 	CACHE_GAUGE(bytes_dentries, "Segment bytes in dentry slots."),
 	CACHE_GAUGE(bytes_inodes, "Segment bytes in inode slots."),
 	CACHE_GAUGE(bytes_dirs, "Segment bytes in directory state slots."),

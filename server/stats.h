@@ -98,6 +98,7 @@ struct stats_cache {
 	uint64_t high_bytes, low_bytes;   /* watermarks */
 	uint64_t runs, scanned, evicted, rotated, direct, forced_commits, enospc;
 	uint64_t negative_evicted, reloads;
+	uint64_t rmtree_entries;
 	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 
