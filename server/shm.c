@@ -465,13 +465,15 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
 {
 	struct shm_slab_state *st = &s->slab[slab];
+	uint32_t p = page_of(off);
+	struct shm_page *g = &s->pg[p];
+	assert(s->page_types[p] == st->page_type && g->slab == slab &&
+	       g->nfree < slots_per_page(st));
 	if (slab < SLAB_BLOB0) {
 		_Atomic uint32_t *seq = shm_at(s, off);
 		shm_write_begin(seq);
 		shm_write_end(seq);
 	}
-	uint32_t p = page_of(off);
-	struct shm_page *g = &s->pg[p];
 	*free_link(s, slab, off) = g->free;
 	g->free = off;
 	st->nfree++;
