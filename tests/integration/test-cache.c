@@ -3,7 +3,8 @@
  * stays reachable (reloaded from the store) and every directory lists
  * completely; a kill -9 after heavy eviction loses nothing that was synced;
  * lookups of missing names cannot grow the cache past the negative caps;
- * and a tree removed by unlink and rmdir leaves nothing behind.
+ * a tree removed by unlink and rmdir leaves nothing behind; and a segment
+ * full of uncommitted entries forces a commit instead of failing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -385,6 +386,53 @@ static void test_local_listing_survives_eviction(void **state)
 	mc_disconnect(c);
 }
 
+/* Nothing commits by itself (a 60-s interval, a journal bound far away)
+ * and the creates outgrow a 1 MiB segment: once only uncommitted entries
+ * are left, a create forces a commit, evicts what it made clean and goes
+ * on; no ENOSPC, and every file is there. */
+static void test_forced_commit(void **state)
+{
+	(void)state;
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	const char *args[] = { "--cache-size", "1M", "--commit-interval-ms", "60000", NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	enum { N = 20000 };
+	char p[64];
+	assert_int_equal(mc_mkdir(c, "/forced", 0755), 0);
+	for (int f = 0; f < N; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < f + BATCH; k++) {
+			snprintf(p, sizeof(p), "/forced/file-%05d", k);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		if (mc_batch_run(b) != 0)
+			fail_msg("batch: %s", strerror(errno));
+		for (size_t k = 0; k < mc_batch_count(b); k++)
+			if (mc_batch_error(b, k) != 0)
+				fail_msg("create /forced/file-%05zu: %s", f + k,
+				         strerror(mc_batch_error(b, k)));
+		mc_batch_free(b);
+	}
+	uint64_t forced = harness_stat_u64(c, "\"cache\"", "forced_commits");
+	uint64_t enospc = harness_stat_u64(c, "\"cache\"", "enospc");
+	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
+	print_message("# %d uncommitted creates in 1M: %llu forced commits, %llu ENOSPC\n", N,
+	              (unsigned long long)forced, (unsigned long long)enospc);
+	assert_true(forced > 0);
+	assert_int_equal(enospc, 0);
+	assert_true(used <= 1u << 20);
+	struct stat st;
+	for (int k = 0; k < N; k++) {
+		snprintf(p, sizeof(p), "/forced/file-%05d", k);
+		if (mc_stat(c, p, &st) != 0)
+			fail_msg("stat %s: %s", p, strerror(errno));
+	}
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -410,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_list_larger_than_cache),
 		cmocka_unit_test(test_rm_rf_leaves_nothing),
 		cmocka_unit_test(test_local_listing_survives_eviction),
+		cmocka_unit_test(test_forced_commit),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
