@@ -1,5 +1,6 @@
 /* shm.h - the shared-memory segment on the server side: creation, the page
- * allocator and the type-stable slot slabs (layout in proto/mc_shm.h).
+ * allocator (pages go back to a common pool once empty) and the slot slabs
+ * (layout in proto/mc_shm.h).
  *
  * All allocation and freeing happens under the namespace lock; the segment
  * is mapped read-write here and read-only by clients.
