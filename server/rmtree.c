@@ -25,8 +25,9 @@ struct rm_name {
 	struct mc_inode_rec rec;
 };
 
-/* Where the store scan of a directory that is not complete goes on, and
- * the names the last scan gave that are not removed yet (names[next..n)).
+/* Where the store scan of a directory that is not complete goes on (after
+ * the last name handed out for removal), and the names the last scan gave
+ * that are not removed yet (names[next..n)).
  * The names are good only while the namespace lock is held since the scan
  * (rmtree_some empties them): a removal of one of them that is committed
  * meanwhile leaves a dirty negative dentry, which only a publish (under
@@ -85,12 +86,6 @@ static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
 	}
 	if (rc < 0)
 		return rc;
-	if (rs->n > 0) {
-		const struct rm_name *last = &rs->names[rs->n - 1];
-		rs->ino = ino;
-		rs->len = last->len;
-		memcpy(rs->name, last->name, last->len);
-	}
 	return (int)rs->n;
 }
 
@@ -105,8 +100,13 @@ static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t
 	if (rs->names_dir != inode_at(s, dir)->ino)
 		rs->n = rs->next = 0;
 	while (rs->next < rs->n) {
-		/* Each name is handed out once: its removal follows. */
+		/* Each name is handed out once: its removal follows, and the
+		 * next scan (after the lock was dropped, when the names left
+		 * are forgotten) goes on after it. */
 		const struct rm_name *r = &rs->names[rs->next++];
+		rs->ino = rs->names_dir;
+		rs->len = r->len;
+		memcpy(rs->name, r->name, r->len);
 		mc_off_t e = dcache_find(s, dir, r->name, r->len);
 		if (e) {
 			if (!(dentry_at(s, e)->flags & MC_D_POSITIVE))
