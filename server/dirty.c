@@ -231,9 +231,17 @@ void ns_journal_backlog(struct ns *ns, struct ns_backlog *out)
 	pthread_mutex_unlock(&ns->lock);
 }
 
+/* Take the lock as the committer (ns_impl.h, committer_waiting). */
+static void committer_lock(struct ns *ns)
+{
+	atomic_fetch_add_explicit(&ns->committer_waiting, 1, memory_order_relaxed);
+	pthread_mutex_lock(&ns->lock);
+	atomic_fetch_sub_explicit(&ns->committer_waiting, 1, memory_order_relaxed);
+}
+
 struct journal_batch *ns_swap(struct ns *ns)
 {
-	pthread_mutex_lock(&ns->lock);
+	committer_lock(ns);
 	struct journal_batch *b = NULL;
 	if (ns->running->nrecs > 0 && !ns->swapped && ns->spare) {
 		b = ns->running;
@@ -251,7 +259,7 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 {
 	struct shm *s = ns->shm;
 	unsigned p = (unsigned)(b->seq & 1);
-	pthread_mutex_lock(&ns->lock);
+	committer_lock(ns);
 	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
 	struct offvec *dv = &ns->dirty_d[p];
 	for (size_t k = 0; k < dv->n; k++) {

@@ -5,6 +5,7 @@
 #define MC_NS_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,6 +52,9 @@ struct shrinker {
 
 struct ns {
 	pthread_mutex_t lock;
+	/* The committer is waiting for the lock (ns_swap, ns_publish): a
+	 * long job that drops the lock between batches lets it in first. */
+	_Atomic unsigned committer_waiting;
 	struct shm *shm;
 	struct store *store;
 	uint64_t next_ino;

@@ -384,6 +384,9 @@ static void test_rmtree_uncached(void **state)
 	assert_int_equal(c.shrink.enospc, 0);
 	/* 2998 files, sub and its 3, twin, sym, and /t itself */
 	assert_int_equal(c.shrink.rmtree_entries, 2998 + 4 + 2 + 1);
+	/* The plain files went without being loaded: only the directories,
+	 * the symlink and the file with two names were. */
+	assert_true(c.shrink.reloads < 20);
 	reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
 	assert_int_equal(a.nlink, 1);
@@ -391,6 +394,50 @@ static void test_rmtree_uncached(void **state)
 	int n = 0;
 	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
 	assert_int_equal(n, 1); /* keep */
+}
+
+/* Files removed by rmtree without being loaded get the checks a loaded
+ * one gets: in a sticky directory only the owner's own files go (EPERM
+ * at another's, which stays), and nothing goes from a directory the
+ * caller cannot write (EACCES). After a commit and a restart the store
+ * says the same. */
+static void test_rmtree_uncached_checks(void **state)
+{
+	struct fx *f = *state;
+	const struct cred u1 = { .uid = 1000, .gid = 1000 }, u2 = { .uid = 2000, .gid = 2000 };
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/st"), 01777, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/ro"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/ro/sub"), 0777, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u1, P("/st/a-mine"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u2, P("/st/b-theirs"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u1, P("/st/c-mine"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	create_ok(f, "/ro/sub/f");
+	assert_int_equal(ns_chmod(f->ns, &root_cred, P("/ro/sub"), 0555), 0);
+	reopen(f);
+	ns_attr a;
+	assert_int_equal(ns_rmtree(f->ns, &u1, P("/st"), 16), -EPERM);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/a-mine"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/b-theirs"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/c-mine"), true, &a), 0);
+	assert_int_equal(ns_rmtree(f->ns, &u1, P("/ro/sub"), 16), -EACCES);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/ro/sub/f"), true, &a), 0);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/a-mine"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/b-theirs"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/ro/sub/f"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st"), true, &a), 0);
+	assert_int_equal(a.size, 2); /* two entries left */
+	/* The owner of the rest, then root, empty it. */
+	assert_int_equal(ns_unlink(f->ns, &u2, P("/st/b-theirs")), 0);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/st"), 16), 0);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/ro"), 16), 0);
+	reopen(f);
+	int n = 0;
+	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
+	assert_int_equal(n, 0);
 }
 
 /* A segment full of clean entries: an rmtree of an uncached directory,
@@ -660,6 +707,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_uncached_checks, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_new_blob_class_gets_a_page, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_pages_move_between_slabs, setup_small, teardown),
