@@ -330,7 +330,9 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		unsigned budget = batch ? batch : 1024;
 		struct reclaim r;
 		int rc;
-		pthread_mutex_lock(&ns->lock);
+		/* A committer waiting for the lock gets it first: else the
+		 * removals' negative entries pile up uncommitted. */
+		ns_lock_op(ns);
 		reclaim_begin(ns, &r);
 		do {
 			unsigned left = budget;
@@ -364,12 +366,6 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 			break;
 		}
 		first = false;
-		/* The lock goes to whoever asks first, most often this thread
-		 * again: a committer waiting for it gets it first (bounded),
-		 * or the removals' negative entries pile up uncommitted. */
-		for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,
-		                                                      memory_order_relaxed); k++)
-			sched_yield();
 		sched_yield();
 	}
 	free(rs.names);
