@@ -5,11 +5,14 @@
  *  1. Everything is addressed by 32-bit offsets in units of MC_OFF_UNIT bytes
  *     from the start of the segment (mc_off_t); 0 is "none". Nothing in the
  *     segment is a pointer.
- *  2. The segment is divided into pages of MC_PAGE_SIZE bytes. Each page,
- *     once handed out, belongs forever to one slot type (page_types[] says
- *     which): a slot may be reused for another object of the same type, never
- *     of another type. A reader checks that an offset lies inside the segment
- *     and inside a page of the expected type before following it.
+ *  2. The segment is divided into pages of MC_PAGE_SIZE bytes. A page holds
+ *     one slot type while any of its slots is in use (page_types[] says
+ *     which): a slot may be reused for another object of the same type; a
+ *     page whose slots are all free may go back to MC_PT_FREE and later
+ *     serve another type, zeroed, its seqs starting above the old ones. A
+ *     reader checks that an offset lies inside the segment and inside a page
+ *     of the expected type before following it, and trusts what it read only
+ *     once the seq of what led it there (bucket, dentry, directory) held.
  *  3. Every dentry, inode and dirx slot starts with a sequence counter. The
  *     server makes it odd before a change and even after (C11 release/acquire
  *     pairs); freeing and reusing a slot are changes. A reader reads the seq

@@ -247,9 +247,17 @@ void ns_journal_backlog(struct ns *ns, struct ns_backlog *out)
 	pthread_mutex_unlock(&ns->lock);
 }
 
+/* Take the lock as the committer (ns_impl.h, committer_waiting). */
+static void committer_lock(struct ns *ns)
+{
+	atomic_fetch_add_explicit(&ns->committer_waiting, 1, memory_order_relaxed);
+	pthread_mutex_lock(&ns->lock);
+	atomic_fetch_sub_explicit(&ns->committer_waiting, 1, memory_order_relaxed);
+}
+
 struct journal_batch *ns_swap(struct ns *ns)
 {
-	pthread_mutex_lock(&ns->lock);
+	committer_lock(ns);
 	struct journal_batch *b = NULL;
 	if (ns->running->nrecs > 0 && !ns->swapped && ns->spare) {
 		b = ns->running;
@@ -272,10 +280,13 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	unsigned p = (unsigned)(b->seq & 1);
 	/* No warmer may hold a snapshot older than this publish (ns_warm.c). */
 	commit_sem_write_lock(&ns->csem);
-	pthread_mutex_lock(&ns->lock);
+	committer_lock(ns);
 	uint16_t dbit = p ? MC_D_DIRTY1 : MC_D_DIRTY0;
 	struct offvec *dv = &ns->dirty_d[p];
 	for (size_t k = 0; k < dv->n; k++) {
+		/* Freed since, its page perhaps another type's now (shm.h). */
+		if (shm_off_type(s, dv->v[k]) != MC_PT_DENTRY)
+			continue;
 		struct mc_dentry *e = dentry_at(s, dv->v[k]);
 		if (!(e->flags & MC_D_LIVE) || !(e->flags & dbit))
 			continue;
@@ -296,6 +307,8 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 	uint16_t ibit = p ? MC_I_DIRTY1 : MC_I_DIRTY0;
 	struct offvec *iv = &ns->dirty_i[p];
 	for (size_t k = 0; k < iv->n; k++) {
+		if (shm_off_type(s, iv->v[k]) != MC_PT_INODE)
+			continue;
 		struct mc_inode *i = inode_at(s, iv->v[k]);
 		if (!(i->flags & MC_I_LIVE) || !(i->flags & ibit))
 			continue;
@@ -330,6 +343,8 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->shm_used = shm_bytes_used(s);
 	out->shm_total = s->size;
 	out->alloc_failures = s->alloc_failures;
+	out->pages_free = s->pool_pages + (s->hdr->npages - s->next_page);
+	out->pages_returned = s->pages_returned;
 	out->journal_records = ns->running->nrecs;
 	struct ns_backlog bl;
 	backlog_get(ns, &bl);

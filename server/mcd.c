@@ -87,6 +87,8 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 	out->shm_bytes_total = nc.shm_total;
 	out->shm_bytes_used = nc.shm_used;
 	out->shm_alloc_failures = nc.alloc_failures;
+	out->shm_pages_free = nc.pages_free;
+	out->shm_pages_returned = nc.pages_returned;
 	out->journal_records = nc.journal_records;
 	out->journal_backlog_records = nc.backlog_records;
 	out->journal_backlog_bytes = nc.backlog_bytes;
@@ -101,7 +103,7 @@ void mcd_fill_stats(void *arg, struct stats_snapshot *out)
 		.evicted = nc.shrink.evicted, .rotated = nc.shrink.rotated,
 		.direct = nc.shrink.direct, .forced_commits = nc.shrink.forced_commits,
 		.enospc = nc.shrink.enospc, .negative_evicted = nc.shrink.neg_evicted,
-		.reloads = nc.shrink.reloads,
+		.reloads = nc.shrink.reloads, .rmtree_entries = nc.shrink.rmtree_entries,
 		.bytes_dentries = nc.bytes_dentries, .bytes_inodes = nc.bytes_inodes,
 		.bytes_dirs = nc.bytes_dirs, .bytes_names = nc.bytes_names,
 		.bytes_meta = nc.bytes_meta,

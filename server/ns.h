@@ -163,6 +163,7 @@ struct ns_counts {
 	uint64_t positive, negative, dentries_dirty, dirs_complete;
 	uint64_t inodes, inodes_dirty, prunes, pruned;
 	uint64_t shm_used, shm_total, alloc_failures;
+	uint64_t pages_free, pages_returned; /* shm.c notes 6, 7 */
 	uint64_t journal_records, committed_seq;
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */

@@ -5,6 +5,8 @@
 #define MC_NS_IMPL_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -52,6 +54,9 @@ struct shrinker {
 
 struct ns {
 	pthread_mutex_t lock;
+	/* The committer is waiting for the lock (ns_swap, ns_publish): a
+	 * long job that drops the lock between batches lets it in first. */
+	_Atomic unsigned committer_waiting;
 	struct shm *shm;
 	struct store *store;
 	uint64_t next_ino;
@@ -144,10 +149,22 @@ struct reclaim {
 void reclaim_begin(struct ns *ns, struct reclaim *r);
 /* Take the lock, run attempt (an expression giving 0 or -errno) until
  * do_reclaim_retry says stop, release the lock; rc gets the result. */
+/* Take the lock for an operation, letting a committer that waits for it
+ * go first (a bounded number of yields): the mutex goes to whoever asks
+ * first, and a thread that runs operations back to back would take it
+ * again before the woken committer runs, while dirty entries pile up. */
+static inline void ns_lock_op(struct ns *ns)
+{
+	for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,
+	                                                      memory_order_relaxed); k++)
+		sched_yield();
+	pthread_mutex_lock(&ns->lock);
+}
+
 #define NS_LOCKED(ns, rc, attempt)                                  \
 	do {                                                        \
 		struct reclaim r_;                                  \
-		pthread_mutex_lock(&(ns)->lock);                    \
+		ns_lock_op(ns);                                     \
 		reclaim_begin((ns), &r_);                           \
 		do                                                  \
 			(rc) = (attempt);                           \

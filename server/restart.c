@@ -2,13 +2,16 @@
  * file. The file is written to PATH.state.tmp and renamed, so a reader
  * sees a whole one or none; it holds a magic, its format, the segment
  * layout version, the store's uuid and last batch, the segment's image
- * (struct shm_image) and an FNV-1a checksum of all that. */
+ * (struct shm_image) and an FNV-1a checksum of all that, then the pages'
+ * bookkeeping (struct shm_page, one a page of the segment) and its own
+ * checksum. */
 #include "restart.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,7 +22,7 @@
 #include "store.h"
 
 #define RESTART_MAGIC  0x4d435752u  /* "MCWR" */
-#define RESTART_FORMAT 1u
+#define RESTART_FORMAT 2u   /* 2: the pages' bookkeeping follows */
 
 struct restart_file {
 	uint32_t magic, format;
@@ -46,23 +49,74 @@ static int state_path(const char *path, const char *suffix, char out[PATH_MAX])
 	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
-/* Read and remove the state file. */
-static int state_take(const char *path, struct restart_file *rf)
+/* Read exactly len bytes: 0, -ESTALE when the file ends first, or -errno. */
+static int read_full(int fd, void *buf, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ESTALE;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Write exactly len bytes: 0 or -errno (-EIO for a write that took none). */
+static int write_full(int fd, const void *buf, size_t len)
+{
+	for (size_t put = 0; put < len;) {
+		ssize_t n = write(fd, (const char *)buf + put, len - put);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		put += (size_t)n;
+	}
+	return 0;
+}
+
+/* Read and remove the state file: its header in rf and the pages'
+ * bookkeeping in *pg (malloc'd, img.size / MC_PAGE_SIZE entries; the caller
+ * frees it). -ESTALE: truncated, or not a file of this format. */
+static int state_take(const char *path, struct restart_file *rf, struct shm_page **pg)
 {
 	char sp[PATH_MAX];
+	uint64_t sum;
+	size_t n = 0;
 	int err = state_path(path, ".state", sp);
 	if (err)
 		return err;
+	*pg = NULL;
 	int fd = open(sp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ssize_t n = read(fd, rf, sizeof(*rf));
-	err = n < 0 ? -errno : 0;
+	err = read_full(fd, rf, sizeof(*rf));
+	if (err == 0 && (rf->magic != RESTART_MAGIC || rf->format != RESTART_FORMAT ||
+	                 rf->img.size > MC_SHM_MAX_SIZE))
+		err = -ESTALE;
+	if (err == 0) {
+		n = (size_t)(rf->img.size >> MC_PAGE_SHIFT) * sizeof(**pg);
+		*pg = malloc(n ? n : 1);
+		if (!*pg)
+			err = -ENOMEM;
+	}
+	if (err == 0)
+		err = read_full(fd, *pg, n);
+	if (err == 0)
+		err = read_full(fd, &sum, sizeof(sum));
+	if (err == 0 && sum != fnv(*pg, n))
+		err = -ESTALE;
 	close(fd);
 	if (unlink(sp) < 0 && err == 0)
 		err = -errno;
-	if (err == 0 && n != (ssize_t)sizeof(*rf))
-		err = -ESTALE;
+	if (err) {
+		free(*pg);
+		*pg = NULL;
+	}
 	return err;
 }
 
@@ -71,18 +125,18 @@ int restart_attach(const char *path, uint64_t size, struct store *st, struct shm
 {
 	struct restart_file rf;
 	struct store_meta meta;
+	struct shm_page *pg;
 	*why = NULL;
-	int err = state_take(path, &rf);
+	int err = state_take(path, &rf, &pg);
 	if (err == -ESTALE)
-		*why = "the state file is truncated";
+		*why = "the state file is truncated or not one this server wrote";
 	if (err)
 		return err;
 	err = store_get_meta(st, &meta);
 	if (err)
-		return err;
+		goto out;
 	size &= ~(uint64_t)(MC_PAGE_SIZE - 1);
-	if (rf.magic != RESTART_MAGIC || rf.format != RESTART_FORMAT ||
-	    rf.sum != fnv(&rf, offsetof(struct restart_file, sum)))
+	if (rf.sum != fnv(&rf, offsetof(struct restart_file, sum)))
 		*why = "the state file is not one this server wrote";
 	else if (rf.shm_version != MC_SHM_VERSION)
 		*why = "the segment layout version changed";
@@ -92,22 +146,27 @@ int restart_attach(const char *path, uint64_t size, struct store *st, struct shm
 		*why = "the segment belongs to another store";
 	else if (rf.last_seq != meta.last_seq)
 		*why = "the store changed since the segment was saved";
-	if (*why)
-		return -ESTALE;
+	if (*why) {
+		err = -ESTALE;
+		goto out;
+	}
 	struct shm *s;
-	err = shm_attach(path, &rf.img, &s);
+	err = shm_attach(path, &rf.img, pg, &s);
 	if (err == -ESTALE)
 		*why = "the segment file is not the one saved";
 	if (err)
-		return err;
+		goto out;
 	if (atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire) != meta.last_seq) {
 		*why = "the segment's committed batch is not the store's";
 		shm_destroy(s);
-		return -ESTALE;
+		err = -ESTALE;
+		goto out;
 	}
 	*warmed = rf.warmed != 0;
 	*out = s;
-	return 0;
+out:
+	free(pg);
+	return err;
 }
 
 int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *st, bool warmed,
@@ -144,9 +203,13 @@ int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *s
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	ssize_t n = write(fd, &rf, sizeof(rf));
-	if (n != (ssize_t)sizeof(rf))
-		err = n < 0 ? -errno : -EIO;
+	size_t pgn = (size_t)s->hdr->npages * sizeof(*s->pg);
+	uint64_t pgsum = fnv(s->pg, pgn);
+	err = write_full(fd, &rf, sizeof(rf));
+	if (err == 0)
+		err = write_full(fd, s->pg, pgn);
+	if (err == 0)
+		err = write_full(fd, &pgsum, sizeof(pgsum));
 	if (err == 0 && fsync(fd) < 0)
 		err = -errno;
 	close(fd);

@@ -25,8 +25,9 @@ struct rm_name {
 	struct mc_inode_rec rec;
 };
 
-/* Where the store scan of a directory that is not complete goes on, and
- * the names the last scan gave that are not removed yet (names[next..n)).
+/* Where the store scan of a directory that is not complete goes on (after
+ * the last name handed out for removal), and the names the last scan gave
+ * that are not removed yet (names[next..n)).
  * The names are good only while the namespace lock is held since the scan
  * (rmtree_some empties them): a removal of one of them that is committed
  * meanwhile leaves a dirty negative dentry, which only a publish (under
@@ -85,30 +86,70 @@ static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
 	}
 	if (rc < 0)
 		return rc;
-	if (rs->n > 0) {
-		const struct rm_name *last = &rs->names[rs->n - 1];
-		rs->ino = ino;
-		rs->len = last->len;
-		memcpy(rs->name, last->name, last->len);
-	}
 	return (int)rs->n;
 }
 
+/* r (the next of rs->names) is handed out: the scan goes on after it. */
+static void resume_at(struct rm_resume *rs, const struct rm_name *r)
+{
+	rs->next++;
+	rs->ino = rs->names_dir;
+	rs->len = r->len;
+	memcpy(rs->name, r->name, r->len);
+}
+
+/* Remove r, a name of dir (not complete) naming a regular file with one
+ * link that the cache does not hold, without caching the file: the same
+ * checks, records and negative entry (the store has the name until the
+ * commit) as remove_entry after loading it, and no inode slot. -ENOSPC
+ * (no room for the negative entry) changes nothing. */
+static int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir,
+                           const struct rm_name *r)
+{
+	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		return rc;
+	struct mc_inode vi;
+	memset(&vi, 0, sizeof(vi));
+	vi.uid = r->rec.uid;
+	vi.mode = (uint16_t)r->rec.mode;
+	if (sticky_denies(c, di, &vi))
+		return -EPERM;
+	mc_off_t d = dcache_add(s, dir, r->name, r->len, 0, 0);
+	if (!d)
+		return -ENOSPC;
+	must(journal_del_dentry(ns->running, di->ino, r->name, r->len),
+	     "journaling a dentry delete");
+	dentry_dirty(ns, d);
+	must(journal_del_inode(ns->running, r->ino), "journaling a delete");
+	extent_ino_drop(&ns->ext, r->ino);
+	dir_entries(ns, dir, -1, 0, now_ns());
+	return 0;
+}
+
 /* The next taken name of dir that is still to be removed, cached (loaded
- * as a listing loads it: the scan gave its inode number, no dentry read).
- * *d 0 when none is left. */
-static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t *d,
-                     mc_off_t *v)
+ * as a listing loads it: the scan gave its inode number, no dentry read),
+ * or, for a plain file the cache does not hold, removed at once
+ * (remove_uncached, *gone). *d 0 and *gone false when none is left. */
+static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs,
+                     mc_off_t *d, mc_off_t *v, bool *gone)
 {
 	struct shm *s = ns->shm;
 	*d = 0;
+	*gone = false;
 	if (rs->names_dir != inode_at(s, dir)->ino)
 		rs->n = rs->next = 0;
 	while (rs->next < rs->n) {
-		/* Each name is handed out once: its removal follows. */
-		const struct rm_name *r = &rs->names[rs->next++];
+		/* Each name is handed out once: its removal follows, and the
+		 * next scan (after the lock was dropped, when the names left
+		 * are forgotten) goes on after it. A name that could not be
+		 * cached or removed for want of room stays first (resume_at). */
+		const struct rm_name *r = &rs->names[rs->next];
 		mc_off_t e = dcache_find(s, dir, r->name, r->len);
 		if (e) {
+			resume_at(rs, r);
 			if (!(dentry_at(s, e)->flags & MC_D_POSITIVE))
 				continue;
 			*d = e;
@@ -120,6 +161,14 @@ static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t
 		 * directory goes through ns_load_inode (an empty one becomes
 		 * complete), and so does a symlink (its target). */
 		mc_off_t ioff = inode_find(s, r->ino);
+		if (!ioff && r->has_rec && S_ISREG(r->rec.mode) && r->rec.nlink == 1) {
+			int rc = remove_uncached(ns, c, dir, r);
+			if (rc < 0)
+				return rc;
+			resume_at(rs, r);
+			*gone = true;
+			return 0;
+		}
 		if (!ioff && r->has_rec && !S_ISDIR(r->rec.mode)) {
 			ioff = inode_add(s, &r->rec, NULL, 0);
 			if (!ioff)
@@ -133,6 +182,7 @@ static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t
 		e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
 		if (!e)
 			return -ENOSPC;
+		resume_at(rs, r);
 		*d = e;
 		*v = ioff;
 		return 0;
@@ -145,21 +195,22 @@ static int take_next(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t
  * point, RM_NAMES per scan, so that a directory larger than the cache is
  * removed without loading it whole and in O(entries); at the end of the
  * store, what only the cache has (uncommitted creates). *d its dentry, *v
- * its inode. */
-static int next_child(struct ns *ns, mc_off_t dir, struct rm_resume *rs, mc_off_t *d,
-                      mc_off_t *v)
+ * its inode; or *gone when it was a plain file removed at once. */
+static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs,
+                      mc_off_t *d, mc_off_t *v, bool *gone)
 {
 	struct shm *s = ns->shm;
+	*gone = false;
 	if (!dcache_complete(s, dir)) {
-		int rc = take_next(ns, dir, rs, d, v);
-		if (rc == 0 && !*d) {
+		int rc = take_next(ns, c, dir, rs, d, v, gone);
+		if (rc == 0 && !*d && !*gone) {
 			rc = scan_names(ns, dir, rs);
 			if (rc > 0)
-				rc = take_next(ns, dir, rs, d, v);
+				rc = take_next(ns, c, dir, rs, d, v, gone);
 		}
 		if (rc < 0)
 			return rc;
-		if (*d)
+		if (*d || *gone)
 			return 0;
 	}
 	struct mc_dirx *dx = dcache_dirx(s, dir, false);
@@ -194,6 +245,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 		if (rc < 0)
 			return rc;
 		remove_entry(ns, nd_top(nd), d, top);
+		ns->shr.st.rmtree_entries++;
 		return 1;
 	}
 	/* Depth-first from top: descend into a non-empty subdirectory,
@@ -230,6 +282,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 			if (rc < 0)
 				return rc;
 			remove_entry(ns, parent, pd, dir);
+			ns->shr.st.rmtree_entries++;
 			(*budget)--;
 			if (nd->depth == base)
 				return 1;
@@ -239,9 +292,15 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 		if (rc < 0)
 			return rc;
 		mc_off_t e, v;
-		rc = next_child(ns, dir, rs, &e, &v);
+		bool gone;
+		rc = next_child(ns, c, dir, rs, &e, &v, &gone);
 		if (rc < 0)
 			return rc;
+		if (gone) {
+			ns->shr.st.rmtree_entries++;
+			(*budget)--;
+			continue;
+		}
 		if (S_ISDIR(inode_at(s, v)->mode)) {
 			rc = nd_push(nd, v);
 			if (rc < 0)
@@ -252,6 +311,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 		if (rc < 0)
 			return rc;
 		remove_entry(ns, dir, e, v);
+		ns->shr.st.rmtree_entries++;
 		(*budget)--;
 	}
 	return 0;
@@ -270,7 +330,9 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 		unsigned budget = batch ? batch : 1024;
 		struct reclaim r;
 		int rc;
-		pthread_mutex_lock(&ns->lock);
+		/* A committer waiting for the lock gets it first: else the
+		 * removals' negative entries pile up uncommitted. */
+		ns_lock_op(ns);
 		reclaim_begin(ns, &r);
 		do {
 			unsigned left = budget;

@@ -1,11 +1,15 @@
-/* shm.c - the shared-memory segment: a memfd carved into 64 KiB pages, each
- * page given for good to one slot type (type-stable memory).
+/* shm.c - the shared-memory segment: a memfd carved into 64 KiB pages; a
+ * page serves one slot type while it holds slots, and goes back to a common
+ * pool once all its slots are free.
  *
  * Invariants:
- *  1. page_types[p] changes only from MC_PT_FREE to a slot type, before any
- *     slot of page p is reachable.
- *  2. A slot's first word is its seq (dentry, inode, dirx); it is never reset,
- *     so a reader holding a stale offset always sees a different value.
+ *  1. page_types[p] changes from MC_PT_FREE to a slot type after the page is
+ *     carved and before any slot of it is reachable, and back to MC_PT_FREE
+ *     only when no slot of it is in use (shm_free, shm_page_free).
+ *  2. A slot's first word is its seq (dentry, inode, dirx); it is never
+ *     reset while the page keeps its type, and a page carved again starts
+ *     its seqs above every seq its slots had before (struct shm_page
+ *     seqmax), so a reader holding a stale offset sees a different value.
  *     Free slots are linked through their second word. Blobs have no seq:
  *     they are covered by their owner's.
  *  3. Clients map the segment read-only: they get a read-only descriptor,
@@ -15,21 +19,35 @@
  *  4. heartbeat_ms is written by the heartbeat thread only (and once at
  *     creation); a stopped thread leaves the last value, which clients then
  *     see age.
- *  5. Pages are given for good, so the last ones are kept back (one per
- *     slab that has none, at most 1/RESERVE_DIV of the segment) from the
- *     slabs that have some: a slot type first needed late, such as a long
- *     name's blob class, still gets a page, and eviction makes room in
- *     the others. shm_slab_room applies the same rule.
- *  6. With a path (--shm-path), the segment is a file instead, which
+ *  5. The last free pages are kept back (one per slab that has none, at
+ *     most 1/RESERVE_DIV of the segment) from the slabs that have some: a
+ *     slot type first needed late, such as a long name's blob class, gets
+ *     a page at once while eviction empties pages of the others.
+ *     shm_slab_room applies the same rule.
+ *  6. A slab's pages with free slots are on its partial list, the empty
+ *     ones last; at most one empty page stays with a slab (so a slab that
+ *     frees and allocates at a page boundary does not carve a page each
+ *     time), every further one goes to the pool, and a slab that needs a
+ *     page when the pool is dry takes another slab's empty one. So no
+ *     allocation fails while any page of the segment is entirely free.
+ *  7. A page given back keeps its bytes until it is carved again (zeroed,
+ *     seqs set); readers that still hold an offset into it fail the type
+ *     check or the seq of what led them there (the bucket, dentry or
+ *     directory whose change freed the slot, client/shmview.c note 3).
+ *     The pool is first in, first out, so a page waits as long as possible
+ *     before it is reused.
+ *  8. With a path (--shm-path), the segment is a file instead, which
  *     outlives the process: it cannot be sealed, so it is created mode 0600
  *     (clients of other users get only the read-only descriptor), and a
  *     new one replaces an old one by unlink and create, never by
  *     truncation, so a client still mapping the old file never faults.
  *     shm_attach maps such a file again with the allocator state saved
- *     from the server that left it (struct shm_image, restart.c).
+ *     from the server that left it (struct shm_image and the pages'
+ *     bookkeeping, restart.c).
  */
 #include "shm.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -176,6 +194,9 @@ static int seg_layout(struct shm *s, uint64_t size)
 	atomic_store_explicit(&h->heartbeat_ms, mono_ns() / 1000000u, memory_order_relaxed);
 
 	seg_bind(s);
+	s->pg = calloc(npages, sizeof(*s->pg));
+	if (!s->pg)
+		return -ENOMEM;
 	for (uint32_t p = 0; p < meta_pages; p++)
 		s->page_types[p] = MC_PT_META;
 	s->next_page = (uint32_t)meta_pages;
@@ -223,6 +244,9 @@ void shm_image_get(const struct shm *s, struct shm_image *out)
 	out->size = s->size;
 	out->hash_seed = s->hdr->hash_seed;
 	out->next_page = s->next_page;
+	out->pool = s->pool;
+	out->pool_tail = s->pool_tail;
+	out->pool_pages = s->pool_pages;
 	out->meta_bytes = s->meta_bytes;
 	memcpy(out->slab, s->slab, sizeof(out->slab));
 	out->raw_pages = s->raw_pages;
@@ -232,7 +256,8 @@ void shm_image_get(const struct shm *s, struct shm_image *out)
 	out->cookie_floor = s->cookie_floor;
 }
 
-int shm_attach(const char *path, const struct shm_image *img, struct shm **out)
+int shm_attach(const char *path, const struct shm_image *img, const struct shm_page *pg,
+               struct shm **out)
 {
 	struct stat st;
 	struct shm *s = shm_struct_new();
@@ -262,6 +287,15 @@ int shm_attach(const char *path, const struct shm_image *img, struct shm **out)
 		goto fail;
 	}
 	seg_bind(s);
+	s->pg = malloc((size_t)h->npages * sizeof(*s->pg));
+	if (!s->pg) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	memcpy(s->pg, pg, (size_t)h->npages * sizeof(*s->pg));
+	s->pool = img->pool;
+	s->pool_tail = img->pool_tail;
+	s->pool_pages = img->pool_pages;
 	s->next_page = img->next_page;
 	s->meta_bytes = img->meta_bytes;
 	memcpy(s->slab, img->slab, sizeof(s->slab));
@@ -293,6 +327,7 @@ void shm_destroy(struct shm *s)
 		close(s->ro_fd);
 	pthread_cond_destroy(&s->beat_cv);
 	pthread_mutex_destroy(&s->beat_mu);
+	free(s->pg);
 	free(s);
 }
 
@@ -345,9 +380,137 @@ static mc_off_t *free_link(struct shm *s, enum shm_slab slab, mc_off_t off)
 	return slab < SLAB_BLOB0 ? &w[1] : &w[0];
 }
 
+static uint32_t page_of(mc_off_t off)
+{
+	return (uint32_t)(((uint64_t)off << MC_OFF_SHIFT) >> MC_PAGE_SHIFT);
+}
+
+static uint32_t slots_per_page(const struct shm_slab_state *st)
+{
+	return MC_PAGE_SIZE / st->slot_size;
+}
+
+/* ---- the partial lists and the pool (notes 6, 7) ------------------------ */
+
+static void partial_unlink(struct shm *s, struct shm_slab_state *st, uint32_t p)
+{
+	struct shm_page *g = &s->pg[p];
+	if (g->prev)
+		s->pg[g->prev].next = g->next;
+	else
+		st->partial = g->next;
+	if (g->next)
+		s->pg[g->next].prev = g->prev;
+	else
+		st->partial_tail = g->prev;
+	g->next = g->prev = 0;
+}
+
+static void partial_push_head(struct shm *s, struct shm_slab_state *st, uint32_t p)
+{
+	struct shm_page *g = &s->pg[p];
+	g->prev = 0;
+	g->next = st->partial;
+	if (st->partial)
+		s->pg[st->partial].prev = p;
+	else
+		st->partial_tail = p;
+	st->partial = p;
+}
+
+static void partial_push_tail(struct shm *s, struct shm_slab_state *st, uint32_t p)
+{
+	struct shm_page *g = &s->pg[p];
+	g->next = 0;
+	g->prev = st->partial_tail;
+	if (st->partial_tail)
+		s->pg[st->partial_tail].next = p;
+	else
+		st->partial = p;
+	st->partial_tail = p;
+}
+
+/* The highest seq among the slots of page p of slab st (note 2). */
+static uint32_t page_seqmax(struct shm *s, const struct shm_slab_state *st, uint32_t p,
+                            uint32_t floor)
+{
+	uint32_t n = slots_per_page(st), m = floor;
+	const char *base = (const char *)s->base + ((uint64_t)p << MC_PAGE_SHIFT);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t q = atomic_load_explicit((const _Atomic uint32_t *)(const void *)
+		                                  (base + (uint64_t)i * st->slot_size),
+		                                  memory_order_relaxed);
+		if (q > m)
+			m = q;
+	}
+	return m;
+}
+
+/* Page p holds no slot in use any more: to the pool, type FREE (note 7). */
+static void pool_put(struct shm *s, uint32_t p)
+{
+	__atomic_store_n(&s->page_types[p], (uint8_t)MC_PT_FREE, __ATOMIC_RELEASE);
+	s->pg[p].next = 0;
+	if (s->pool_tail)
+		s->pg[s->pool_tail].next = p;
+	else
+		s->pool = p;
+	s->pool_tail = p;
+	s->pool_pages++;
+	s->pages_returned++;
+}
+
+/* A page nobody uses, or 0: the pool's oldest, a never-used one, or (when
+ * steal) another slab's empty page. *fresh: never used, its bytes zero. */
+static uint32_t page_take(struct shm *s, bool steal, bool *fresh)
+{
+	*fresh = false;
+	if (s->pool) {
+		uint32_t p = s->pool;
+		s->pool = s->pg[p].next;
+		if (!s->pool)
+			s->pool_tail = 0;
+		s->pg[p].next = 0;
+		s->pool_pages--;
+		return p;
+	}
+	if (s->next_page < s->hdr->npages) {
+		*fresh = true;
+		return s->next_page++;
+	}
+	if (!steal)
+		return 0;
+	for (unsigned i = 0; i < SLAB_COUNT; i++) {
+		struct shm_slab_state *o = &s->slab[i];
+		if (o->empty == 0)
+			continue;
+		uint32_t p = o->partial_tail; /* empty pages come last (note 6) */
+		partial_unlink(s, o, p);
+		if (i < SLAB_BLOB0)
+			s->pg[p].seqmax = page_seqmax(s, o, p, s->pg[p].seqmax);
+		__atomic_store_n(&s->page_types[p], (uint8_t)MC_PT_FREE, __ATOMIC_RELEASE);
+		o->empty--;
+		o->pages--;
+		o->nfree -= slots_per_page(o);
+		s->pg[p].nfree = 0;
+		s->pg[p].free = 0;
+		s->pages_stolen++;
+		return p;
+	}
+	return 0;
+}
+
+static uint32_t pages_left(const struct shm *s)
+{
+	uint32_t left = s->hdr->npages - s->next_page + (uint32_t)s->pool_pages;
+	for (unsigned i = 0; i < SLAB_COUNT; i++)
+		left += (uint32_t)s->slab[i].empty;
+	return left;
+}
+
 bool shm_page_for(const struct shm *s, enum shm_slab slab)
 {
-	uint32_t left = s->hdr->npages - s->next_page;
+	uint32_t left = pages_left(s);
 	if (left == 0)
 		return false;
 	if (s->slab[slab].pages == 0)
@@ -363,43 +526,68 @@ static int grow_slab(struct shm *s, enum shm_slab slab)
 	struct shm_slab_state *st = &s->slab[slab];
 	if (!shm_page_for(s, slab))
 		return -ENOSPC;
-	uint32_t p = s->next_page++;
+	bool fresh;
+	uint32_t p = page_take(s, true, &fresh);
+	if (!p)
+		return -ENOSPC;
 	uint64_t base = (uint64_t)p << MC_PAGE_SHIFT;
-	uint32_t n = MC_PAGE_SIZE / st->slot_size;
+	uint32_t n = slots_per_page(st);
+	struct shm_page *g = &s->pg[p];
+	if (!fresh)
+		memset((char *)s->base + base, 0, MC_PAGE_SIZE);
+	/* Seqs go on from above any this page had (note 2). */
+	uint32_t seq0 = g->seqmax ? (g->seqmax + 2) & ~1u : 0;
 #ifdef MADV_POPULATE_WRITE
 	/* The loop below touches every 4 KiB of the page: one call faults
 	 * them all in, instead of one fault each (a warm-up grows many slabs).
 	 * Best effort: without it, the faults happen as before. */
-	(void)madvise((char *)s->base + base, MC_PAGE_SIZE, MADV_POPULATE_WRITE);
+	if (fresh)
+		(void)madvise((char *)s->base + base, MC_PAGE_SIZE, MADV_POPULATE_WRITE);
 #endif
 	/* Push in reverse so slots are handed out in address order. */
+	g->free = 0;
 	for (uint32_t i = n; i-- > 0;) {
 		mc_off_t off = (mc_off_t)((base + (uint64_t)i * st->slot_size) >> MC_OFF_SHIFT);
-		*free_link(s, slab, off) = st->free_head;
-		st->free_head = off;
+		if (slab < SLAB_BLOB0 && seq0)
+			atomic_store_explicit((_Atomic uint32_t *)shm_at(s, off), seq0,
+			                      memory_order_relaxed);
+		*free_link(s, slab, off) = g->free;
+		g->free = off;
 	}
-	s->page_types[p] = st->page_type;
+	g->nfree = (uint16_t)n;
+	g->slab = (uint8_t)slab;
+	__atomic_store_n(&s->page_types[p], st->page_type, __ATOMIC_RELEASE);
+	partial_push_tail(s, st, p);
 	st->pages++;
+	st->nfree += n;
+	st->empty++;
 	return 0;
 }
 
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 {
 	struct shm_slab_state *st = &s->slab[slab];
-	if (!st->free_head && grow_slab(s, slab) < 0) {
+	if (!st->partial && grow_slab(s, slab) < 0) {
 		s->alloc_failures++;
 		s->fail_slab = slab;
 		return 0;
 	}
-	mc_off_t off = st->free_head;
-	st->free_head = *free_link(s, slab, off);
-	char *p = shm_at(s, off);
+	uint32_t p = st->partial;
+	struct shm_page *g = &s->pg[p];
+	if (g->nfree == slots_per_page(st))
+		st->empty--;
+	mc_off_t off = g->free;
+	g->free = *free_link(s, slab, off);
+	if (--g->nfree == 0)
+		partial_unlink(s, st, p);
+	st->nfree--;
+	char *q = shm_at(s, off);
 	if (slab < SLAB_BLOB0) {
 		/* Keep the seq word; zero the rest. Readers cannot reach the slot
 		 * until it is linked, and the seq already moved when it was freed. */
-		memset(p + sizeof(uint32_t), 0, st->slot_size - sizeof(uint32_t));
+		memset(q + sizeof(uint32_t), 0, st->slot_size - sizeof(uint32_t));
 	} else {
-		memset(p, 0, st->slot_size);
+		memset(q, 0, st->slot_size);
 	}
 	st->live++;
 	return off;
@@ -408,26 +596,62 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
 {
 	struct shm_slab_state *st = &s->slab[slab];
+	uint32_t p = page_of(off);
+	struct shm_page *g = &s->pg[p];
+	assert(s->page_types[p] == st->page_type && g->slab == slab &&
+	       g->nfree < slots_per_page(st));
 	if (slab < SLAB_BLOB0) {
 		_Atomic uint32_t *seq = shm_at(s, off);
 		shm_write_begin(seq);
 		shm_write_end(seq);
 	}
-	*free_link(s, slab, off) = st->free_head;
-	st->free_head = off;
+	*free_link(s, slab, off) = g->free;
+	g->free = off;
+	st->nfree++;
 	st->live--;
+	uint32_t n = slots_per_page(st);
+	if (++g->nfree == 1)
+		partial_push_head(s, st, p);
+	if (g->nfree < n)
+		return;
+	/* Empty: kept last as the slab's spare, or given back (note 6). */
+	partial_unlink(s, st, p);
+	if (st->empty == 0) {
+		partial_push_tail(s, st, p);
+		st->empty++;
+		return;
+	}
+	if (slab < SLAB_BLOB0)
+		g->seqmax = page_seqmax(s, st, p, g->seqmax);
+	st->pages--;
+	st->nfree -= n;
+	g->nfree = 0;
+	g->free = 0;
+	pool_put(s, p);
 }
 
 mc_off_t shm_page_new(struct shm *s, uint8_t type)
 {
-	if (s->next_page >= s->hdr->npages) {
+	bool fresh;
+	uint32_t p = page_take(s, true, &fresh);
+	if (!p) {
 		s->alloc_failures++;
 		return 0;
 	}
-	uint32_t p = s->next_page++;
-	s->page_types[p] = type;
+	if (!fresh)
+		memset((char *)s->base + ((uint64_t)p << MC_PAGE_SHIFT), 0, MC_PAGE_SIZE);
+	__atomic_store_n(&s->page_types[p], type, __ATOMIC_RELEASE);
 	s->raw_pages++;
 	return (mc_off_t)(((uint64_t)p << MC_PAGE_SHIFT) >> MC_OFF_SHIFT);
+}
+
+void shm_page_free(struct shm *s, mc_off_t off)
+{
+	uint32_t p = page_of(off);
+	assert(p < s->hdr->npages && s->raw_pages > 0);
+	assert(s->page_types[p] != MC_PT_FREE && s->page_types[p] != MC_PT_META);
+	s->raw_pages--;
+	pool_put(s, p);
 }
 
 static enum shm_slab blob_slab(size_t len)

@@ -1,5 +1,6 @@
 /* shm.h - the shared-memory segment on the server side: creation, the page
- * allocator and the type-stable slot slabs (layout in proto/mc_shm.h).
+ * allocator (pages go back to a common pool once empty) and the slot slabs
+ * (layout in proto/mc_shm.h).
  *
  * All allocation and freeing happens under the namespace lock; the segment
  * is mapped read-write here and read-only by clients.
@@ -25,11 +26,23 @@ enum shm_slab {
 };
 
 struct shm_slab_state {
-	mc_off_t free_head;       /* free slots, linked through their second word */
+	uint32_t partial;         /* first page with free slots (shm.c note 6), 0: none */
+	uint32_t partial_tail;    /* last one: the empty pages come last */
 	uint32_t slot_size;
 	uint8_t page_type;
 	uint64_t live;            /* slots in use */
 	uint64_t pages;
+	uint64_t nfree;           /* free slots in its pages */
+	uint64_t empty;           /* pages with no slot in use (at most one) */
+};
+
+/* Server-private bookkeeping of one page (never in the segment). */
+struct shm_page {
+	mc_off_t free;            /* free slots of this page, linked through their second word */
+	uint16_t nfree;
+	uint8_t slab;             /* enum shm_slab, while a slab page */
+	uint32_t next, prev;      /* partial list or pool, page indices, 0: none */
+	uint32_t seqmax;          /* the highest seq its slots ever had (shm.c note 2) */
 };
 
 struct shm {
@@ -43,11 +56,16 @@ struct shm {
 	struct mc_bucket *ibuckets;
 	struct mc_bucket *ebuckets;   /* loaded extent maps (proto/mc_shm.h, note 11) */
 	uint32_t next_page;       /* first page never handed out */
+	struct shm_page *pg;      /* npages entries */
+	uint32_t pool, pool_tail; /* pages given back, oldest first (shm.c note 7) */
+	uint64_t pool_pages;
+	uint64_t pages_returned;  /* pages given back to the pool, ever */
+	uint64_t pages_stolen;    /* empty pages taken from another slab, ever */
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];
 	uint64_t alloc_failures;
-	enum shm_slab fail_slab;
-	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */  /* the slab of the last failed allocation */
+	enum shm_slab fail_slab;  /* the slab of the last failed allocation */
+	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */
 	uint64_t raw_idle;        /* bytes of those pages their owner holds free for reuse
 	                           * (extent chunks): not counted as used */
 	/* The referenced bitmap of the client area (shm_set_refbits); NULL:
@@ -85,15 +103,19 @@ struct shm_image {
 	uint64_t size, hash_seed;
 	uint64_t meta_bytes, raw_pages;
 	uint32_t next_page, cookie_floor;
+	uint32_t pool, pool_tail;
+	uint64_t pool_pages;
 	struct shm_slab_state slab[SLAB_COUNT];
 	uint64_t d_positive, d_negative, dirs_complete;
 };
 void shm_image_get(const struct shm *s, struct shm_image *out);
-/* Map the segment file at path again, with the state img that was saved
+/* Map the segment file at path again, with the state img and the pages'
+ * bookkeeping pg (img->size / MC_PAGE_SIZE entries, s->pg) that were saved
  * from it, and serve it: server_pid, heartbeat and closed are reset.
  * -ESTALE: the file is not the segment img describes (size, magic,
  * version, hash seed); the errno of open/fstat/mmap, -ENOMEM. */
-int shm_attach(const char *path, const struct shm_image *img, struct shm **out);
+int shm_attach(const char *path, const struct shm_image *img, const struct shm_page *pg,
+               struct shm **out);
 
 /* Start a thread that writes the monotonic time into hdr->heartbeat_ms every
  * MC_HEARTBEAT_MS, so that clients can tell a live server from a dead one
@@ -105,13 +127,18 @@ void shm_beat_stop(struct shm *s);
 /* A zeroed slot of slab `slab` (its seq word keeps counting across reuse and
  * is left even), or 0 when the segment is full (counted in alloc_failures). */
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
-/* Return a slot; bumps its seq so stale readers notice. */
+/* Return a slot; bumps its seq so stale readers notice. A page left with no
+ * slot in use goes back to the pool (shm.c note 6). */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);
 
-/* A never-used page given for good to page type `type`, for a module that
- * carves it itself (extent chunks); its offset, 0 when the segment is full.
- * Its bytes are zero. Counted in shm_bytes_used from now on. */
+/* A whole page of page type `type`, for a module that carves it itself
+ * (extent chunks): from the pool, never used, or another slab's empty page;
+ * its offset, 0 when no page is free (counted in alloc_failures). Its bytes
+ * are zero. Counted in shm_bytes_used until shm_page_free. */
 mc_off_t shm_page_new(struct shm *s, uint8_t type);
+/* Give back a page of shm_page_new (any offset inside it); the caller has
+ * made it unreachable to readers first (shm.c note 7). */
+void shm_page_free(struct shm *s, mc_off_t off);
 
 /* Blobs: len bytes (1..4096) copied in; 0 when full. */
 mc_off_t shm_blob_new(struct shm *s, const void *data, size_t len);
@@ -130,7 +157,7 @@ bool shm_page_for(const struct shm *s, enum shm_slab slab);
 /* Can slab hand out a slot without growing past the segment? */
 static inline bool shm_slab_room(const struct shm *s, enum shm_slab slab)
 {
-	return s->slab[slab].free_head != 0 || shm_page_for(s, slab);
+	return s->slab[slab].partial != 0 || shm_page_for(s, slab);
 }
 
 /* Use the client area's referenced bitmap (nbits bits: one per offset unit
@@ -152,6 +179,14 @@ static inline bool shm_ref_take(struct shm *s, mc_off_t off)
 static inline void *shm_at(const struct shm *s, mc_off_t off)
 {
 	return mc_shm_at(s->base, off);
+}
+
+/* The page type under off (an offset the server handed out once). A slot
+ * remembered across frees is read only while this is still its type: its
+ * page may have gone to another slot type since (shm.c note 7). */
+static inline uint8_t shm_off_type(const struct shm *s, mc_off_t off)
+{
+	return s->page_types[((uint64_t)off << MC_OFF_SHIFT) >> MC_PAGE_SHIFT];
 }
 
 /* Seqlock writer side, used around every change of a slot or bucket. */

@@ -24,6 +24,7 @@ struct shrink_stats {
 	uint64_t enospc;         /* operations answered ENOSPC for want of cache space */
 	uint64_t neg_evicted;    /* negative dentries evicted (shrinker and caps) */
 	uint64_t reloads;        /* entries loaded from the store on a miss */
+	uint64_t rmtree_entries; /* entries removed by rmtree (ns_rmtree) */
 };
 
 /* Start the background shrinker of ns: it wakes when an operation leaves

@@ -243,6 +243,10 @@ const struct stats_metric stats_metrics[] = {
 	      "Bytes of the shared-memory segment in use."),
 	COUNTER("shm.alloc_failures", "mcache_shm_alloc_failures_total", NULL, shm_alloc_failures,
 	        "Segment allocations that failed."),
+	GAUGE("shm.pages_free", "mcache_shm_free_pages", NULL, shm_pages_free,
+	      "Pages of the segment that no slot type holds."),
+	COUNTER("shm.pages_returned", "mcache_shm_pages_returned_total", NULL, shm_pages_returned,
+	        "Pages whose slots were all freed, given back for any slot type."),
 
 	CACHE_GAUGE(high_bytes, "Shrinker high watermark: above it, clean entries are evicted."),
 	CACHE_GAUGE(low_bytes, "Shrinker low watermark: eviction stops there."),
@@ -255,6 +259,7 @@ const struct stats_metric stats_metrics[] = {
 	CACHE_COUNTER(enospc, "Operations answered ENOSPC for want of cache space."),
 	CACHE_COUNTER(negative_evicted, "Negative entries evicted (shrinker and caps)."),
 	CACHE_COUNTER(reloads, "Entries loaded from the store on a miss."),
+	CACHE_COUNTER(rmtree_entries, "Entries removed by recursive deletes (mc_rmtree)."),
 	CACHE_GAUGE(bytes_dentries, "Segment bytes in dentry slots."),
 	CACHE_GAUGE(bytes_inodes, "Segment bytes in inode slots."),
 	CACHE_GAUGE(bytes_dirs, "Segment bytes in directory state slots."),

@@ -105,6 +105,7 @@ struct stats_cache {
 	uint64_t high_bytes, low_bytes;   /* watermarks */
 	uint64_t runs, scanned, evicted, rotated, direct, forced_commits, enospc;
 	uint64_t negative_evicted, reloads;
+	uint64_t rmtree_entries;
 	uint64_t bytes_dentries, bytes_inodes, bytes_dirs, bytes_names, bytes_meta;
 };
 
@@ -155,6 +156,8 @@ struct stats_snapshot {
 	uint64_t shm_bytes_total;
 	uint64_t shm_bytes_used;
 	uint64_t shm_alloc_failures;
+	uint64_t shm_pages_free;          /* pages no slab holds */
+	uint64_t shm_pages_returned;      /* pages slabs gave back, ever */
 	struct stats_cache cache;
 	/* commit log */
 	struct commit_stats commits;      /* a private copy */

@@ -523,14 +523,17 @@ int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, si
 	return scan_dir(s, parent, after, after_len, NULL, fn, arg);
 }
 
-/* The inode record of ino in txn when it is there and has no symlink
- * target; else false. */
-static bool inode_plain(struct store *s, MDB_txn *txn, uint64_t ino, struct mc_inode_rec *out)
+/* The inode record of ino through cursor icur (on the inodes table) when
+ * it is there and has no symlink target; else false. A cursor, not
+ * mdb_get: LMDB looks on the cursor's leaf page first, and a directory's
+ * files have nearby inode numbers. */
+static bool inode_plain(MDB_cursor *icur, uint64_t ino, struct mc_inode_rec *out)
 {
 	uint8_t key[8];
 	MDB_val k = { 8, key }, v;
 	put_be64(key, ino);
-	if (mdb_get(txn, s->inodes, &k, &v) != 0 || v.mv_size != JOURNAL_INODE_DISK_SIZE)
+	if (mdb_cursor_get(icur, &k, &v, MDB_SET_KEY) != 0 ||
+	    v.mv_size != JOURNAL_INODE_DISK_SIZE)
 		return false;
 	journal_inode_decode(v.mv_data, out);
 	return out->ino == ino;
@@ -542,7 +545,7 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 	uint8_t prefix[8 + MC_NAME_MAX];
 	char name[MC_NAME_MAX + 1];
 	MDB_txn *txn;
-	MDB_cursor *cur = NULL;
+	MDB_cursor *cur = NULL, *icur = NULL;
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
 	put_be64(prefix, parent);
@@ -554,6 +557,8 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 	if (err)
 		return err;
 	int rc = mdb_cursor_open(txn, s->dentries, &cur);
+	if (rc == 0 && afn)
+		rc = mdb_cursor_open(txn, s->inodes, &icur);
 	if (rc) {
 		err = store_errno(rc);
 		goto out;
@@ -575,7 +580,7 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 		const uint8_t *p = v.mv_data;
 		if (afn) {
 			struct mc_inode_rec rec;
-			bool have = inode_plain(s, txn, get_le64(p), &rec);
+			bool have = inode_plain(icur, get_le64(p), &rec);
 			err = afn(arg, name, namelen, get_le64(p), p[8], have ? &rec : NULL);
 		} else {
 			err = fn(arg, name, namelen, get_le64(p), p[8]);
@@ -586,6 +591,8 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 	if (rc != MDB_NOTFOUND && rc != 0)
 		err = store_errno(rc);
 out:
+	if (icur)
+		mdb_cursor_close(icur);
 	if (cur)
 		mdb_cursor_close(cur);
 	store_rtxn_end(s, txn);

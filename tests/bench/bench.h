@@ -112,7 +112,8 @@ struct tstate {
 	bool s3, ng;                 /* stat3 / negstat trees built */
 };
 
-/* Ops per 10-ms slot of one client during the unlink phase (bench_window.c). */
+/* Ops per 10-ms slot of one client during the unlink and rmtree phases
+ * (bench_window.c). */
 struct win {
 	int64_t base;                /* first slot: CLOCK_MONOTONIC / 10 ms */
 	uint32_t n;                  /* slots used */
@@ -205,13 +206,21 @@ void win_end(struct win *w, unsigned step, unsigned client);
 /* Parent: sum the counts every client left for step and print the rate of
  * every whole 100-ms and 1-s window (min, median, max) to f. */
 void win_report(FILE *f, unsigned step, unsigned nclients, const char *label);
-/* Parent: read segment use and negative entries every 100 ms through c
- * until sampler_stop, which prints their range to f. NULL when c is NULL
- * or the thread cannot start (sampler_stop(NULL) does nothing). */
+/* Parent: read segment use, negative entries and the rmtree count every
+ * 100 ms through c until sampler_stop. NULL when c is NULL or the thread
+ * cannot start (the other calls do nothing with NULL). */
 struct sampler *sampler_start(mc_client *c);
+/* The number of samples so far: where a phase starts. */
+unsigned sampler_mark(struct sampler *s);
+/* Print the range of the samples since mark `from` to f and, when rmtree,
+ * the rate of the server's rmtree count in 100-ms and 1-s windows. */
+void sampler_report(struct sampler *s, FILE *f, const char *label, unsigned from, bool rmtree);
+/* Stop; with a label, print the range over every sample first. */
+void sampler_stop(struct sampler *s, FILE *f, const char *label);
 /* The server's dentries.negative now (-1 when it cannot be read). */
 double cache_negatives(mc_client *c);
-void sampler_stop(struct sampler *s, FILE *f, const char *label);
+/* Kernel recursive deletes count each removal here when not NULL. */
+extern struct win *kernel_rmtree_win;
 
 /* ------------------------------------------------------------------ */
 /* the RPC floor and round trip (bench_rpc.c) */

@@ -312,7 +312,9 @@ static int tree_rm(struct client *c, enum tkind tk, const char *path, uint64_t *
 		}
 		return 0;
 	}
+	kernel_rmtree_win = count ? &c->win : NULL;
 	r = kernel_rmtree(path, count);
+	kernel_rmtree_win = NULL;
 	if (r < 0) {
 		cl_error(c, "nftw/unlinkat", r == -ENOENT ? path : kernel_rmtree_errpath(), -r);
 		return -1;
@@ -723,7 +725,7 @@ void client_main(unsigned id, unsigned rep, int up, int go, const char *lmdb_dir
 		if (send_msg(up, &c, MSG_READY, (int)i, 0, 0, 0) < 0 || read_full(go, &g, 1) < 0)
 			_exit(3);
 		if (ok) {
-			if (steps[i].ph == PH_UNLINK)
+			if (steps[i].ph == PH_UNLINK || steps[i].ph == PH_RMTREE)
 				win_begin(&c.win);
 			cg_begin();
 			t0 = now_ns();

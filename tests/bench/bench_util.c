@@ -51,6 +51,7 @@ void make_name(char *out, char c, unsigned long i, unsigned len)
 }
 
 /* nftw callback state for kernel recursive deletes (one per process). */
+struct win *kernel_rmtree_win;
 static uint64_t rm_count;
 static int rm_errno;
 static char rm_errpath[PATH_MAX];
@@ -65,6 +66,8 @@ static int rm_cb(const char *path, const struct stat *st, int type, struct FTW *
 		return 1;
 	}
 	rm_count++;
+	if (kernel_rmtree_win)
+		win_tick(kernel_rmtree_win, 1);
 	return 0;
 }
 

@@ -1,10 +1,13 @@
-/* bench_window.c - rates over time during the unlink phase: each client
- * counts its completed ops per 10-ms slot of CLOCK_MONOTONIC (the same
- * clock in every process) and leaves the counts in a file; the parent sums
- * every client's counts and prints the rate of every whole 100-ms and 1-s
- * window (min, median, max, and min/median: how steady the rate is while
- * the shrinker runs). A sampler thread in the parent reads the server's
- * segment use and negative entries every 100 ms meanwhile. */
+/* bench_window.c - rates over time during the unlink and rmtree phases:
+ * each client counts its completed ops per 10-ms slot of CLOCK_MONOTONIC
+ * (the same clock in every process) and leaves the counts in a file; the
+ * parent sums every client's counts and prints the rate of every whole
+ * 100-ms and 1-s window (min, median, max, and min/median: how steady the
+ * rate is while the shrinker runs). A sampler thread in the parent reads
+ * the server's segment use, negative entries and rmtree count every 100 ms
+ * for the whole run: per phase, the cache's range and (mc_rmtree being one
+ * call) the rmtree rate from the server's count; at the end, the range
+ * over the run. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -149,7 +152,8 @@ struct sampler {
 	pthread_cond_t cv;
 	bool stop;
 	unsigned n;
-	double bytes[SAMPLE_MAX], neg[SAMPLE_MAX];
+	double bytes[SAMPLE_MAX], neg[SAMPLE_MAX], rmtree[SAMPLE_MAX];
+	int64_t t[SAMPLE_MAX];       /* CLOCK_MONOTONIC ns of each sample */
 };
 
 static void *sampler_main(void *arg)
@@ -159,17 +163,22 @@ static void *sampler_main(void *arg)
 	while (!s->stop && s->n < SAMPLE_MAX) {
 		pthread_mutex_unlock(&s->mu);
 		char *doc = mc_server_stats(s->c);
-		if (doc) {
-			double b, ng;
-			if (stats_lookup(doc, "shm.bytes_used", &b) == 0 &&
-			    stats_lookup(doc, "dentries.negative", &ng) == 0) {
-				s->bytes[s->n] = b;
-				s->neg[s->n] = ng;
-				s->n++;
-			}
-			free(doc);
-		}
+		int64_t t = now_ns();
+		double b, ng, rt = 0;
+		bool ok = doc && stats_lookup(doc, "shm.bytes_used", &b) == 0 &&
+		          stats_lookup(doc, "dentries.negative", &ng) == 0;
+		/* a server without the counter gives no rmtree rates */
+		if (ok && stats_lookup(doc, "cache.rmtree_entries", &rt) < 0)
+			rt = -1;
+		free(doc);
 		pthread_mutex_lock(&s->mu);
+		if (ok) {
+			s->bytes[s->n] = b;
+			s->neg[s->n] = ng;
+			s->rmtree[s->n] = rt;
+			s->t[s->n] = t;
+			s->n++;
+		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100000000L;
@@ -201,6 +210,75 @@ struct sampler *sampler_start(mc_client *c)
 	return s;
 }
 
+unsigned sampler_mark(struct sampler *s)
+{
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	unsigned n = s->n;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* Rates of the server's rmtree counter between samples about `span` ns
+ * apart (consecutive ones for 100 ms, ten apart for 1 s), over the samples
+ * from the first that saw it move to the last. */
+static void rmtree_windows(FILE *f, const struct sampler *s, unsigned from, unsigned to,
+                           unsigned step, const char *name)
+{
+	while (from + 1 < to && s->rmtree[from + 1] == s->rmtree[from])
+		from++;
+	while (to > from + 1 && s->rmtree[to - 1] == s->rmtree[to - 2])
+		to--;
+	unsigned nw = to > from ? (to - 1 - from) / step : 0;
+	if (nw < 1) {
+		fprintf(f, "#   rate (server): %-6s windows: none whole\n", name);
+		return;
+	}
+	double *r = malloc(nw * sizeof(*r));
+	if (!r)
+		return;
+	for (unsigned k = 0; k < nw; k++) {
+		unsigned a = from + k * step, b = a + step;
+		r[k] = (s->rmtree[b] - s->rmtree[a]) * 1e9 / (double)(s->t[b] - s->t[a]);
+	}
+	qsort(r, nw, sizeof(*r), cmp_double);
+	double med = r[nw / 2];
+	fprintf(f, "#   rate (server): %-6s windows: %u, min %.0f, median %.0f, max %.0f /s, "
+	        "min/median %.2f\n", name, nw, r[0], med, r[nw - 1], med > 0 ? r[0] / med : 0);
+	free(r);
+}
+
+void sampler_report(struct sampler *s, FILE *f, const char *label, unsigned from, bool rmtree)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	unsigned to = s->n;
+	pthread_mutex_unlock(&s->mu);
+	/* the sample just before the phase too: it bounds the first window */
+	if (from > 0)
+		from--;
+	if (to <= from)
+		return;
+	double bmin = s->bytes[from], bmax = s->bytes[from], nmax = s->neg[from];
+	for (unsigned i = from + 1; i < to; i++) {
+		if (s->bytes[i] < bmin)
+			bmin = s->bytes[i];
+		if (s->bytes[i] > bmax)
+			bmax = s->bytes[i];
+		if (s->neg[i] > nmax)
+			nmax = s->neg[i];
+	}
+	fprintf(f, "#   %s: %u samples: cache bytes min %.0f max %.0f last %.0f; "
+	        "negatives max %.0f last %.0f\n", label, to - from, bmin, bmax,
+	        s->bytes[to - 1], nmax, s->neg[to - 1]);
+	if (rmtree && s->rmtree[from] >= 0) {
+		rmtree_windows(f, s, from, to, 1, "100-ms");
+		rmtree_windows(f, s, from, to, 10, "1-s");
+	}
+}
+
 void sampler_stop(struct sampler *s, FILE *f, const char *label)
 {
 	if (!s)
@@ -210,20 +288,8 @@ void sampler_stop(struct sampler *s, FILE *f, const char *label)
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->th, NULL);
-	if (s->n > 0) {
-		double bmin = s->bytes[0], bmax = s->bytes[0], nmax = s->neg[0];
-		for (unsigned i = 1; i < s->n; i++) {
-			if (s->bytes[i] < bmin)
-				bmin = s->bytes[i];
-			if (s->bytes[i] > bmax)
-				bmax = s->bytes[i];
-			if (s->neg[i] > nmax)
-				nmax = s->neg[i];
-		}
-		fprintf(f, "#   %s: %u samples: cache bytes min %.0f max %.0f last %.0f; "
-		        "negatives max %.0f last %.0f\n", label, s->n, bmin, bmax,
-		        s->bytes[s->n - 1], nmax, s->neg[s->n - 1]);
-	}
+	if (label)
+		sampler_report(s, f, label, 0, false);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

@@ -140,6 +140,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 	int rc = 0;
 	struct memsnap start = { 0 };
 	double neg_start = 0;
+	struct sampler *smp = NULL;
 
 	lmdb_dir[0] = '\0';
 	for (i = 0; i < nsteps; i++) {
@@ -201,6 +202,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		pc = mc_connect(O.socket);
 		if (!pc)
 			fprintf(stderr, "mcbench: stats connection: mc_connect: %s\n", strerror(errno));
+		smp = sampler_start(pc);
 	}
 	for (i = 0; i < nsteps; i++) {
 		int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -215,8 +217,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
-		struct sampler *smp = steps[i].ph == PH_UNLINK && steps[i].tk == T_MC
-		                      ? sampler_start(pc) : NULL;
+		unsigned mark = sampler_mark(smp);
 		for (k = 0; k < nkids; k++) {
 			if (write_full(gos[k], "g", 1) < 0) {
 				fprintf(stderr, "mcbench: client %u died\n", k);
@@ -238,12 +239,17 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 					t1 = m.t1_ns;
 			}
 		}
-		if (steps[i].ph == PH_UNLINK) {
+		if (steps[i].ph == PH_UNLINK || steps[i].ph == PH_RMTREE) {
 			FILE *wf = O.json ? stderr : stdout;
-			fprintf(wf, "# unlink, %s, %u clients%s:\n", tkind_names[steps[i].tk], nkids,
-			        steps[i].tk == T_MC && O.batch ? ", batched" : "");
-			sampler_stop(smp, wf, "cache");
-			win_report(wf, i, nkids, "rate");
+			bool rt = steps[i].ph == PH_RMTREE;
+			fprintf(wf, "# %s, %s, %u clients%s:\n", rt ? "rmtree" : "unlink",
+			        tkind_names[steps[i].tk], nkids,
+			        steps[i].tk == T_MC && O.batch && !rt ? ", batched" : "");
+			if (steps[i].tk == T_MC)
+				sampler_report(smp, wf, "cache", mark, rt);
+			/* mc_rmtree is one call: its rate comes from the server */
+			if (!(rt && steps[i].tk == T_MC))
+				win_report(wf, i, nkids, "rate");
 		}
 		if (t1 > t0)
 			res[i].secs = (double)(t1 - t0) / 1e9;
@@ -262,6 +268,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 			}
 		}
 	}
+	sampler_stop(smp, O.json ? stderr : stdout, "cache over the whole run");
+	smp = NULL;
 	if (pc && start.ok) {
 		struct memsnap end;
 		mem_snapshot(pc, &end);
@@ -290,6 +298,7 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 	}
 out:
+	sampler_stop(smp, stderr, NULL);
 	mc_disconnect(pc);
 	kids_kill();
 	for (k = 0; k < O.clients; k++) {
@@ -463,11 +472,14 @@ static void usage(FILE *f)
 "    read before and after (each after an mc_sync) and the shared memory\n"
 "    used per created entry is printed with the name length (with a cache\n"
 "    smaller than the tree, divide by the entries still cached).\n"
-"    For each unlink phase, lines starting with # give the rate in every\n"
-"    whole 100-ms and 1-s window (min, median, max, min/median) from every\n"
-"    client's completed calls per 10 ms, and on mcache the segment use and\n"
-"    negative entries read every 100 ms meanwhile; at the end, segment use\n"
-"    and negatives before the run and once its trees are gone.\n"
+"    For each unlink and rmtree phase, lines starting with # give the rate\n"
+"    in every whole 100-ms and 1-s window (min, median, max, min/median)\n"
+"    from every client's completed calls (kernel: removals) per 10 ms, and\n"
+"    on mcache the segment use and negative entries, read every 100 ms for\n"
+"    the whole run; mc_rmtree being one call, its rate windows come from\n"
+"    the server's cache.rmtree_entries count in those samples. At the end,\n"
+"    the range of segment use and negatives over the whole run, and both\n"
+"    before the run and once its trees are gone.\n"
 "\n"
 "ENVIRONMENT\n"
 "    MCBENCH_MCACHED_ARGS\n"

@@ -3,7 +3,8 @@
  * stays reachable (reloaded from the store) and every directory lists
  * completely; a kill -9 after heavy eviction loses nothing that was synced;
  * lookups of missing names cannot grow the cache past the negative caps;
- * and a tree removed by unlink and rmdir leaves nothing behind.
+ * a tree removed by unlink and rmdir leaves nothing behind; and a segment
+ * full of uncommitted entries forces a commit instead of failing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,22 +27,26 @@
 
 #define BATCH 500
 
-/* 30 directories of 1000 files (~3.4 MB cached) in a 1 MiB segment; set
- * MCACHE_CACHE_SCALE=DIRS,FILES,SIZE for more, e.g. 200,10000,16M for two
- * million creates into 16 MiB. */
-static int ndirs = 30, nfiles = 1000;
-static char cache_size[32] = "1M";
+/* 50 directories of 5000 files (~28 MB cached) in a 2 MiB segment: two
+ * million creates into 16 MiB scaled down by 8. Set
+ * MCACHE_CACHE_SCALE=DIRS,FILES,SIZE for the full size: 200,10000,16M. */
+static int ndirs = 50, nfiles = 5000;
+static char cache_size[32] = "2M";
 
 static struct mc_server srv;
 static const char *const small_cache[] = { "--cache-size", cache_size, "--negative-dir-max", "64",
                                            "--negative-max", "1000", NULL };
 
-/* The cap: bytes_used never above the segment, and at most the segment. */
+/* The cap: the segment is --cache-size, and bytes_used never above it. */
 static void check_cap(mc_client *c)
 {
 	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
 	uint64_t total = harness_stat_u64(c, "\"shm\"", "bytes_total");
-	assert_true(used <= total);
+	char *end;
+	uint64_t want = strtoull(cache_size, &end, 10);
+	want <<= *end == 'G' ? 30 : *end == 'M' ? 20 : *end == 'K' ? 10 : 0;
+	assert_int_equal(total, want);
+	assert_true(used > 0 && used <= total);
 }
 
 static void create_tree(mc_client *c)
@@ -50,6 +55,7 @@ static void create_tree(mc_client *c)
 	for (int d = 0; d < ndirs; d++) {
 		snprintf(p, sizeof(p), "/d%02d", d);
 		assert_int_equal(mc_mkdir(c, p, 0755), 0);
+		check_cap(c);
 		for (int f = 0; f < nfiles; f += BATCH) {
 			mc_batch *b = mc_batch_new(c);
 			assert_non_null(b);
@@ -380,6 +386,53 @@ static void test_local_listing_survives_eviction(void **state)
 	mc_disconnect(c);
 }
 
+/* Nothing commits by itself (a 60-s interval, a journal bound far away)
+ * and the creates outgrow a 1 MiB segment: once only uncommitted entries
+ * are left, a create forces a commit, evicts what it made clean and goes
+ * on; no ENOSPC, and every file is there. */
+static void test_forced_commit(void **state)
+{
+	(void)state;
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	const char *args[] = { "--cache-size", "1M", "--commit-interval-ms", "60000", NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	enum { N = 20000 };
+	char p[64];
+	assert_int_equal(mc_mkdir(c, "/forced", 0755), 0);
+	for (int f = 0; f < N; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < f + BATCH; k++) {
+			snprintf(p, sizeof(p), "/forced/file-%05d", k);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		if (mc_batch_run(b) != 0)
+			fail_msg("batch: %s", strerror(errno));
+		for (size_t k = 0; k < mc_batch_count(b); k++)
+			if (mc_batch_error(b, k) != 0)
+				fail_msg("create /forced/file-%05zu: %s", f + k,
+				         strerror(mc_batch_error(b, k)));
+		mc_batch_free(b);
+	}
+	uint64_t forced = harness_stat_u64(c, "\"cache\"", "forced_commits");
+	uint64_t enospc = harness_stat_u64(c, "\"cache\"", "enospc");
+	uint64_t used = harness_stat_u64(c, "\"shm\"", "bytes_used");
+	print_message("# %d uncommitted creates in 1M: %llu forced commits, %llu ENOSPC\n", N,
+	              (unsigned long long)forced, (unsigned long long)enospc);
+	assert_true(forced > 0);
+	assert_int_equal(enospc, 0);
+	assert_true(used <= 1u << 20);
+	struct stat st;
+	for (int k = 0; k < N; k++) {
+		snprintf(p, sizeof(p), "/forced/file-%05d", k);
+		if (mc_stat(c, p, &st) != 0)
+			fail_msg("stat %s: %s", p, strerror(errno));
+	}
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -405,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_list_larger_than_cache),
 		cmocka_unit_test(test_rm_rf_leaves_nothing),
 		cmocka_unit_test(test_local_listing_survives_eviction),
+		cmocka_unit_test(test_forced_commit),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

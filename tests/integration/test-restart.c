@@ -178,6 +178,62 @@ static void test_reattach_after_clean_stop(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* Whole free pages in the shared pool (shm.c) survive a clean stop with
+ * their bookkeeping: after re-attaching, the pool is the same, the next
+ * creates take pages from it, and the result is what the store holds. */
+static void test_reattach_keeps_page_pool(void **state)
+{
+	(void)state;
+	assert_int_equal(server_start(&srv, kept), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	char p[64];
+	for (int round = 0; round < 2; round++) {
+		const char *dir = round ? "/again" : "/big";
+		assert_int_equal(mc_mkdir(c, dir, 0755), 0);
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int f = 0; f < 3000; f++) {
+			snprintf(p, sizeof(p), "%s/file-with-a-longer-name-%04d", dir, f);
+			mc_batch_create(b, p, 0644);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		for (size_t i = 0; i < mc_batch_count(b); i++)
+			assert_int_equal(mc_batch_error(b, i), 0);
+		mc_batch_free(b);
+		assert_int_equal(mc_sync(c), 0);
+		if (round == 1)
+			break;
+		assert_int_equal(mc_rmtree(c, "/big"), 0);
+		assert_int_equal(mc_sync(c), 0);
+		uint64_t pool = harness_stat_u64(c, "\"shm\"", "pages_free");
+		assert_true(pool > 0);
+		mc_disconnect(c);
+		restart(kept, SIGTERM);
+		c = harness_client(&srv);
+		assert_int_equal(reattached(c), 1);
+		assert_int_equal(harness_stat_u64(c, "\"shm\"", "pages_free"), pool);
+	}
+	struct lines served = snapshot(c);
+	char *rep = mc_server_fsck(c);
+	assert_non_null(rep);
+	if (!strstr(rep, "\"clean\": true"))
+		fail_msg("fsck: %s", rep);
+	free(rep);
+	mc_disconnect(c);
+	const char *const fresh[] = { "--warmers", "0", NULL };
+	restart(fresh, SIGTERM);
+	c = harness_client(&srv);
+	assert_int_equal(reattached(c), 0);
+	struct lines stored = snapshot(c);
+	assert_same(&served, &stored);
+	assert_int_equal(stored.n, 8 + 8 * 50 + 1 + 1 + 3000); /* dirs, files, /link, /again */
+	lines_free(&served);
+	lines_free(&stored);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* After kill -9 the segment may hold what was never committed: it is not
  * re-attached, even when the run that crashed had re-attached it. */
 static void test_no_reattach_after_crash(void **state)
@@ -335,6 +391,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_reattach_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_reattach_when_store_changed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reattach_warms_what_was_not, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reattach_keeps_page_pool, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

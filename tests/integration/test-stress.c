@@ -12,7 +12,8 @@
  * Then the same checks run with walk bounds so small that most lookups fall
  * back to RPC, and the answers must still be right; and once more against a
  * server whose shrinker evicts every clean entry all the time (watermarks at
- * 1%), so that slots are freed and reused under the readers.
+ * 1%), so that slots are freed and reused under the readers, while a
+ * churner fills and empties whole pages so that they change slot type.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -418,6 +419,43 @@ static void test_dotdot_into_reused_slot(void **state)
 	mc_disconnect(w);
 }
 
+/* Fill whole pages with long names and symlink targets, then empty them,
+ * over and over: with eviction running, pages go back to the pool and come
+ * back as pages of another slot type while the readers walk. */
+static void page_churner(void)
+{
+	mc_client *c = mc_connect(srv.socket);
+	if (!c)
+		_exit(10);
+	static char target[300];
+	memset(target, 'z', sizeof(target) - 1);
+	char p[128];
+	double end = now_s() + seconds;
+	for (unsigned round = 0; now_s() < end; round++) {
+		snprintf(p, sizeof(p), "/churn%u", round);
+		if (mc_mkdir(c, p, 0755) < 0)
+			_exit(11);
+		for (int i = 0; i < 1500; i++) {
+			snprintf(p, sizeof(p), "/churn%u/%s-%04d", round,
+			         "a-name-long-enough-to-live-in-a-blob-of-its-own", i);
+			if (i % 3 == 0) {
+				if (mc_symlink(c, target, p) < 0)
+					_exit(12);
+			} else {
+				int fd = mc_open(c, p, O_CREAT | O_EXCL | O_WRONLY, 0600);
+				if (fd < 0)
+					_exit(13);
+				mc_close(c, fd);
+			}
+		}
+		snprintf(p, sizeof(p), "/churn%u", round);
+		if (mc_rmtree(c, p) < 0)
+			_exit(14);
+	}
+	mc_disconnect(c);
+	_exit(0);
+}
+
 static void test_eviction_under_readers(void **state)
 {
 	(void)state;
@@ -435,17 +473,28 @@ static void test_eviction_under_readers(void **state)
 	char *js = mc_server_stats(c);
 	assert_non_null(js);
 	uint64_t before = stat_of(js, "\"cache\"", "evicted");
+	uint64_t returned0 = stat_of(js, "\"shm\"", "pages_returned");
 	free(js);
+	pid_t churn = fork();
+	assert_true(churn >= 0);
+	if (churn == 0)
+		page_churner();
 	run_round("eviction");
+	int cst = -1;
+	assert_int_equal(waitpid(churn, &cst, 0), churn);
+	assert_true(WIFEXITED(cst) && WEXITSTATUS(cst) == 0);
 	js = mc_server_stats(c);
 	assert_non_null(js);
 	uint64_t evicted = stat_of(js, "\"cache\"", "evicted") - before;
 	uint64_t reloads = stat_of(js, "\"cache\"", "reloads");
 	uint64_t retries = stat_of(js, "\"readpath\"", "retries");
+	uint64_t returned = stat_of(js, "\"shm\"", "pages_returned") - returned0;
 	print_message("# eviction: %llu entries evicted during the round, %llu reloads, "
-	              "%llu read retries\n", (unsigned long long)evicted,
-	              (unsigned long long)reloads, (unsigned long long)retries);
+	              "%llu read retries, %llu pages given back to the pool\n",
+	              (unsigned long long)evicted, (unsigned long long)reloads,
+	              (unsigned long long)retries, (unsigned long long)returned);
 	assert_true(evicted > 1000);
+	assert_true(returned > 0);
 	free(js);
 	mc_disconnect(c);
 }

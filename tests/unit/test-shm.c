@@ -233,8 +233,9 @@ static void test_blob_classes(void **state)
 /* Fill a 1 MiB segment with dentries until shm_alloc says 0; failures are
  * counted; the last page (one of sixteen) is kept for a slab that has none
  * (shm.c, note 5): inodes get it, and then blobs nothing. Freeing every
- * dentry brings bytes used back to the inode's, and the pages stay dentry
- * and inode pages (type-stable) so blobs still fail. */
+ * slot brings bytes used back to the baseline and gives the pages back
+ * (shm.c, note 6): another slab then gets every page of the segment but
+ * the one kept back, a spare empty page of another slab included. */
 static void test_fill_until_full(void **state)
 {
 	(void)state;
@@ -271,13 +272,229 @@ static void test_fill_until_full(void **state)
 	shm_free(s, SLAB_INODE, ino);
 	assert_int_equal(shm_bytes_used(s), base);
 	assert_int_equal(s->slab[SLAB_DENTRY].live, 0);
-	/* Pages never change type: still no room for blobs... */
-	assert_int_equal(shm_blob_new(s, "x", 1), 0);
-	/* ...but the dentry slots are all there again. */
-	for (size_t i = 0; i < n; i++)
-		assert_int_not_equal(shm_alloc(s, SLAB_DENTRY), 0);
-	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	/* One empty page stays with each slab, the others are in the pool. */
+	assert_int_equal(s->slab[SLAB_DENTRY].pages, 1);
+	assert_int_equal(s->slab[SLAB_INODE].pages, 1);
+	assert_int_equal(s->pool_pages, free_pages - 2);
+	/* The biggest blob class takes every page, 16 slots each. */
+	static char big[4096];
+	memset(big, 'b', sizeof(big));
+	size_t nb = 0;
+	mc_off_t *bv = calloc((size_t)free_pages * 16 + 1, sizeof(*bv));
+	assert_non_null(bv);
+	for (mc_off_t off; (off = shm_blob_new(s, big, sizeof(big))) != 0;) {
+		assert_int_equal(page_type_of(s, off), MC_PT_BLOB_LAST);
+		bv[nb++] = off;
+	}
+	/* All but the page kept back (note 5): one spare was taken. */
+	assert_int_equal(nb, (size_t)(free_pages - 1) * 16);
+	assert_int_equal(s->slab[SLAB_DENTRY].pages + s->slab[SLAB_INODE].pages, 1);
+	assert_int_equal(s->pages_stolen, 1);
+	/* And back: dentries get every page but the one kept back again. */
+	for (size_t i = 0; i < nb; i++)
+		shm_blob_free(s, bv[i], sizeof(big));
+	assert_int_equal(shm_bytes_used(s), base);
+	n = 0;
+	while (shm_alloc(s, SLAB_DENTRY))
+		n++;
+	assert_int_equal(n, cap);
+	free(bv);
 	free(v);
+	shm_destroy(s);
+}
+
+/* A page that served one slab and is carved for another comes zeroed, its
+ * page type changed, and its seq-carrying slots start above every seq the
+ * page had: a stale reader's seq never matches (shm.c, note 2). */
+static void test_page_retype(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	enum { PER = MC_PAGE_SIZE / sizeof(struct mc_dentry) };
+	/* Two pages of dentries; churn the seqs of the first. */
+	static mc_off_t d[2 * PER];
+	for (size_t i = 0; i < 2 * PER; i++) {
+		d[i] = shm_alloc(s, SLAB_DENTRY);
+		assert_int_not_equal(d[i], 0);
+		memset((uint8_t *)shm_at(s, d[i]) + 4, 0xee, sizeof(struct mc_dentry) - 4);
+	}
+	for (int r = 0; r < 5; r++) {
+		shm_free(s, SLAB_DENTRY, d[7]);
+		assert_int_equal(shm_alloc(s, SLAB_DENTRY), d[7]);
+	}
+	uint32_t old_max = 0;
+	for (size_t i = 0; i < PER; i++)
+		if (seq_of(s, d[i]) > old_max)
+			old_max = seq_of(s, d[i]);
+	assert_true(old_max >= 10);
+	uint32_t page = (uint32_t)(((uint64_t)d[0] << MC_OFF_SHIFT) >> MC_PAGE_SHIFT);
+	/* Free both pages: the second stays as the spare, the first goes. */
+	for (size_t i = PER; i < 2 * PER; i++)
+		shm_free(s, SLAB_DENTRY, d[i]);
+	assert_int_equal(s->pool_pages, 0);
+	for (size_t i = 0; i < PER; i++)
+		shm_free(s, SLAB_DENTRY, d[i]);
+	assert_int_equal(s->pool_pages, 1);
+	assert_int_equal(s->page_types[page], MC_PT_FREE);
+	/* Inodes: the never-used pages first, then the pool's page. */
+	uint32_t fresh = s->hdr->npages - s->next_page;
+	mc_off_t i1 = 0;
+	for (uint64_t k = 0; k < (uint64_t)fresh * (MC_PAGE_SIZE / sizeof(struct mc_inode)) + 1; k++) {
+		i1 = shm_alloc(s, SLAB_INODE);
+		assert_int_not_equal(i1, 0);
+		if ((((uint64_t)i1 << MC_OFF_SHIFT) >> MC_PAGE_SHIFT) == page)
+			break;
+	}
+	assert_int_equal((((uint64_t)i1 << MC_OFF_SHIFT) >> MC_PAGE_SHIFT), page);
+	assert_int_equal(s->page_types[page], MC_PT_INODE);
+	assert_int_equal(s->pool_pages, 0);
+	/* Every slot of the page: zero but for a seq above the old ones. */
+	const uint8_t *pb = (const uint8_t *)s->base + ((uint64_t)page << MC_PAGE_SHIFT);
+	for (size_t k = 0; k < MC_PAGE_SIZE / sizeof(struct mc_inode); k++) {
+		const uint8_t *slot = pb + k * sizeof(struct mc_inode);
+		uint32_t q;
+		memcpy(&q, slot, 4);
+		assert_true(q > old_max);
+		assert_int_equal(q & 1, 0);
+		/* The free link (second word) aside, the rest is zero. */
+		for (size_t b = 8; b < sizeof(struct mc_inode); b++)
+			assert_int_equal(slot[b], 0);
+	}
+	shm_destroy(s);
+}
+
+/* Whole pages (shm_page_new) come from the pool zeroed and go back to it. */
+static void test_page_new_free(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	uint32_t fresh = s->hdr->npages - s->next_page;
+	mc_off_t *pg = calloc(fresh + 1, sizeof(*pg));
+	assert_non_null(pg);
+	for (uint32_t i = 0; i < fresh; i++) {
+		pg[i] = shm_page_new(s, MC_PT_EXTENT);
+		assert_int_not_equal(pg[i], 0);
+		memset(shm_at(s, pg[i]), 0x77, MC_PAGE_SIZE);
+	}
+	assert_int_equal(shm_page_new(s, MC_PT_EXTENT), 0);
+	assert_int_equal(shm_alloc(s, SLAB_DENTRY), 0);
+	uint64_t used = shm_bytes_used(s);
+	shm_page_free(s, pg[3]);
+	assert_int_equal(page_type_of(s, pg[3]), MC_PT_FREE);
+	assert_int_equal(shm_bytes_used(s), used - MC_PAGE_SIZE);
+	/* A slab gets the page, zeroed. */
+	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
+	assert_int_not_equal(d, 0);
+	assert_int_equal(page_type_of(s, d), MC_PT_DENTRY);
+	const uint8_t *p = shm_at(s, d);
+	for (size_t b = 4; b < sizeof(struct mc_dentry); b++)
+		assert_int_equal(p[b], 0);
+	shm_free(s, SLAB_DENTRY, d);
+	/* The slab's spare empty page is taken by a whole-page request. */
+	mc_off_t again = shm_page_new(s, MC_PT_EXTENT);
+	assert_int_equal(again, pg[3]);
+	assert_int_equal(s->slab[SLAB_DENTRY].pages, 0);
+	const uint8_t *q = shm_at(s, again);
+	for (size_t b = 0; b < MC_PAGE_SIZE; b++)
+		assert_int_equal(q[b], 0);
+	free(pg);
+	shm_destroy(s);
+}
+
+/* Random allocations and frees over every slab and whole pages in a small
+ * segment, so that pages keep moving between slabs: a live slot is never
+ * handed out twice nor overwritten by another's carving, always lies in a
+ * page of its type, and the counts add up. */
+static void test_random_churn(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(MIB);
+	enum { MAXLIVE = 20000, STEPS = 400000 };
+	struct live { mc_off_t off; uint8_t slab; uint32_t tag; } *lv = calloc(MAXLIVE, sizeof(*lv));
+	mc_off_t pages[16];
+	unsigned npages = 0;
+	assert_non_null(lv);
+	size_t n = 0;
+	uint64_t x = 0x243f6a8885a308d3ull;
+	uint64_t fails = 0;
+	for (uint32_t step = 1; step <= STEPS; step++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		/* Phases of mostly allocating and mostly freeing, and a slab
+		 * preference that drifts, so pages empty and change hands. */
+		bool grow = ((step / 20000) & 1) == 0;
+		unsigned r = (unsigned)(x % 100);
+		if (r < 2) {
+			if (npages < 16 && r == 0) {
+				mc_off_t pg = shm_page_new(s, MC_PT_EXTENT);
+				if (pg) {
+					const uint8_t *b = shm_at(s, pg);
+					for (size_t k = 0; k < MC_PAGE_SIZE; k += 512)
+						assert_int_equal(b[k], 0);
+					memset(shm_at(s, pg), 0x3c, MC_PAGE_SIZE);
+					pages[npages++] = pg;
+				}
+			} else if (npages) {
+				shm_page_free(s, pages[--npages]);
+			}
+			continue;
+		}
+		if ((grow ? r < 70 : r < 35) && n < MAXLIVE) {
+			unsigned slab = (unsigned)((x >> 20) % (((step / 50000) % 3) + 2 + (step / 30000) % SLAB_COUNT));
+			slab %= SLAB_COUNT;
+			mc_off_t off = shm_alloc(s, (enum shm_slab)slab);
+			if (!off) {
+				fails++;
+				continue;
+			}
+			assert_true(mc_shm_valid(s->base, s->size, s->page_types, off,
+			                         s->slab[slab].slot_size, s->slab[slab].page_type));
+			uint32_t *w = shm_at(s, off);
+			if (slab < SLAB_BLOB0)
+				assert_int_equal(w[0] & 1, 0);
+			/* a tag in every word after the seq */
+			for (uint32_t k = 1; k < s->slab[slab].slot_size / 4; k++)
+				w[k] = step;
+			lv[n++] = (struct live){ off, (uint8_t)slab, step };
+		} else if (n) {
+			size_t k = (size_t)((x >> 32) % n);
+			struct live l = lv[k];
+			uint32_t *w = shm_at(s, l.off);
+			for (uint32_t j = 1; j < s->slab[l.slab].slot_size / 4; j++)
+				if (w[j] != l.tag)
+					fail_msg("slot %u of slab %u overwritten at step %u", l.off, l.slab, step);
+			assert_true(mc_shm_valid(s->base, s->size, s->page_types, l.off,
+			                         s->slab[l.slab].slot_size, s->slab[l.slab].page_type));
+			shm_free(s, (enum shm_slab)l.slab, l.off);
+			lv[k] = lv[--n];
+		}
+	}
+	/* Every live slot intact; counts consistent. */
+	uint64_t live[SLAB_COUNT] = { 0 };
+	for (size_t k = 0; k < n; k++) {
+		uint32_t *w = shm_at(s, lv[k].off);
+		for (uint32_t j = 1; j < s->slab[lv[k].slab].slot_size / 4; j++)
+			assert_int_equal(w[j], lv[k].tag);
+		live[lv[k].slab]++;
+	}
+	uint64_t pages_held = s->raw_pages;
+	for (unsigned k = 0; k < SLAB_COUNT; k++) {
+		assert_int_equal(s->slab[k].live, live[k]);
+		assert_true(s->slab[k].empty <= 1);
+		assert_int_equal(s->slab[k].nfree + s->slab[k].live,
+		                 s->slab[k].pages * (MC_PAGE_SIZE / s->slab[k].slot_size));
+		pages_held += s->slab[k].pages;
+	}
+	assert_int_equal(pages_held + s->pool_pages, s->next_page - s->meta_bytes / MC_PAGE_SIZE);
+	assert_true(s->pages_returned > 100);
+	print_message("# %u steps: %llu pages given back, %llu taken from another slab, %llu failed allocations\n",
+	              (unsigned)STEPS, (unsigned long long)s->pages_returned,
+	              (unsigned long long)s->pages_stolen, (unsigned long long)fails);
+	for (size_t k = 0; k < n; k++)
+		shm_free(s, (enum shm_slab)lv[k].slab, lv[k].off);
+	while (npages)
+		shm_page_free(s, pages[--npages]);
+	assert_int_equal(shm_bytes_used(s), s->meta_bytes);
+	free(lv);
 	shm_destroy(s);
 }
 
@@ -430,6 +647,9 @@ int main(void)
 		cmocka_unit_test(test_free_seq_and_reuse),
 		cmocka_unit_test(test_blob_classes),
 		cmocka_unit_test(test_fill_until_full),
+		cmocka_unit_test(test_page_retype),
+		cmocka_unit_test(test_page_new_free),
+		cmocka_unit_test(test_random_churn),
 		cmocka_unit_test(test_bytes_used_baseline),
 		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_readonly_reopen),

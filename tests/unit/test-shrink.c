@@ -382,6 +382,11 @@ static void test_rmtree_uncached(void **state)
 	struct ns_counts c;
 	ns_get_counts(f->ns, &c);
 	assert_int_equal(c.shrink.enospc, 0);
+	/* 2998 files, sub and its 3, twin, sym, and /t itself */
+	assert_int_equal(c.shrink.rmtree_entries, 2998 + 4 + 2 + 1);
+	/* The plain files went without being loaded: only the directories,
+	 * the symlink and the file with two names were. */
+	assert_true(c.shrink.reloads < 20);
 	reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/keep"), true, &a), 0);
 	assert_int_equal(a.nlink, 1);
@@ -389,6 +394,50 @@ static void test_rmtree_uncached(void **state)
 	int n = 0;
 	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
 	assert_int_equal(n, 1); /* keep */
+}
+
+/* Files removed by rmtree without being loaded get the checks a loaded
+ * one gets: in a sticky directory only the owner's own files go (EPERM
+ * at another's, which stays), and nothing goes from a directory the
+ * caller cannot write (EACCES). After a commit and a restart the store
+ * says the same. */
+static void test_rmtree_uncached_checks(void **state)
+{
+	struct fx *f = *state;
+	const struct cred u1 = { .uid = 1000, .gid = 1000 }, u2 = { .uid = 2000, .gid = 2000 };
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/st"), 01777, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/ro"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/ro/sub"), 0777, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u1, P("/st/a-mine"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u2, P("/st/b-theirs"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &u1, P("/st/c-mine"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	                         false, NULL), 0);
+	create_ok(f, "/ro/sub/f");
+	assert_int_equal(ns_chmod(f->ns, &root_cred, P("/ro/sub"), 0555), 0);
+	reopen(f);
+	ns_attr a;
+	assert_int_equal(ns_rmtree(f->ns, &u1, P("/st"), 16), -EPERM);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/a-mine"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/b-theirs"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/c-mine"), true, &a), 0);
+	assert_int_equal(ns_rmtree(f->ns, &u1, P("/ro/sub"), 16), -EACCES);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/ro/sub/f"), true, &a), 0);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/a-mine"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/b-theirs"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/ro/sub/f"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st"), true, &a), 0);
+	assert_int_equal(a.size, 2); /* two entries left */
+	/* The owner of the rest, then root, empty it. */
+	assert_int_equal(ns_unlink(f->ns, &u2, P("/st/b-theirs")), 0);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/st"), 16), 0);
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/ro"), 16), 0);
+	reopen(f);
+	int n = 0;
+	assert_int_equal(store_scan_dir(f->st, 1, count_one, &n), 0);
+	assert_int_equal(n, 0);
 }
 
 /* A segment full of clean entries: an rmtree of an uncached directory,
@@ -473,6 +522,96 @@ static void test_new_blob_class_gets_a_page(void **state)
 	ns_get_counts(f->ns, &c);
 	assert_int_equal(c.shrink.enospc, 0);
 	assert_true(c.shm_used <= c.shm_total);
+}
+
+/* Pages move between slabs: a segment whose pages all went to symlink
+ * targets (the biggest blob class) takes, once those are removed, a burst
+ * of uncommitted creates (nothing evictable, no committer to force) that
+ * needs those pages as dentry and inode pages. With pages given for good
+ * to one slab, the creates got -ENOSPC while most of the segment was free. */
+static void test_pages_move_between_slabs(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	static char target[4000];
+	memset(target, 't', sizeof(target));
+	enum { NLINKS = 150, NFILES_BURST = 2400 };
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/s"), 0755, NULL), 0);
+	for (int i = 0; i < NLINKS; i++) {
+		snprintf(p, sizeof(p), "/s/l%d", i);
+		int rc = ns_symlink(f->ns, &root_cred, target, sizeof(target), P(p));
+		if (rc != 0)
+			fail_msg("symlink %d: %d", i, rc);
+	}
+	commit_all(f);
+	uint64_t blob_pages = f->shm->slab[SLAB_BLOB0 + MC_BLOB_CLASSES - 1].pages;
+	assert_true(blob_pages * MC_PAGE_SIZE >= f->shm->size / 2);
+	for (int i = 0; i < NLINKS; i++) {
+		snprintf(p, sizeof(p), "/s/l%d", i);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(p)), 0);
+	}
+	commit_all(f);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/n"), 0755, NULL), 0);
+	for (int i = 0; i < NFILES_BURST; i++) {
+		snprintf(p, sizeof(p), "/n/f%d", i);
+		create_ok(f, p);
+	}
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.shrink.enospc, 0);
+	assert_true(c.shm_used <= c.shm_total);
+	assert_true(f->shm->slab[SLAB_BLOB0 + MC_BLOB_CLASSES - 1].pages <= 1);
+	assert_true(f->shm->pages_returned >= blob_pages - 1);
+	commit_all(f);
+	ns_attr a;
+	for (int i = 0; i < NFILES_BURST; i++) {
+		snprintf(p, sizeof(p), "/n/f%d", i);
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+	}
+	print_message("# %llu pages of symlink targets went back; %llu pages given back in all\n",
+	              (unsigned long long)blob_pages,
+	              (unsigned long long)f->shm->pages_returned);
+}
+
+/* Entries dirtied and freed in one batch leave their offsets in the
+ * batch's list for its publish; their pages may serve another slot type by
+ * then. Here symlink targets of 0xff bytes take those pages; the publish
+ * must not read them as dentries or inodes (it cleared "dirty bits" inside
+ * the targets, or freed "dentries" made of them). */
+static void test_publish_after_pages_moved(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	enum { NF = 3000, NL = 120 };
+	static char target[4000], back[MC_SYMLINK_MAX];
+	memset(target, 0xff, sizeof(target));
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/f"), 0755, NULL), 0);
+	for (int i = 0; i < NF; i++) {
+		snprintf(p, sizeof(p), "/f/%d", i);
+		create_ok(f, p);
+	}
+	for (int i = 0; i < NF; i++) {
+		snprintf(p, sizeof(p), "/f/%d", i);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(p)), 0);
+	}
+	uint64_t returned = f->shm->pages_returned;
+	assert_true(returned > 0);
+	for (int i = 0; i < NL; i++) {
+		snprintf(p, sizeof(p), "/l%d", i);
+		int rc = ns_symlink(f->ns, &root_cred, target, sizeof(target), P(p));
+		if (rc != 0)
+			fail_msg("symlink %d: %d", i, rc);
+	}
+	commit_all(f);
+	for (int i = 0; i < NL; i++) {
+		snprintf(p, sizeof(p), "/l%d", i);
+		size_t n = 0;
+		assert_int_equal(ns_readlink(f->ns, &root_cred, P(p), back, &n), 0);
+		assert_int_equal(n, sizeof(target));
+		if (memcmp(back, target, n) != 0)
+			fail_msg("target of %s changed by the publish", p);
+	}
+	print_message("# %llu pages given back before the publish\n", (unsigned long long)returned);
 }
 
 struct seen {
@@ -568,8 +707,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_direct_reclaim, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_list_larger_than_cache, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_uncached, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_uncached_checks, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_rmtree_many_reclaims, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_new_blob_class_gets_a_page, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_pages_move_between_slabs, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_publish_after_pages_moved, setup_small, teardown),
 	};
 	return cmocka_run_group_tests_name("shrink", tests, NULL, NULL);
 }

@@ -436,6 +436,77 @@ static void test_scan_dir_1000(void **state)
 	free(c);
 }
 
+struct attr_ctx {
+	unsigned calls, with_rec, bad;
+};
+
+/* Files "f0000".."f0399" name inodes 1000 + 7 * ((i * 37) % 400), so the
+ * inode lookups jump back and forth; every tenth has no inode record and
+ * every ninth is a symlink (no plain record either). */
+static int attr_fn(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype,
+                   const struct mc_inode_rec *rec)
+{
+	struct attr_ctx *a = arg;
+	unsigned i;
+	a->calls++;
+	if (namelen != 5 || sscanf(name, "f%4u", &i) != 1 || i >= 400 ||
+	    ino != 1000 + 7 * ((i * 37u) % 400)) {
+		a->bad++;
+		return 0;
+	}
+	bool want = i % 10 != 0 && i % 9 != 0;
+	if (!rec != !want) {
+		a->bad++;
+		return 0;
+	}
+	if (rec) {
+		a->with_rec++;
+		if (rec->ino != ino || rec->size != i || rec->mode != (S_IFREG | 0600) ||
+		    dtype != DT_REG)
+			a->bad++;
+	}
+	return 0;
+}
+
+/* store_scan_dir_attrs gives each name with its inode record when the
+ * record is there and plain, whatever order the inode numbers come in,
+ * from the start or after a name. */
+static void test_scan_dir_attrs(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	b.next_ino = 5000;
+	char name[8];
+	for (unsigned i = 0; i < 400; i++) {
+		uint64_t ino = 1000 + 7 * ((i * 37u) % 400);
+		snprintf(name, sizeof(name), "f%04u", i);
+		bool lnk = i % 9 == 0;
+		if (i % 10 != 0) {
+			struct mc_inode_rec r = mkinode(ino, (lnk ? S_IFLNK | 0777 : S_IFREG | 0600), 1, i);
+			assert_int_equal(journal_put_inode(&b, &r, lnk ? "t" : NULL, lnk ? 1 : 0), 0);
+		}
+		assert_int_equal(journal_put_dentry(&b, 300, name, 5, ino, lnk ? DT_LNK : DT_REG), 0);
+	}
+	commit_ok(s, &b);
+	struct attr_ctx a = { 0 };
+	assert_int_equal(store_scan_dir_attrs(s, 300, NULL, 0, attr_fn, &a), 0);
+	assert_int_equal(a.bad, 0);
+	assert_int_equal(a.calls, 400);
+	unsigned plain = 0;
+	for (unsigned i = 0; i < 400; i++)
+		plain += i % 10 != 0 && i % 9 != 0;
+	assert_int_equal(a.with_rec, plain);
+	/* After a name: the rest only. */
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(store_scan_dir_attrs(s, 300, "f0199", 5, attr_fn, &a), 0);
+	assert_int_equal(a.bad, 0);
+	assert_int_equal(a.calls, 200);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
 static void test_meta_persists(void **state)
 {
 	struct fixture *f = *state;
@@ -807,6 +878,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commit_reopen_reads_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dentry_and_inode_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_dir_1000, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_dir_attrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_persists, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_format_refused, setup, teardown),
