@@ -414,6 +414,9 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 	}
 	/* Counted out before the client can see the reply and act on it. */
 	conn_prehello_leave(c);
+	/* Listed before the reply too: a client connecting after this one saw
+	 * its reply is listed after it (conn_close takes it out on failure). */
+	clients_add(r->m->clients, &c->ent, c->pid, c->cred.uid, c->cred.gid);
 	evtimer_del(c->ev_deadline);
 	err = conn_send_hello(c, req->id);
 	if (err) {
@@ -422,7 +425,6 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		return;
 	}
 	c->st = CONN_READY;
-	clients_add(r->m->clients, &c->ent, c->pid, c->cred.uid, c->cred.gid);
 	log_debug("rpc: pid %d uid %u connected", (int)c->pid, (unsigned)c->cred.uid);
 }
 

@@ -271,7 +271,8 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 	if (!j->req) {
 		int err = j->arena.oom ? -ENOMEM : -EPROTO;
 
-		arena_free(&j->arena);
+		a = j->arena;   /* j lives in it */
+		arena_free(&a);
 		return err;
 	}
 	j->n = j->req->n_ops;
@@ -281,7 +282,8 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 		j->rsz = arena_alloc(&j->arena, j->n * sizeof(*j->rsz));
 		j->wired = arena_alloc(&j->arena, j->n * sizeof(*j->wired));
 		if (!j->outs || !j->resp || !j->rsz || !j->wired) {
-			arena_free(&j->arena);
+			a = j->arena;   /* j lives in it */
+			arena_free(&a);
 			return -ENOMEM;
 		}
 		/* outs[i] is set up when op i comes up (request_job_step). */
