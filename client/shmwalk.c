@@ -406,23 +406,11 @@ int view_walk(struct view *v, const char *path, size_t len, bool follow, struct 
 	return walk_retry(v, path, len, follow, res, NULL);
 }
 
-/* ns since the epoch into a timespec: one division by a constant for the
- * usual non-negative times. */
-static inline void to_timespec(int64_t ns, struct timespec *ts)
+/* A segment time into a timespec: a shift and a mask. */
+static inline void to_timespec(mc_time_t t, struct timespec *ts)
 {
-	if (ns >= 0) {
-		uint64_t s = (uint64_t)ns / 1000000000u;
-		ts->tv_sec = (time_t)s;
-		ts->tv_nsec = (long)((uint64_t)ns - s * 1000000000u);
-		return;
-	}
-	int64_t s = ns / 1000000000, r = ns % 1000000000;
-	if (r < 0) {
-		r += 1000000000;
-		s--;
-	}
-	ts->tv_sec = (time_t)s;
-	ts->tv_nsec = (long)r;
+	ts->tv_sec = (time_t)mc_time_sec(t);
+	ts->tv_nsec = mc_time_nsec(t);
 }
 
 static void fill_stat(const struct isnap *s, const struct irest *r, struct stat *st)
