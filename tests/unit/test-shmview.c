@@ -563,6 +563,40 @@ static void test_prefix_threads(void **state)
 	assert_true(used > PREFIX_SLOTS / 2);
 }
 
+/* A thread acting for other credentials (mc_cred_set) is checked with
+ * them, before and after the first such thread; other threads keep the
+ * view's own. */
+static void *acting_peer(void *arg)
+{
+	struct fx *f = arg;
+	struct stat st;
+	return (void *)(intptr_t)view_stat(f->v, P("/priv/f"), true, &st);
+}
+
+static void test_acting_credentials(void **state)
+{
+	struct fx *f = *state;
+	struct stat st;
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/priv"), 0700, NULL), 0);
+	mkfile(f, "/priv/f");
+	assert_int_equal(view_stat(f->v, P("/priv/f"), true, &st), 0);
+	static const struct view_cred user = { .uid = 1000, .gid = 1000 };
+	view_cred_act(&user);
+	assert_true(view_cred_acting(&f->v->cred) == &user);
+	assert_int_equal(view_stat(f->v, P("/priv/f"), true, &st), -EACCES);
+	pthread_t t;
+	void *rc;
+	assert_int_equal(pthread_create(&t, NULL, acting_peer, f), 0);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((intptr_t)rc, 0);   /* the view's own: root */
+	view_cred_act(NULL);
+	assert_true(view_cred_acting(&f->v->cred) == &f->v->cred);
+	assert_int_equal(view_stat(f->v, P("/priv/f"), true, &st), 0);
+	view_cred_act(&user);
+	assert_int_equal(view_stat(f->v, P("/priv/f"), true, &st), -EACCES);
+	view_cred_act(NULL);
+}
+
 /* ---- times ------------------------------------------------------------- */
 
 /* mc_time_t: split, joined and clamped at the edges of its range. */
@@ -735,6 +769,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_offset_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acting_credentials, setup, teardown),
 		cmocka_unit_test(test_time_layout),
 		cmocka_unit_test_setup_teardown(test_utimens_like_kernel, setup, teardown),
 	};
