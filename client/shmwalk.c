@@ -346,8 +346,9 @@ static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow,
 
 /* One whole walk inside a stable rename seq (note 4); with rest, also the
  * result's other stat fields. */
-static int walk_once(struct view *v, const char *path, size_t len, bool follow,
-                     struct isnap *res, struct irest *rest)
+static inline __attribute__((always_inline)) int walk_once(struct view *v, const char *path,
+                                                           size_t len, bool follow,
+                                                           struct isnap *res, struct irest *rest)
 {
 	if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
 		return -ENOTCONN;
