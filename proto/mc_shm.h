@@ -153,7 +153,7 @@ struct mc_dentry {
 #define MC_I_LIVE     (1u << 2)
 
 /* Times in the segment (mc_time_t): seconds since the epoch in the high 34
- * bits, signed (1697-11-26..2242-03-16 UTC, the range of MC_TIME_SEC_MIN..
+ * bits, signed (1697-10-17..2242-03-16 UTC, the range of MC_TIME_SEC_MIN..
  * MC_TIME_SEC_MAX; times outside are clamped to it, as Linux clamps to a
  * file system's range), nanoseconds (0..999999999) in the low 30 bits. A
  * reader splits one with a shift and a mask, no division. The journal and
