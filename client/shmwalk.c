@@ -416,20 +416,38 @@ static inline void to_timespec(mc_time_t t, struct timespec *ts)
 
 static void fill_stat(const struct isnap *s, const struct irest *r, struct stat *st)
 {
-	/* A device keeps its number where a file keeps its size. */
-	bool dev = S_ISCHR(s->mode) || S_ISBLK(s->mode);
-	off_t size = S_ISDIR(s->mode) ? 40 + 20 * (off_t)s->u.dir.nentries
-	           : S_ISLNK(s->mode) ? (off_t)s->u.lnk.len : dev ? 0 : (off_t)s->u.size;
-	*st = (struct stat){
-		.st_ino = s->ino,
-		.st_mode = s->mode,
-		.st_nlink = r->nlink,
-		.st_uid = s->uid,
-		.st_gid = s->gid,
-		.st_size = size,
-		.st_rdev = dev ? (dev_t)s->u.size : 0,
-		.st_blksize = 4096,
-	};
+	off_t size = (off_t)s->u.size;
+	dev_t rdev = 0;
+	switch (s->mode & S_IFMT) {
+	case S_IFREG:
+		break;
+	case S_IFDIR:
+		size = 40 + 20 * (off_t)s->u.dir.nentries;
+		break;
+	case S_IFLNK:
+		size = (off_t)s->u.lnk.len;
+		break;
+	case S_IFCHR:
+	case S_IFBLK:
+		/* A device keeps its number where a file keeps its size. */
+		rdev = (dev_t)s->u.size;
+		size = 0;
+		break;
+	}
+	/* Zeroed in two halves: gcc stores each with a few vector stores,
+	 * where one 144-byte clear becomes a rep stos (microcoded, slow to
+	 * start, and 18 instructions to callgrind). */
+	const size_t half = sizeof(*st) / 2;
+	memset(st, 0, half);
+	memset((char *)st + half, 0, sizeof(*st) - half);
+	st->st_ino = s->ino;
+	st->st_mode = s->mode;
+	st->st_nlink = r->nlink;
+	st->st_uid = s->uid;
+	st->st_gid = s->gid;
+	st->st_size = size;
+	st->st_rdev = rdev;
+	st->st_blksize = 4096;
 	to_timespec(r->atime, &st->st_atim);
 	to_timespec(r->mtime, &st->st_mtim);
 	to_timespec(r->ctime, &st->st_ctim);
