@@ -536,16 +536,11 @@ int do_client_close_handle(mc_client *c, uint64_t handle)
 
 /* ---- the shared-memory path ------------------------------------------- */
 
-bool client_local(mc_client *c)
+/* The heartbeat is stale (or from the future): peek at the socket, at most
+ * once per CLIENT_PEEK_EVERY_MS. Out of line: the common case above it
+ * keeps no registers for it. */
+static __attribute__((noinline)) bool client_peek(mc_client *c, uint64_t now)
 {
-	if (!c->view || atomic_load_explicit(&c->broken, memory_order_relaxed))
-		return false;
-	uint64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
-	uint64_t beat = atomic_load_explicit(&c->view->hdr->heartbeat_ms, memory_order_relaxed);
-	/* |now - beat| <= stale, in one unsigned comparison: a beat from the
-	 * future by more than that (another time namespace) is stale too. */
-	if (now - beat + MC_HEARTBEAT_STALE_MS <= 2u * MC_HEARTBEAT_STALE_MS)
-		return true;
 	uint64_t last = atomic_load_explicit(&c->peek_ms, memory_order_relaxed);
 	if (now - last < CLIENT_PEEK_EVERY_MS ||
 	    !atomic_compare_exchange_strong_explicit(&c->peek_ms, &last, now, memory_order_relaxed,
@@ -559,6 +554,21 @@ bool client_local(mc_client *c)
 	if (gone)
 		c->broken = true;   /* the server is gone: its segment is stale */
 	return !gone;
+}
+
+bool client_local(mc_client *c)
+{
+	if (!c->view || atomic_load_explicit(&c->broken, memory_order_relaxed))
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t beat = atomic_load_explicit(&c->view->hdr->heartbeat_ms, memory_order_relaxed);
+	/* |now - beat| <= stale, in one unsigned comparison: a beat from the
+	 * future by more than that (another time namespace) is stale too. */
+	if (now - beat + MC_HEARTBEAT_STALE_MS <= 2u * MC_HEARTBEAT_STALE_MS)
+		return true;
+	return client_peek(c, now);
 }
 
 int client_view_result(mc_client *c, int err)

@@ -158,7 +158,9 @@ MC_EXPORT int mc_fstat(mc_client *c, int fd, struct stat *st);
 
 /* chmod(2), chown(2) ((uid_t)-1 / (gid_t)-1 leave a field), utimensat(2)
  * with UTIME_NOW and UTIME_OMIT (times NULL: both now). EPERM when not the
- * owner. chmod and chown follow symlinks. */
+ * owner. chmod and chown follow symlinks. Times are kept to the nanosecond
+ * from 1697-10-17 to 2242-03-16 UTC; a time outside is clamped to that
+ * range, as Linux clamps to a file system's range. */
 MC_EXPORT int mc_chmod(mc_client *c, const char *path, mode_t mode);
 MC_EXPORT int mc_chown(mc_client *c, const char *path, uid_t uid, gid_t gid);
 MC_EXPORT int mc_utimens(mc_client *c, const char *path, const struct timespec times[2]);

@@ -184,10 +184,11 @@ static int stat_op(mc_client *c, Mcache__OpCode code, const char *path, struct s
 		return client_fail(-EFAULT);
 	if (client_local(c)) {
 		/* Answered from shared memory when the cache can vouch for it. */
-		err = client_view_result(c, view_stat(c->view, path, plen,
-		                                      code != MCACHE__OP_CODE__OP_LSTAT, st));
-		if (err <= 0)
-			return err < 0 ? client_fail(err) : 0;
+		err = view_stat(c->view, path, plen, code != MCACHE__OP_CODE__OP_LSTAT, st);
+		if (err == 0)
+			return 0;
+		if (err < 0)
+			return client_fail(client_view_result(c, err));
 	}
 	return stat_rpc(c, code, path, st);
 }

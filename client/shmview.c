@@ -74,12 +74,16 @@ int view_opendir(struct view *v, const char *path, size_t len, struct view_dir *
 /* The credentials this thread acts for (mc_cred_set), or NULL. */
 static _Thread_local const struct view_cred *acting;
 
+_Atomic bool view_cred_any;
+
 void view_cred_act(const struct view_cred *c)
 {
+	if (c && !atomic_load_explicit(&view_cred_any, memory_order_relaxed))
+		atomic_store_explicit(&view_cred_any, true, memory_order_relaxed);
 	acting = c;
 }
 
-const struct view_cred *view_cred_acting(const struct view_cred *own)
+const struct view_cred *view_cred_acting_tls(const struct view_cred *own)
 {
 	return acting ? acting : own;
 }

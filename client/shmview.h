@@ -39,8 +39,18 @@ struct view_cred {
 };
 
 /* The credentials local answers check: this thread's from mc_cred_set(),
- * else own (the connection's). */
-const struct view_cred *view_cred_acting(const struct view_cred *own);
+ * else own (the connection's). Until some thread first acts for other
+ * credentials, view_cred_any is false and the thread-local is not read: a
+ * thread that acts set view_cred_any itself before (its own store is
+ * visible to it), and a thread that never acted reads own either way. */
+extern _Atomic bool view_cred_any;
+const struct view_cred *view_cred_acting_tls(const struct view_cred *own);
+static inline const struct view_cred *view_cred_acting(const struct view_cred *own)
+{
+	if (!atomic_load_explicit(&view_cred_any, memory_order_relaxed))
+		return own;
+	return view_cred_acting_tls(own);
+}
 /* Make c (NULL: none) this thread's acting credentials; c must outlive
  * the thread's use of it. */
 void view_cred_act(const struct view_cred *c);

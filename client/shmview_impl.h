@@ -98,7 +98,7 @@ struct isnap {
 /* The rest of struct stat's fields. */
 struct irest {
 	uint32_t nlink;
-	int64_t atime, mtime, ctime;
+	mc_time_t atime, mtime, ctime;
 };
 
 static inline int inode_snap(const struct view *v, mc_off_t off, struct isnap *s)
@@ -126,9 +126,9 @@ static inline int inode_rest(const struct isnap *s, struct irest *r)
 {
 	const struct mc_inode *i = s->i;
 	r->nlink = LD(i->nlink);
-	r->atime = LD(i->atime_ns);
-	r->mtime = LD(i->mtime_ns);
-	r->ctime = LD(i->ctime_ns);
+	r->atime = LD(i->atime);
+	r->mtime = LD(i->mtime);
+	r->ctime = LD(i->ctime);
 	return seq_same(&i->seq, s->seq) ? 0 : AGAIN;
 }
 

@@ -57,7 +57,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 4u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last */
+#define MC_SHM_VERSION 5u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last; 5: inode times split (mc_time_t) */
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
@@ -155,9 +155,60 @@ struct mc_dentry {
 #define MC_I_DIRTY1   (1u << 1)
 #define MC_I_LIVE     (1u << 2)
 
-/* 64 bytes. Times are nanoseconds since the epoch (the range of a signed
- * 64-bit count: 1677..2262; values outside are clamped, as Linux clamps to a
- * file system's range). */
+/* Times in the segment (mc_time_t): seconds since the epoch in the high 34
+ * bits, signed (1697-10-17..2242-03-16 UTC, the range of MC_TIME_SEC_MIN..
+ * MC_TIME_SEC_MAX; times outside are clamped to it, as Linux clamps to a
+ * file system's range), nanoseconds (0..999999999) in the low 30 bits. A
+ * reader splits one with a shift and a mask, no division. The journal and
+ * the store keep nanoseconds since the epoch; server/inode.c converts. */
+typedef int64_t mc_time_t;
+#define MC_TIME_NSEC_BITS 30
+#define MC_TIME_NSEC_MASK ((INT64_C(1) << MC_TIME_NSEC_BITS) - 1)
+#define MC_TIME_SEC_MAX   ((INT64_C(1) << (63 - MC_TIME_NSEC_BITS)) - 1)
+#define MC_TIME_SEC_MIN   (-(INT64_C(1) << (63 - MC_TIME_NSEC_BITS)))
+
+/* The seconds (arithmetic shift: gcc and clang keep the sign) and the
+ * nanoseconds of t. */
+static inline int64_t mc_time_sec(mc_time_t t)
+{
+	return t >> MC_TIME_NSEC_BITS;
+}
+
+static inline long mc_time_nsec(mc_time_t t)
+{
+	return (long)(t & MC_TIME_NSEC_MASK);
+}
+
+/* sec and nsec (0..999999999) as a time, clamped to the range. */
+static inline mc_time_t mc_time_make(int64_t sec, long nsec)
+{
+	if (sec > MC_TIME_SEC_MAX) {
+		sec = MC_TIME_SEC_MAX;
+		nsec = 999999999;
+	} else if (sec < MC_TIME_SEC_MIN) {
+		sec = MC_TIME_SEC_MIN;
+		nsec = 0;
+	}
+	return (mc_time_t)(((uint64_t)sec << MC_TIME_NSEC_BITS) | (uint64_t)nsec);
+}
+
+/* ns since the epoch as a time (clamped), and back (exact: the range fits). */
+static inline mc_time_t mc_time_from_ns(int64_t ns)
+{
+	int64_t s = ns / 1000000000, r = ns % 1000000000;
+	if (r < 0) {
+		r += 1000000000;
+		s--;
+	}
+	return mc_time_make(s, (long)r);
+}
+
+static inline int64_t mc_time_ns(mc_time_t t)
+{
+	return mc_time_sec(t) * 1000000000 + mc_time_nsec(t);
+}
+
+/* 64 bytes. */
 struct mc_inode {
 	_Atomic uint32_t seq;
 	mc_off_t hnext;           /* next inode in its ino hash chain */
@@ -178,9 +229,9 @@ struct mc_inode {
 			mc_off_t blob;     /* symlink: blob slot holding the target */
 		} lnk;
 	} u;
-	int64_t atime_ns;
-	int64_t mtime_ns;
-	int64_t ctime_ns;
+	mc_time_t atime;          /* mc_time_t: no division to read */
+	mc_time_t mtime;
+	mc_time_t ctime;
 };
 
 /* Directory flags. */

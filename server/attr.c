@@ -15,11 +15,11 @@
 
 void set_size(struct ns *ns, mc_off_t off, uint64_t size)
 {
-	int64_t now = now_ns();
+	mc_time_t now = mc_time_from_ns(now_ns());
 	INODE_EDIT(ns, off, {
 		ie_->u.size = size;
-		ie_->mtime_ns = now;
-		ie_->ctime_ns = now;
+		ie_->mtime = now;
+		ie_->ctime = now;
 	});
 	inode_changed(ns, off);
 }
@@ -71,10 +71,10 @@ static int do_chmod(struct ns *ns, const struct cred *c, mc_off_t off, const voi
 		return -EPERM;
 	if (c->uid != 0 && !in_group(c, i->gid))
 		mode &= ~(uint32_t)S_ISGID;
-	int64_t now = now_ns();
+	mc_time_t now = mc_time_from_ns(now_ns());
 	INODE_EDIT(ns, off, {
 		ie_->mode = (uint16_t)((ie_->mode & S_IFMT) | mode);
-		ie_->ctime_ns = now;
+		ie_->ctime = now;
 	});
 	inode_changed(ns, off);
 	return 0;
@@ -110,14 +110,14 @@ static int do_chown(struct ns *ns, const struct cred *c, mc_off_t off, const voi
 	}
 	if (kill && c->uid != 0 && c->uid != i->uid)
 		return -EPERM;
-	int64_t now = now_ns();
+	mc_time_t now = mc_time_from_ns(now_ns());
 	INODE_EDIT(ns, off, {
 		if (uid != (uint32_t)-1)
 			ie_->uid = uid;
 		if (gid != (uint32_t)-1)
 			ie_->gid = gid;
 		ie_->mode &= (uint16_t)~kill;
-		ie_->ctime_ns = now;
+		ie_->ctime = now;
 	});
 	inode_changed(ns, off);
 	return 0;
@@ -137,15 +137,6 @@ int ns_lchown(struct ns *ns, const struct cred *c, const char *path, size_t len,
 	return with_inode_at(ns, c, path, len, false, do_chown, ug);
 }
 
-static int64_t clamp_ns(const struct timespec *t)
-{
-	if (t->tv_sec > INT64_MAX / 1000000000 - 1)
-		return INT64_MAX;
-	if (t->tv_sec < INT64_MIN / 1000000000 + 1)
-		return INT64_MIN;
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
 static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const void *arg)
 {
 	const struct timespec *t = arg;
@@ -157,16 +148,16 @@ static int do_utimens(struct ns *ns, const struct cred *c, mc_off_t off, const v
 		if (permission(c, i, MAY_WRITE) < 0)
 			return -EACCES;
 	}
-	int64_t now = now_ns();
-	int64_t v[2];
-	for (int k = 0; k < 2; k++)
-		v[k] = t[k].tv_nsec == UTIME_NOW ? now : clamp_ns(&t[k]);
+	mc_time_t now = mc_time_from_ns(now_ns());
+	mc_time_t v[2];
+	for (int k = 0; k < 2; k++)   /* clamped to the segment's range */
+		v[k] = t[k].tv_nsec == UTIME_NOW ? now : mc_time_make(t[k].tv_sec, t[k].tv_nsec);
 	INODE_EDIT(ns, off, {
 		if (t[0].tv_nsec != UTIME_OMIT)
-			ie_->atime_ns = v[0];
+			ie_->atime = v[0];
 		if (t[1].tv_nsec != UTIME_OMIT)
-			ie_->mtime_ns = v[1];
-		ie_->ctime_ns = now;
+			ie_->mtime = v[1];
+		ie_->ctime = now;
 	});
 	inode_changed(ns, off);
 	return 0;

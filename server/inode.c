@@ -51,9 +51,9 @@ mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *ta
 	} else {
 		i->u.size = rec->size;
 	}
-	i->atime_ns = rec->atime_ns;
-	i->mtime_ns = rec->mtime_ns;
-	i->ctime_ns = rec->ctime_ns;
+	i->atime = mc_time_from_ns(rec->atime_ns);
+	i->mtime = mc_time_from_ns(rec->mtime_ns);
+	i->ctime = mc_time_from_ns(rec->ctime_ns);
 	struct mc_bucket *b = ibucket(s, rec->ino);
 	i->hnext = b->head;
 	shm_write_end(&i->seq);
@@ -113,9 +113,9 @@ void inode_rec(const struct shm *s, mc_off_t off, struct mc_inode_rec *out)
 		out->size = i->u.lnk.len;
 	else
 		out->size = i->u.size;
-	out->atime_ns = i->atime_ns;
-	out->mtime_ns = i->mtime_ns;
-	out->ctime_ns = i->ctime_ns;
+	out->atime_ns = mc_time_ns(i->atime);
+	out->mtime_ns = mc_time_ns(i->mtime);
+	out->ctime_ns = mc_time_ns(i->ctime);
 }
 
 const char *inode_target(const struct shm *s, mc_off_t off, size_t *len)

@@ -86,11 +86,12 @@ void inode_maybe_free(struct ns *ns, mc_off_t off)
 
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
 {
+	mc_time_t t = mc_time_from_ns(now);
 	INODE_EDIT(ns, dir, {
 		ie_->u.dir.nentries = (uint32_t)((int64_t)ie_->u.dir.nentries + delta);
 		ie_->nlink = (uint32_t)((int64_t)ie_->nlink + nlink_delta);
-		ie_->mtime_ns = now;
-		ie_->ctime_ns = now;
+		ie_->mtime = t;
+		ie_->ctime = t;
 	});
 	inode_changed(ns, dir);
 	/* Its last entry went: no stale name of the tree stays (rule 1). */
@@ -581,10 +582,10 @@ static int do_link(struct ns *ns, const struct cred *c, const char *from, size_t
 	rc = name_slot(ns, nd_top(&nd2), d, nd2.last, nd2.lastlen, &slot);
 	if (rc < 0)
 		goto out;
-	int64_t now = now_ns();
+	mc_time_t now = mc_time_from_ns(now_ns());
 	INODE_EDIT(ns, src, {
 		ie_->nlink++;
-		ie_->ctime_ns = now;
+		ie_->ctime = now;
 	});
 	inode_changed(ns, src);
 	name_set(ns, nd_top(&nd2), slot, src);
@@ -629,9 +630,10 @@ int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t vi
  * children at once (note 5). */
 static void victim_drop_link(struct ns *ns, mc_off_t victim, bool isdir, int64_t now)
 {
+	mc_time_t t = mc_time_from_ns(now);
 	INODE_EDIT(ns, victim, {
 		ie_->nlink = isdir ? 0 : ie_->nlink - 1;
-		ie_->ctime_ns = now;
+		ie_->ctime = t;
 	});
 	if (inode_at(ns->shm, victim)->nlink == 0) {
 		inode_gone(ns, victim);
@@ -814,7 +816,8 @@ static void rename_apply(struct ns *ns, const struct rename_plan *r, mc_off_t sl
 	name_set(ns, p2, slot, x);
 	if (y)
 		victim_drop_link(ns, y, isdir, now);
-	INODE_EDIT(ns, x, { ie_->ctime_ns = now; });
+	mc_time_t t = mc_time_from_ns(now);
+	INODE_EDIT(ns, x, { ie_->ctime = t; });
 	inode_changed(ns, x);
 	name_drop(ns, p1, r->d1);
 	if (p1 == p2) {
