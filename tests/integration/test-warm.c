@@ -342,8 +342,11 @@ static void test_warm_yields_to_committer(void **state)
 	assert_true(syncs >= 5);
 	assert_true(cnt >= 5);
 	assert_true(yields >= 1);
-	/* Holding the semaphore for a whole batch would make it ~125 ms on average. */
-	assert_true(pub / cnt < 3000);
+	/* Holding the semaphore for a whole batch (256 ms) would make it ~128 ms
+	 * on average; a yield between entries keeps it to one entry's 1 ms plus
+	 * the publish itself. 25 ms leaves room for a sanitizer build on a
+	 * loaded machine (3.5 ms seen under TSan) and still tells them apart. */
+	assert_true(pub / cnt < 25000);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
