@@ -6,8 +6,9 @@
  *     is held until store_close. So no other process (nor a second
  *     store_open in this one, which LMDB's fcntl locks could not survive)
  *     ever shares the environment, and the map never grows under us.
- *  2. MDB_* codes never leave this file: every LMDB return value goes
- *     through store_errno().
+ *  2. MDB_* codes never leave the store's modules (this file,
+ *     store_log.c, store_read.c, store_walk.c, store_extent.c): every LMDB
+ *     return value goes through store_errno() before it reaches a caller.
  *  3. Readers run from any thread (MDB_NOTLS), each call in its own
  *     read-only transaction, and copy what they return before it ends.
  *  4. The map is only resized with `resize` held for writing; every
