@@ -255,6 +255,10 @@ static int store_setup(struct store *s, const struct store_opts *o)
 	if (rc)
 		goto fail_mdb;
 
+	if (st.ms_entries == 0 && o->existing) {
+		err = -EINVAL;                  /* nothing here: not ours to set up */
+		goto fail;
+	}
 	if (st.ms_entries == 0) {
 		unsigned fl = MDB_CREATE;
 		rc = mdb_dbi_open(txn, "inodes", fl, &s->inodes);

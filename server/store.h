@@ -41,6 +41,9 @@ struct store_opts {
 	uint32_t root_mode;       /* permission bits; the type is added */
 	uint32_t root_uid;
 	uint32_t root_gid;
+	/* Only an existing store (mcachectl fsck --offline): an environment
+	 * with nothing in it is -EINVAL and is left as it is, not set up. */
+	bool existing;
 };
 
 struct store_meta {
@@ -63,7 +66,8 @@ struct store_commit_times {
  * dir/mcached.lock, held until store_close. opts may be NULL (defaults,
  * root mode 0). *out is set only on success.
  * Errors: -EBUSY (another process holds the directory), -EPROTONOSUPPORT
- * (written by a newer format), -EINVAL (not an mcache store / corrupt meta),
+ * (written by a newer format), -EINVAL (not an mcache store / corrupt meta;
+ * with opts->existing, an empty environment too),
  * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
 int store_open(const char *dir, const struct store_opts *opts, struct store **out);
 void store_close(struct store *s);

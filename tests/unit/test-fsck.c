@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <lmdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -275,6 +276,44 @@ static void t_many(void **state)
 	fsck_report_free(&rep);
 }
 
+/* The main database's entries in the LMDB environment in dir. */
+static size_t env_entries(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_open(env, dir, MDB_RDONLY, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, NULL, 0, &dbi), 0);
+	assert_int_equal(mdb_stat(txn, dbi, &st), 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return st.ms_entries;
+}
+
+/* An offline check of an LMDB environment with nothing in it (a data
+ * directory whose first start died before setting it up) says it is no
+ * store and writes nothing: it does not set up a new, clean, namespace. */
+static void t_offline_empty_env(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/mcache-fsck-empty.XXXXXX";
+	MDB_env *env;
+	struct fsck_report rep = {0};
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+	mdb_env_close(env);
+	assert_int_equal(env_entries(dir), 0);
+	assert_int_equal(fsck_offline(dir, &rep), -EINVAL);
+	assert_int_equal(rep.n, 0);
+	assert_int_equal(env_entries(dir), 0);
+	fsck_report_free(&rep);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void t_report_bound(void **state)
 {
 	(void)state;
@@ -308,6 +347,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_cache_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_many, setup, teardown),
 		cmocka_unit_test(t_report_bound),
+		cmocka_unit_test(t_offline_empty_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
