@@ -41,8 +41,9 @@ struct store_opts {
 	uint32_t root_mode;       /* permission bits; the type is added */
 	uint32_t root_uid;
 	uint32_t root_gid;
-	/* Only an existing store (mcachectl fsck --offline): an environment
-	 * with nothing in it is -EINVAL and is left as it is, not set up. */
+	/* Only an existing store, read-only (mcachectl fsck --offline; store.c
+	 * note 8): nothing is created or written, an environment with nothing
+	 * in it is -EINVAL, and only reads may follow. */
 	bool existing;
 };
 
