@@ -211,9 +211,10 @@ MC_EXPORT char *mc_server_clients(mc_client *c);
  * --slowlog-max-len), newest first, as a JSON array of objects: "id"
  * (entries ever logged, counting from 1), "time" (Unix time the op ended,
  * seconds), "duration_seconds" (service time on the server, not the wait
- * for durability), "op" ("mkdir"...), "path" (its first 128 bytes;
- * "path_truncated" says when cut), "pid" and "uid" of the client. An op
- * enters it when its service time reaches --slowlog-threshold-ms. Returns
+ * for durability), "op" ("mkdir"...), "path" (at most its first 128
+ * bytes, cut between UTF-8 characters; "path_truncated" says when cut),
+ * "pid" and "uid" of the client. An op enters it when its service time
+ * reaches --slowlog-threshold-ms. Returns
  * a malloc'd NUL-terminated string the caller frees, or NULL with errno as
  * mc_server_clients. */
 MC_EXPORT char *mc_server_slowlog(mc_client *c, unsigned n);

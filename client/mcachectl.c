@@ -1,8 +1,10 @@
 /* mcachectl.c - command-line tool for people: look at and change an mcache
  * namespace through libmcache (mkdir, rm, mv, chown, truncate, rmtree,
- * sync, extents, dump, load; ls and stat live in mcachectl_ls.c, stats,
- * clients and slowlog in mcachectl_admin.c), with the options, exit
- * statuses and error messages of coreutils. */
+ * sync; ls and stat live in mcachectl_ls.c, stats, clients and slowlog in
+ * mcachectl_admin.c, log and stats --commits in mcachectl_log.c, fsck in
+ * mcachectl_fsck.c, extents in mcachectl_extents.c, dump and load in
+ * mcachectl_dump.c), with the options, exit statuses and error messages
+ * of coreutils. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>

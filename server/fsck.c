@@ -424,7 +424,8 @@ int fsck_offline(const char *dir, struct fsck_report *rep)
 	free(path);
 	if (err)
 		return err;
-	err = store_open(dir, NULL, &st);
+	const struct store_opts o = { .existing = true };
+	err = store_open(dir, &o, &st);
 	if (err)
 		return err;
 	err = fsck_store(st, NULL, NULL, rep);

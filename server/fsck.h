@@ -83,8 +83,9 @@ typedef bool (*fsck_held_fn)(void *arg, uint64_t ino);
  * reader table is full), -EIO (LMDB finds its pages corrupt). */
 int fsck_store(struct store *st, fsck_held_fn held, void *held_arg, struct fsck_report *rep);
 
-/* Check the data directory of a stopped server: open it (taking its lock,
- * reading in one read-only snapshot) and run fsck_store. -ENOENT (no store
+/* Check the data directory of a stopped server: open it read-only (a shared
+ * lock on its lock file when there is one; nothing is created or written:
+ * store.c note 8), read it in one snapshot and run fsck_store. -ENOENT (no store
  * there), -EBUSY (a running mcached has it: check through the server),
  * -EINVAL (not an mcache store), -EPROTONOSUPPORT (a newer format), and
  * fsck_store's. */

@@ -1,6 +1,6 @@
-/* ns_impl.h - what the namespace's modules (ns.c, walk.c, dirty.c, attr.c, rmtree.c)
- * share: the namespace state, the path-walk state and their helpers. Not
- * for use outside the namespace. */
+/* ns_impl.h - what the namespace's modules (ns.c, ns_rename.c, walk.c,
+ * dirty.c, attr.c, rmtree.c, ...) share: the namespace state, the path-walk
+ * state and their helpers. Not for use outside the namespace. */
 #ifndef MC_NS_IMPL_H
 #define MC_NS_IMPL_H
 
@@ -255,6 +255,10 @@ int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t 
 int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim, bool isdir);
 /* Remove name d (naming victim) from dir; the checks are done. */
 void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim);
+/* victim lost one of its names (a directory its only one): journal it and,
+ * when that was its last link, its deletion, pruning a directory's cached
+ * children at once (ns.c note 5). */
+void victim_drop_link(struct ns *ns, mc_off_t victim, bool isdir, int64_t now);
 void set_size(struct ns *ns, mc_off_t off, uint64_t size);
 
 /* Change fields of a cached inode inside its seq; `ie_` names the inode. */

@@ -1,5 +1,7 @@
 /* ops.c - runs protobuf Ops for a client session: argument checks, the
- * namespace call, and the Result; plus the session's open handles.
+ * namespace call, and the Result; plus the session's open handles. The
+ * ops that look at the server itself (stats, fsck, log, clients, slowlog)
+ * are ops_admin.c's.
  *
  * Handles: a session keeps a table of the inodes it opened (mc_open), each
  * holding its inode in the cache (ns_open(hold)) until closed or until the
@@ -13,45 +15,24 @@
  * locks are released before its handles.
  */
 #include "ops.h"
+#include "ops_impl.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "area.h"
-#include "clients.h"
 #include "commit.h"
 #include "cred.h"
 #include "extent_map.h"
 #include "extent_ns.h"
-#include "fsck.h"
-#include "logfeed.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
 #include "mknod.h"
 #include "ns.h"
-#include "slowlog.h"
-
-struct handle {
-	uint64_t ino;                /* 0: free slot */
-	bool writable;
-	bool dir;
-};
-
-struct session {
-	struct mcd *m;
-	struct cred cred;
-	struct handle *h;
-	size_t nh, caph;
-	uint32_t slot;               /* client-area slot, UINT32_MAX: none */
-	uint32_t owner;              /* range-lock owner id */
-	struct map locked;           /* inos this session took range locks in */
-};
 
 static _Atomic uint32_t next_owner = 1;
 
@@ -484,112 +465,6 @@ static int op_rmtree(struct session *s, const Mcache__Op *op, struct handle *h,
 	(void)h;
 	(void)out;
 	return ns_rmtree(s->m->ns, &s->cred, P(op), 1024);
-}
-
-static int op_stats(struct session *s, const Mcache__Op *op, struct handle *h,
-                    struct op_out *out)
-{
-	struct stats_snapshot *snap = calloc(1, sizeof(*snap));
-	struct evbuffer *eb = evbuffer_new();
-	int rc = -ENOMEM;
-	(void)op;
-	(void)h;
-	if (!snap || !eb)
-		goto done;
-	mcd_fill_stats(s->m, snap);
-	rc = stats_render_json(snap, eb);
-	if (rc < 0)
-		goto done;
-	size_t len = evbuffer_get_length(eb);
-	out->data = malloc(len ? len : 1);
-	if (!out->data) {
-		rc = -ENOMEM;
-		goto done;
-	}
-	evbuffer_remove(eb, out->data, len);
-	out->res.data.data = out->data;
-	out->res.data.len = len;
-	rc = 0;
-done:
-	if (eb)
-		evbuffer_free(eb);
-	free(snap);
-	return rc;
-}
-
-/* The consistency check (fsck.h): for root and the server's own user only,
- * since it reads the whole store and takes the namespace lock in batches. */
-static int op_fsck(struct session *s, const Mcache__Op *op, struct handle *h,
-                   struct op_out *out)
-{
-	struct fsck_report rep = {0};
-	(void)op;
-	(void)h;
-	if (s->cred.uid != 0 && s->cred.uid != geteuid())
-		return -EPERM;
-	int rc = fsck_ns(s->m->ns, &rep);
-	char *js = rc == 0 ? fsck_report_json(&rep) : NULL;
-	fsck_report_free(&rep);
-	if (rc < 0)
-		return rc;
-	if (!js)
-		return -ENOMEM;
-	out->data = (uint8_t *)js;
-	out->res.data.data = out->data;
-	out->res.data.len = strlen(js);
-	return 0;
-}
-
-/* The commit log as JSON lines (logfeed.h): it names every file changed,
- * so only root and the server's own user may read it. */
-static int op_log(struct session *s, const Mcache__Op *op, struct handle *h,
-                  struct op_out *out)
-{
-	(void)h;
-	if (s->cred.uid != 0 && s->cred.uid != geteuid())
-		return -EACCES;
-	if (!s->m->store)
-		return -EOPNOTSUPP;
-	size_t max = op->log_max ? op->log_max : 256u << 10;
-	if (max > s->m->cfg->max_reply / 2)
-		max = s->m->cfg->max_reply / 2;
-	struct logfeed_out lf;
-	int rc = logfeed_read(s->m->store, op->log_seq, op->log_rec, max, &lf);
-	if (rc < 0)
-		return rc;
-	out->data = (uint8_t *)lf.buf;
-	out->res.data.data = out->data;
-	out->res.data.len = lf.len;
-	out->res.cookie = lf.next_seq;
-	out->res.end = lf.next_rec;
-	out->res.start = lf.first;
-	out->res.eof = lf.eof;
-	return 0;
-}
-
-/* A result whose data a renderer put in out->data (rc 0) or did not. */
-static int op_text(struct op_out *out, int rc)
-{
-	if (rc == 0)
-		out->res.data.data = out->data;
-	return rc;
-}
-
-static int op_clients(struct session *s, const Mcache__Op *op, struct handle *h,
-                      struct op_out *out)
-{
-	(void)op;
-	(void)h;
-	return op_text(out, clients_render(s->m->clients, (char **)&out->data,
-	                                   &out->res.data.len));
-}
-
-static int op_slowlog(struct session *s, const Mcache__Op *op, struct handle *h,
-                      struct op_out *out)
-{
-	(void)h;
-	return op_text(out, slowlog_render(s->m->slowlog, op->count, (char **)&out->data,
-	                                   &out->res.data.len));
 }
 
 static int op_mknod(struct session *s, const Mcache__Op *op, struct handle *h,

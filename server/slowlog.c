@@ -101,6 +101,20 @@ int slowlog_configure(struct slowlog *sl, uint64_t threshold_us, unsigned max_le
 	return 0;
 }
 
+/* Where to cut a path longer than SLOWLOG_PATH_MAX: before the character
+ * that straddles the bound, so that a path in UTF-8 stays valid (a cut
+ * character would turn every non-ASCII byte into '?', path_json). */
+static size_t path_cut(const char *path)
+{
+	size_t n = SLOWLOG_PATH_MAX;
+
+	/* Back over continuation bytes (10xxxxxx) to the character's start;
+	 * at most 3 of them in UTF-8, else the bytes are not UTF-8 anyway. */
+	for (unsigned i = 0; i < 3 && n > 0 && ((unsigned char)path[n] & 0xc0) == 0x80; i++)
+		n--;
+	return ((unsigned char)path[n] & 0xc0) == 0x80 ? SLOWLOG_PATH_MAX : n;
+}
+
 void slowlog_add(struct slowlog *sl, const struct slowlog_op *op)
 {
 	struct timespec ts;
@@ -119,7 +133,7 @@ void slowlog_add(struct slowlog *sl, const struct slowlog_op *op)
 		e->pid = op->pid;
 		e->uid = op->uid;
 		e->truncated = len > SLOWLOG_PATH_MAX;
-		e->path_len = (uint8_t)(e->truncated ? SLOWLOG_PATH_MAX : len);
+		e->path_len = (uint8_t)(e->truncated ? path_cut(op->path) : len);
 		if (e->path_len)
 			memcpy(e->path, op->path, e->path_len);
 		sl->head = (sl->head + 1) % sl->cap;

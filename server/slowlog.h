@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Bytes of an operation's path kept in an entry; longer paths are cut and
- * marked truncated. */
+/* Bytes of an operation's path kept in an entry; longer paths are cut
+ * (before a UTF-8 character the bound would split) and marked truncated. */
 #define SLOWLOG_PATH_MAX 128
 /* Largest --slowlog-max-len. */
 #define SLOWLOG_LEN_MAX 100000u

@@ -6,8 +6,9 @@
  *     is held until store_close. So no other process (nor a second
  *     store_open in this one, which LMDB's fcntl locks could not survive)
  *     ever shares the environment, and the map never grows under us.
- *  2. MDB_* codes never leave this file: every LMDB return value goes
- *     through store_errno().
+ *  2. MDB_* codes never leave the store's modules (this file,
+ *     store_log.c, store_read.c, store_walk.c, store_extent.c): every LMDB
+ *     return value goes through store_errno() before it reaches a caller.
  *  3. Readers run from any thread (MDB_NOTLS), each call in its own
  *     read-only transaction, and copy what they return before it ends.
  *  4. The map is only resized with `resize` held for writing; every
@@ -22,6 +23,11 @@
  *  7. Values are little-endian (journal encoding for inodes; meta "format"
  *     u32, "next_ino" u64, "last_seq" u64, "uuid" 16 raw bytes); keys are
  *     big-endian so LMDB order is numeric order.
+ *  8. store_opts.existing opens an existing store read-only (mcachectl
+ *     fsck --offline): no directory, lock file or LMDB lock file is made,
+ *     an empty environment is -EINVAL, and the shared flock keeps a server
+ *     from starting on it meanwhile (a running one makes it -EBUSY). Only
+ *     reads may follow.
  *
  *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
  *                    └──store_close──► [closed]
@@ -245,7 +251,7 @@ static int store_setup(struct store *s, const struct store_opts *o)
 	MDB_txn *txn = NULL;
 	MDB_dbi main_dbi;
 	MDB_stat st;
-	int err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	int err, rc = mdb_txn_begin(s->env, NULL, o->existing ? MDB_RDONLY : 0, &txn);
 	if (rc)
 		return store_errno(rc);
 	rc = mdb_dbi_open(txn, NULL, 0, &main_dbi);
@@ -254,6 +260,10 @@ static int store_setup(struct store *s, const struct store_opts *o)
 	if (rc)
 		goto fail_mdb;
 
+	if (st.ms_entries == 0 && o->existing) {
+		err = -EINVAL;                  /* nothing here: not ours to set up */
+		goto fail;
+	}
 	if (st.ms_entries == 0) {
 		unsigned fl = MDB_CREATE;
 		rc = mdb_dbi_open(txn, "inodes", fl, &s->inodes);
@@ -336,7 +346,7 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	s->log_max_bytes = o.log_max_bytes;
 	s->log_max_age_ns = o.log_max_age_s * 1000000000ull;
 
-	err = store_mkdirs(dir);
+	err = o.existing ? 0 : store_mkdirs(dir);
 	if (err)
 		goto fail;
 	if (asprintf(&lockpath, "%s/mcached.lock", dir) < 0) {
@@ -344,12 +354,16 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 		err = -ENOMEM;
 		goto fail;
 	}
-	s->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (s->lockfd < 0) {
+	/* Read-only (existing, note 8): a shared lock on the lock file when
+	 * there is one, so that no server starts meanwhile; none when a
+	 * server never ran here (a copy), and nothing created either way. */
+	s->lockfd = o.existing ? open(lockpath, O_RDONLY | O_CLOEXEC)
+	                       : open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lockfd < 0 && !(o.existing && errno == ENOENT)) {
 		err = -errno;
 		goto fail;
 	}
-	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
+	if (s->lockfd >= 0 && flock(s->lockfd, (o.existing ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		goto fail;
 	}
@@ -358,7 +372,10 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	if (!rc) rc = mdb_env_set_maxdbs(s->env, 5);
 	if (!rc) rc = mdb_env_set_maxreaders(s->env, STORE_MAX_READERS);
 	if (!rc) rc = mdb_env_set_mapsize(s->env, (size_t)s->map_size);
-	if (!rc) rc = mdb_env_open(s->env, dir, MDB_NOTLS, 0600);
+	/* Read-only: nothing written, not even LMDB's lock file (no writer
+	 * can start while the shared lock above is held). */
+	if (!rc) rc = mdb_env_open(s->env, dir,
+	                           MDB_NOTLS | (o.existing ? MDB_RDONLY | MDB_NOLOCK : 0), 0600);
 	if (rc) {
 		err = store_errno(rc);
 		goto fail;
@@ -396,7 +413,8 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	mdb_env_close(s->env);
-	close(s->lockfd);          /* releases the flock */
+	if (s->lockfd >= 0)
+		close(s->lockfd);      /* releases the flock */
 	pthread_mutex_destroy(&s->commit_lock);
 	pthread_rwlock_destroy(&s->resize);
 	free(s);

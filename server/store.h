@@ -41,6 +41,10 @@ struct store_opts {
 	uint32_t root_mode;       /* permission bits; the type is added */
 	uint32_t root_uid;
 	uint32_t root_gid;
+	/* Only an existing store, read-only (mcachectl fsck --offline; store.c
+	 * note 8): nothing is created or written, an environment with nothing
+	 * in it is -EINVAL, and only reads may follow. */
+	bool existing;
 };
 
 struct store_meta {
@@ -63,7 +67,8 @@ struct store_commit_times {
  * dir/mcached.lock, held until store_close. opts may be NULL (defaults,
  * root mode 0). *out is set only on success.
  * Errors: -EBUSY (another process holds the directory), -EPROTONOSUPPORT
- * (written by a newer format), -EINVAL (not an mcache store / corrupt meta),
+ * (written by a newer format), -EINVAL (not an mcache store / corrupt meta;
+ * with opts->existing, an empty environment too),
  * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
 int store_open(const char *dir, const struct store_opts *opts, struct store **out);
 void store_close(struct store *s);

@@ -1,6 +1,7 @@
-/* store_impl.h - what store.c (open, meta, reads) and store_log.c (the
- * commit: log append, retention, table updates) share: the environment and
- * the helpers that turn LMDB codes into errnos. Not for other modules. */
+/* store_impl.h - what store.c (open, meta, reads), store_log.c (the
+ * commit: log append, retention, table updates) and store_read.c (reads in
+ * one snapshot) share: the environment and the helpers that turn LMDB codes
+ * into errnos. Not for other modules. */
 #ifndef MC_STORE_IMPL_H
 #define MC_STORE_IMPL_H
 

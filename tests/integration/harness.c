@@ -270,3 +270,25 @@ Mcache__Response *harness_read_response(int fd, int *err)
 		*err = -EPROTO;
 	return rsp;
 }
+
+int harness_ctl(const struct mc_server *s, char *out, size_t size, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	const char *ctl = getenv("MCACHECTL");
+	va_list ap;
+
+	assert_non_null(ctl);
+	assert_true(size > 0);
+	va_start(ap, fmt);
+	int n = vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(args));
+	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' %s 2>&1", ctl, s->socket, args);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t got = fread(out, 1, size - 1, p);
+	out[got] = '\0';
+	int st = pclose(p);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}

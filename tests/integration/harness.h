@@ -56,6 +56,12 @@ mc_client *harness_client(const struct mc_server *s);
 /* harness_json_u64 of the server's statistics, read through c. */
 uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key);
 
+/* Run $MCACHECTL -s <s's socket> ARGS (ARGS formatted as printf; the shell
+ * splits them) with stderr joined to stdout, its output (cut at size - 1
+ * bytes, NUL-terminated) in out; its exit status. */
+int harness_ctl(const struct mc_server *s, char *out, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* The next Response read from a raw connection, or NULL with *err
  * (-ECONNRESET: the server closed, -EAGAIN: nothing in the socket's receive
  * timeout, -EPROTO: not a Response). A descriptor passed with it (the

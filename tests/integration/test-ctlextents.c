@@ -23,21 +23,8 @@ static struct mc_server srv;
 static mc_client *cl;
 static int fd = -1; /* /f, held open so its state stays */
 
-/* Run mcachectl ARGS (stderr joined to stdout) into out; its exit status. */
-static int ctl(char *out, size_t size, const char *args)
-{
-	char cmd[1024];
-	const char *ctl = getenv("MCACHECTL");
-	assert_non_null(ctl);
-	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' %s 2>&1", ctl, srv.socket, args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t n = fread(out, 1, size - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
-}
+/* mcachectl ARGS against the server (harness_ctl). */
+#define ctl(out, size, ...) harness_ctl(&srv, out, size, __VA_ARGS__)
 
 static int group_setup(void **state)
 {

@@ -31,25 +31,8 @@
 static struct mc_server srv;
 static uint64_t ino_d, ino_sub, ino_f, ino_l;
 
-/* Run mcachectl ARGS (stderr joined to stdout) into out; its exit status. */
-static int ctl(char *out, size_t size, const char *fmt, ...)
-{
-	char args[1024], cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	const char *ctl = getenv("MCACHECTL");
-	assert_non_null(ctl);
-	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' %s 2>&1", ctl, srv.socket, args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t n = fread(out, 1, size - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
-}
+/* mcachectl ARGS against the server (harness_ctl). */
+#define ctl(out, size, ...) harness_ctl(&srv, out, size, __VA_ARGS__)
 
 static uint64_t ino_of(mc_client *c, const char *path)
 {

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
+#include <lmdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -275,6 +276,92 @@ static void t_many(void **state)
 	fsck_report_free(&rep);
 }
 
+/* The main database's entries in the LMDB environment in dir. */
+static size_t env_entries(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_open(env, dir, MDB_RDONLY, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, NULL, 0, &dbi), 0);
+	assert_int_equal(mdb_stat(txn, dbi, &st), 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return st.ms_entries;
+}
+
+/* An offline check of an LMDB environment with nothing in it (a data
+ * directory whose first start died before setting it up) says it is no
+ * store and writes nothing: it does not set up a new, clean, namespace. */
+static void t_offline_empty_env(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/mcache-fsck-empty.XXXXXX";
+	MDB_env *env;
+	struct fsck_report rep = {0};
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+	mdb_env_close(env);
+	assert_int_equal(env_entries(dir), 0);
+	assert_int_equal(fsck_offline(dir, &rep), -EINVAL);
+	assert_int_equal(rep.n, 0);
+	assert_int_equal(env_entries(dir), 0);
+	fsck_report_free(&rep);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The names in dir, sorted and joined by spaces, into buf. */
+static const char *dir_names(const char *dir, char *buf, size_t size)
+{
+	struct dirent **v;
+	int n = scandir(dir, &v, NULL, alphasort);
+	size_t len = 0;
+	assert_true(n >= 0);
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v[i]->d_name, ".") && strcmp(v[i]->d_name, ".."))
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+			                        v[i]->d_name);
+		free(v[i]);
+	}
+	free(v);
+	return buf;
+}
+
+/* Offline, the check reads a copy of a data directory (data.mdb alone, as
+ * mdb_copy makes it) without making a file there, and says EBUSY for a
+ * directory whose store is open. */
+static void t_offline_read_only(void **state)
+{
+	struct fx *f = *state;
+	struct fsck_report rep = {0};
+	char copy[300], from[320], to[320], names[256];
+	assert_int_equal(fsck_offline(f->dir, &rep), -EBUSY);
+	snprintf(copy, sizeof(copy), "%s/copy", f->dir);
+	assert_int_equal(mkdir(copy, 0700), 0);
+	snprintf(from, sizeof(from), "%s/data.mdb", f->dir);
+	snprintf(to, sizeof(to), "%s/data.mdb", copy);
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(in >= 0 && out >= 0);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	assert_int_equal(close(out), 0);
+	assert_int_equal(fsck_offline(copy, &rep), 0);
+	assert_int_equal(rep.n, 0);
+	assert_int_equal(rep.inodes, 5);
+	assert_int_equal(rep.dentries, 5);
+	assert_string_equal(dir_names(copy, names, sizeof(names)), "data.mdb");
+	fsck_report_free(&rep);
+}
+
 static void t_report_bound(void **state)
 {
 	(void)state;
@@ -308,6 +395,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_cache_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_many, setup, teardown),
 		cmocka_unit_test(t_report_bound),
+		cmocka_unit_test(t_offline_empty_env),
+		cmocka_unit_test_setup_teardown(t_offline_read_only, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,34 @@ static void t_paths(void **state)
 	slowlog_free(sl);
 }
 
+/* A long UTF-8 path is cut before the character that straddles the bound,
+ * so it stays valid and keeps its characters. */
+static void t_paths_utf8(void **state)
+{
+	(void)state;
+	struct slowlog *sl;
+	char p[1 + 2 * 100 + 1], want[SLOWLOG_PATH_MAX + 1];
+	size_t n = 0;
+	p[n++] = '/';
+	for (int i = 0; i < 100; i++) {      /* U+00E9, two bytes: byte 128 is its second */
+		p[n++] = '\xc3';
+		p[n++] = '\xa9';
+	}
+	p[n] = '\0';
+	memcpy(want, p, SLOWLOG_PATH_MAX - 1);
+	want[SLOWLOG_PATH_MAX - 1] = '\0';
+	assert_int_equal(slowlog_new(0, 4, &sl), 0);
+	add(sl, p, 1);
+	add(sl, p + 1, 1);                   /* "\xc3\xa9"...: byte 128 starts a character */
+	json_t *a = render(sl, 0);
+	assert_string_equal(path_at(a, 1), want);
+	assert_true(json_is_true(json_object_get(json_array_get(a, 1), "path_truncated")));
+	assert_int_equal(strlen(path_at(a, 0)), SLOWLOG_PATH_MAX);
+	assert_memory_equal(path_at(a, 0), p + 1, SLOWLOG_PATH_MAX);
+	json_decref(a);
+	slowlog_free(sl);
+}
+
 static void t_configure(void **state)
 {
 	(void)state;
@@ -157,6 +185,7 @@ int main(void)
 		cmocka_unit_test(t_threshold),
 		cmocka_unit_test(t_ring_newest_first),
 		cmocka_unit_test(t_paths),
+		cmocka_unit_test(t_paths_utf8),
 		cmocka_unit_test(t_configure),
 		cmocka_unit_test(t_new_and_null),
 	};

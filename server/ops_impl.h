@@ -1,0 +1,37 @@
+/* ops_impl.h - what ops.c (the session, its handles, the op table and the
+ * namespace's ops) shares with ops_admin.c (the ops that look at the
+ * server). Not for other modules. */
+#ifndef MC_OPS_IMPL_H
+#define MC_OPS_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "map.h"
+#include "ops.h"
+
+struct handle {
+	uint64_t ino;                /* 0: free slot */
+	bool writable;
+	bool dir;
+};
+
+struct session {
+	struct mcd *m;
+	struct cred cred;
+	struct handle *h;
+	size_t nh, caph;
+	uint32_t slot;               /* client-area slot, UINT32_MAX: none */
+	uint32_t owner;              /* range-lock owner id */
+	struct map locked;           /* inos this session took range locks in */
+};
+
+/* ops_admin.c: handlers of the op table (ops.c), as every handler: 0 or
+ * -errno, the text in out->data and out->res.data. */
+int op_stats(struct session *s, const Mcache__Op *op, struct handle *h, struct op_out *out);
+int op_fsck(struct session *s, const Mcache__Op *op, struct handle *h, struct op_out *out);
+int op_log(struct session *s, const Mcache__Op *op, struct handle *h, struct op_out *out);
+int op_clients(struct session *s, const Mcache__Op *op, struct handle *h, struct op_out *out);
+int op_slowlog(struct session *s, const Mcache__Op *op, struct handle *h, struct op_out *out);
+
+#endif
