@@ -317,7 +317,7 @@ static void test_server_gone(void **state)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int i, rc = 0;
 		uint64_t ms = 0;
-		for (i = 0; ms < MC_LIVENESS_BOUND_MS + 1000; i++) {
+		for (i = 0; ms < MC_LIVENESS_BOUND_MS + 2000; i++) {
 			rc = mc_stat(c, "/a/b/file", &st);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			ms = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000u +
@@ -331,9 +331,10 @@ static void test_server_gone(void **state)
 			assert_int_equal(i, 0);
 		} else {
 			/* The bound, plus room for this process to be scheduled
-			 * late on a machine busy with the rest of the suite. */
+			 * late on a machine busy with the rest of the suite
+			 * (a 2-core machine at load 10 took over 750 ms). */
 			print_message("# dead server noticed after %llu ms\n", (unsigned long long)ms);
-			assert_true(ms <= MC_LIVENESS_BOUND_MS + 250);
+			assert_true(ms <= MC_LIVENESS_BOUND_MS + 900);
 		}
 		/* As close(2): the descriptor goes even though the call fails. */
 		assert_int_equal(mc_close(c, fd), -1);
