@@ -759,13 +759,15 @@ static void test_waiter_settles(void **state)
 	assert_int_equal(load(&cs->settle_us.count), 1);
 	assert_true(load(&cs->settle_us.max) < 20000);
 	/* Another writer never pauses: commits asked for wait up to the bound
-	 * for it, at least once in 20 tries on a loaded machine. */
+	 * for it, at least once in 200 tries (a loaded machine may not run the
+	 * writer during a given settle; an idle one gets there at once). */
 	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/s"), 0755, NULL), 0);
 	_Atomic bool stop = false;
 	struct spinner w = { f, &stop };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, spin_main, &w), 0);
-	for (int i = 0; i < 20; i++) {
+	int tries = 0;
+	for (int i = 0; i < 200 && (i < 20 || load(&cs->settle_us.max) < 900); i++, tries++) {
 		mkfile(f, i % 2 ? "/w1" : "/w0");
 		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/w1" : "/w0")), 0);
 		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
@@ -777,7 +779,7 @@ static void test_waiter_settles(void **state)
 	print_message("# settles: %llu, longest %llu us\n",
 	              (unsigned long long)load(&cs->settle_us.count),
 	              (unsigned long long)load(&cs->settle_us.max));
-	assert_true(load(&cs->settle_us.count) >= 21);
+	assert_true(load(&cs->settle_us.count) >= 1u + (unsigned)tries);
 	assert_true(load(&cs->settle_us.max) >= 900);
 }
 
