@@ -3,7 +3,8 @@
  * that raised its limit creates, stats, renames, links, lists and removes
  * deeper than that, with search permission still checked on every
  * directory from the root; symlink targets keep the POSIX limit; the limit
- * is per client, and its bounds are checked. */
+ * is per client, and its bounds are checked, by the server too (an op asking
+ * for more than 64 KiB gets 64 KiB). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "frame.h"
 #include "harness.h"
 #include "mcache.h"
 
@@ -166,11 +168,102 @@ static void test_raised(void **state)
 	mc_disconnect(c);
 }
 
+/* One op on a raw connection: the result's err (0 or a positive errno). */
+static int raw_op(int fd, uint64_t id, Mcache__OpCode code, const char *path, const char *path2,
+                  uint32_t path_max)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	Mcache__Op *ops[] = { &op };
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	op.code = code;
+	op.path.data = (uint8_t *)path;
+	op.path.len = strlen(path);
+	if (path2) {
+		op.path2.data = (uint8_t *)path2;
+		op.path2.len = strlen(path2);
+	}
+	op.mode = 0755;
+	op.path_max = path_max;
+	req.id = id;
+	req.n_ops = 1;
+	req.ops = ops;
+	uint8_t *buf;
+	size_t len;
+	assert_int_equal(frame_pack_request(&req, MC_FRAME_MAX, &buf, &len), 0);
+	assert_int_equal(frame_write(fd, buf, len, -1), 0);
+	free(buf);
+	int err = 0;
+	Mcache__Response *rsp = harness_read_response(fd, &err);
+	if (!rsp)
+		fail_msg("no reply: %s", strerror(-err));
+	assert_int_equal(rsp->err, 0);
+	assert_int_equal(rsp->n_results, 1);
+	int res = rsp->results[0]->err;
+	mcache__response__free_unpacked(rsp, NULL);
+	return res;
+}
+
+/* "/" then "a/" repeated: len bytes, a path of that many components. */
+static char *slashes(size_t len)
+{
+	char *p = malloc(len + 1);
+	assert_non_null(p);
+	p[0] = '/';
+	for (size_t i = 1; i < len; i++)
+		p[i] = (i % 2) ? 'a' : '/';
+	p[len] = '\0';
+	return p;
+}
+
+static void test_server_limit(void **state)
+{
+	(void)state;
+	int fd = harness_connect(srv.socket);
+	assert_true(fd >= 0);
+	Mcache__Hello hello = MCACHE__HELLO__INIT;
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	hello.version = MC_PROTO_VERSION;
+	req.id = 1;
+	req.hello = &hello;
+	uint8_t *buf;
+	size_t len;
+	int err = 0;
+	assert_int_equal(frame_pack_request(&req, MC_FRAME_MAX, &buf, &len), 0);
+	assert_int_equal(frame_write(fd, buf, len, -1), 0);
+	free(buf);
+	Mcache__Response *rsp = harness_read_response(fd, &err);
+	assert_non_null(rsp);
+	mcache__response__free_unpacked(rsp, NULL);
+
+	assert_int_equal(raw_op(fd, 2, MCACHE__OP_CODE__OP_MKDIR, "/a", NULL, 0), 0);
+	char *p4k = slashes(4096), *p64k = slashes(65535), *big = slashes(65536);
+	/* no path_max, or less than PATH_MAX: the POSIX limit */
+	assert_int_equal(raw_op(fd, 3, MCACHE__OP_CODE__OP_LSTAT, p4k, NULL, 0), ENAMETOOLONG);
+	assert_int_equal(raw_op(fd, 4, MCACHE__OP_CODE__OP_LSTAT, p4k, NULL, 100), ENAMETOOLONG);
+	/* raised: walked (and missing past /a) */
+	assert_int_equal(raw_op(fd, 5, MCACHE__OP_CODE__OP_LSTAT, p4k, NULL, 8192), ENOENT);
+	assert_int_equal(raw_op(fd, 6, MCACHE__OP_CODE__OP_LSTAT, p64k, NULL, 8192), ENAMETOOLONG);
+	/* asking for more than 64 KiB gets 64 KiB */
+	assert_int_equal(raw_op(fd, 7, MCACHE__OP_CODE__OP_LSTAT, p64k, NULL, UINT32_MAX), ENOENT);
+	assert_int_equal(raw_op(fd, 8, MCACHE__OP_CODE__OP_LSTAT, big, NULL, UINT32_MAX),
+	                 ENAMETOOLONG);
+	/* a rename's second path is walked: raised too */
+	assert_int_equal(raw_op(fd, 9, MCACHE__OP_CODE__OP_RENAME, "/a", p4k, 8192), ENOENT);
+	/* a symlink's target is stored: POSIX's limit whatever is asked */
+	assert_int_equal(raw_op(fd, 10, MCACHE__OP_CODE__OP_SYMLINK, "/l", p4k, UINT32_MAX),
+	                 ENAMETOOLONG);
+	free(p4k);
+	free(p64k);
+	free(big);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_default_posix),
 		cmocka_unit_test(test_raised),
+		cmocka_unit_test(test_server_limit),
 	};
 	return cmocka_run_group_tests_name("longpath", tests, group_setup, group_teardown);
 }
