@@ -5,7 +5,8 @@
 # they see, that a library client (mcachectl) sees the same namespace, that
 # mcache enforces the callers' permissions, that fsync clears the dirty
 # ranges, that data survives a remount, and that a mount whose kernel
-# caches (timeouts > 0) learns of other clients' changes. Speaks TAP;
+# caches (timeouts > 0) learns of other clients' changes, and that files
+# deeper than PATH_MAX below the mount's root work. Speaks TAP;
 # skipped where /dev/fuse, fusermount3 or root is missing. Needs $MCACHED,
 # $MCACHECTL and $MCACHEFS (meson sets them).
 set -u
