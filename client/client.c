@@ -496,6 +496,8 @@ int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out
 	Mcache__Cred *as = cred_current();
 	for (size_t i = 0; as && i < n; i++)
 		ops[i]->cred = as;
+	for (size_t i = 0; c->path_max && i < n; i++)
+		ops[i]->path_max = c->path_max;
 	client_lock(c);
 	int err = do_call(c, ops, n, out);
 	client_unlock(c);

@@ -85,6 +85,7 @@ struct mc_client {
 	struct mc_batch *batches;
 	uint8_t *rbuf;                /* responses are received here (call.c) */
 	size_t rcap;
+	uint32_t path_max;            /* mc_path_max_set; 0: MC_CLIENT_PATH_MAX + 1 */
 };
 
 /* Entries a listing read from shared memory holds at once. */
@@ -179,6 +180,8 @@ int client_op_simple(mc_client *c, Mcache__Op *op);
  * path's length), -EFAULT (NULL), -ENOENT (empty), -ENAMETOOLONG (longer
  * than MC_CLIENT_PATH_MAX). */
 int path_check(const char *path, size_t *out_len);
+/* path_check() against c's limit (mc_path_max_set): c already checked. */
+int path_check_c(const mc_client *c, const char *path, size_t *out_len);
 /* Point a protobuf bytes field at path (not copied). */
 void path_set(ProtobufCBinaryData *f, const char *path);
 

@@ -138,7 +138,7 @@ MC_DIR *mc_opendir(mc_client *c, const char *path)
 {
 	int err = client_check(c);
 	if (err == 0)
-		err = path_check(path, NULL);
+		err = path_check_c(c, path, NULL);
 	if (err < 0) {
 		errno = -err;
 		return NULL;

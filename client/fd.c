@@ -91,7 +91,7 @@ int mc_open(mc_client *c, const char *path, int flags, mode_t mode)
 	int err = client_check(c);
 	if (err < 0)
 		return client_fail(err);
-	err = path_check(path, NULL);
+	err = path_check_c(c, path, NULL);
 	if (err < 0)
 		return client_fail(err);
 	/* Reserve the slot first so a server handle is never left orphaned. */

@@ -263,6 +263,17 @@ struct mc_cred {
 };
 MC_EXPORT int mc_cred_set(const struct mc_cred *cred);
 
+/* Paths longer than PATH_MAX: by default every call taking a path answers
+ * ENAMETOOLONG past 4095 bytes, as POSIX. A file server whose callers stand
+ * deeper than that below its mount root (mcachefs) raises c's limit to max
+ * bytes, NUL included (PATH_MAX to MC_LONG_PATH_MAX; PATH_MAX restores the
+ * default): the path calls, mc_open and mc_opendir of c then take paths up
+ * to max - 1 bytes, still walked from the root with every check. Symlink
+ * targets and batches keep the POSIX limit. Set it before other threads
+ * use c. EINVAL (max out of range), EFAULT (c NULL), ENOTCONN, ECHILD. */
+#define MC_LONG_PATH_MAX 65536
+MC_EXPORT int mc_path_max_set(mc_client *c, size_t max);
+
 /* Batches: many operations, one round trip, one result per operation.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
  * each result with mc_batch_error(). Operations run in order on the server;

@@ -41,7 +41,10 @@
 
 #include "mcache.h"
 
-#define FS_PATH_MAX 4096
+/* Paths reach MC_LONG_PATH_MAX bytes: a caller may stand PATH_MAX bytes
+ * below a directory that is itself deep below the mount root (every
+ * client raises its limit, mc_path_max_set). */
+#define FS_PATH_MAX MC_LONG_PATH_MAX
 
 struct fs {
 	const char *socket;          /* NULL: libmcache's default */

@@ -93,6 +93,12 @@ static mc_client *client_get(struct fs *fs)
 	mc_client *c = mc_connect(fs->socket);
 	if (!c)
 		return NULL;
+	if (mc_path_max_set(c, FS_PATH_MAX) < 0) {
+		int e = errno;
+		mc_disconnect(c);
+		errno = e;
+		return NULL;
+	}
 	pthread_mutex_lock(&fs->mu);
 	if (fs->nclients == fs->capclients) {
 		size_t cap = fs->capclients ? fs->capclients * 2 : 16;
@@ -139,34 +145,34 @@ int fs_begin(struct fs_req *r, fuse_req_t req)
 /* Path of ino, fs->mu held. */
 static int do_path(struct fs *fs, uint64_t ino, char *buf, size_t size)
 {
-	/* Collect the names from ino up to the root, then write them in order. */
-	const char *names[FS_PATH_MAX / 2];
-	size_t depth = 0, len = 0;
-	while (ino != FUSE_ROOT_ID) {
-		struct fs_node *n = node_find(fs, ino);
+	/* Measure the names from ino up to the root, then write them from the
+	 * end backwards (a path may hold thousands of names). */
+	size_t len = 0;
+	for (uint64_t i = ino; i != FUSE_ROOT_ID;) {
+		struct fs_node *n = node_find(fs, i);
 		if (!n || !n->name)
 			return -ESTALE;
-		if (depth == sizeof(names) / sizeof(names[0]))
-			return -ENAMETOOLONG;
-		names[depth++] = n->name;
 		len += 1 + strlen(n->name);
-		ino = n->parent;
+		if (len + 1 > size)
+			return -ENAMETOOLONG;
+		i = n->parent;
 	}
-	if (len + 2 > size)
-		return -ENAMETOOLONG;
-	if (depth == 0) {
+	if (len == 0) {
+		if (size < 2)
+			return -ENAMETOOLONG;
 		memcpy(buf, "/", 2);
 		return 0;
 	}
-	char *p = buf;
-	while (depth > 0) {
-		const char *s = names[--depth];
-		size_t k = strlen(s);
-		*p++ = '/';
-		memcpy(p, s, k);
-		p += k;
-	}
+	char *p = buf + len;
 	*p = '\0';
+	for (uint64_t i = ino; i != FUSE_ROOT_ID;) {
+		struct fs_node *n = node_find(fs, i);
+		size_t k = strlen(n->name);
+		p -= k;
+		memcpy(p, n->name, k);
+		*--p = '/';
+		i = n->parent;
+	}
 	return 0;
 }
 

@@ -22,6 +22,33 @@ int path_check(const char *path, size_t *out_len)
 	return 0;
 }
 
+int path_check_c(const mc_client *c, const char *path, size_t *out_len)
+{
+	if (!c->path_max)
+		return path_check(path, out_len);
+	if (!path)
+		return -EFAULT;
+	size_t len = strnlen(path, c->path_max);
+	if (len == 0)
+		return -ENOENT;
+	if (len >= c->path_max)
+		return -ENAMETOOLONG;
+	if (out_len)
+		*out_len = len;
+	return 0;
+}
+
+int mc_path_max_set(mc_client *c, size_t max)
+{
+	int err = client_check(c);
+	if (err == 0 && (max < MC_CLIENT_PATH_MAX + 1 || max > MC_LONG_PATH_MAX))
+		err = -EINVAL;
+	if (err < 0)
+		return client_fail(err);
+	c->path_max = max == MC_CLIENT_PATH_MAX + 1 ? 0 : (uint32_t)max;
+	return 0;
+}
+
 void path_set(ProtobufCBinaryData *f, const char *path)
 {
 	f->data = (uint8_t *)path;
@@ -32,7 +59,7 @@ void path_set(ProtobufCBinaryData *f, const char *path)
 static int path_prep(const mc_client *c, const char *path, size_t *out_len)
 {
 	int err = client_check(c);
-	return err < 0 ? err : path_check(path, out_len);
+	return err < 0 ? err : path_check_c(c, path, out_len);
 }
 
 /* Send op (its path fields set) and expect nothing back but err. */
@@ -56,8 +83,9 @@ static int path_op(mc_client *c, Mcache__Op *op, const char *path)
 static int path2_op(mc_client *c, Mcache__Op *op, const char *path, const char *path2)
 {
 	int err = path_prep(c, path, NULL);
-	if (err == 0)
-		err = path_check(path2, NULL);
+	if (err == 0)   /* a symlink's target (path2) is stored, not walked: PATH_MAX */
+		err = op->code == MCACHE__OP_CODE__OP_SYMLINK ? path_check(path2, NULL)
+		                                               : path_check_c(c, path2, NULL);
 	if (err < 0)
 		return client_fail(err);
 	path_set(&op->path, path);

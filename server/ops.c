@@ -128,11 +128,24 @@ static int file_handle_get(struct session *s, uint64_t id, struct handle **out)
 
 /* A path argument: absolute or not is the namespace's business; here only
  * what a C string could not carry and what is too long. */
-static int check_path(const ProtobufCBinaryData *p)
+/* The longest path an op may ask for with its path_max (mcache.h's
+ * MC_LONG_PATH_MAX): a file server's caller may stand deeper than PATH_MAX
+ * bytes from the root, and the walk from the root keeps every check. */
+#define OPS_LONG_PATH_MAX 65536u
+
+/* The path limit of op (NUL included): MC_PATH_MAX unless it asks for more. */
+static size_t path_limit(const Mcache__Op *op)
+{
+	if (op->path_max <= MC_PATH_MAX)
+		return MC_PATH_MAX;
+	return op->path_max < OPS_LONG_PATH_MAX ? op->path_max : OPS_LONG_PATH_MAX;
+}
+
+static int check_path(const ProtobufCBinaryData *p, size_t limit)
 {
 	if (p->len == 0)
 		return -ENOENT;
-	if (p->len >= MC_PATH_MAX)
+	if (p->len >= limit)
 		return -ENAMETOOLONG;
 	if (memchr(p->data, 0, p->len))
 		return -EINVAL;
@@ -650,9 +663,12 @@ static int ops_check(struct session *s, const struct op_desc *d, const Mcache__O
 	struct handle *h = NULL;
 	int rc;
 
-	if ((d->flags & OPF_PATH2) && (rc = check_path(&op->path2)) < 0)
+	/* A symlink's target (its path2) keeps the POSIX limit whatever the op
+	 * asks: it is stored, not walked. */
+	size_t lim2 = op->code == MCACHE__OP_CODE__OP_SYMLINK ? MC_PATH_MAX : path_limit(op);
+	if ((d->flags & OPF_PATH2) && (rc = check_path(&op->path2, lim2)) < 0)
 		return rc;
-	if ((d->flags & OPF_PATH) && (rc = check_path(&op->path)) < 0)
+	if ((d->flags & OPF_PATH) && (rc = check_path(&op->path, path_limit(op))) < 0)
 		return rc;
 	if (d->flags & OPF_FILE) {
 		rc = file_handle_get(s, op->handle, &h);

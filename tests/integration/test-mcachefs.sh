@@ -5,7 +5,8 @@
 # they see, that a library client (mcachectl) sees the same namespace, that
 # mcache enforces the callers' permissions, that fsync clears the dirty
 # ranges, that data survives a remount, and that a mount whose kernel
-# caches (timeouts > 0) learns of other clients' changes. Speaks TAP;
+# caches (timeouts > 0) learns of other clients' changes, and that files
+# deeper than PATH_MAX below the mount's root work. Speaks TAP;
 # skipped where /dev/fuse, fusermount3 or root is missing. Needs $MCACHED,
 # $MCACHECTL and $MCACHEFS (meson sets them).
 set -u
@@ -92,7 +93,7 @@ until_true() {
 }
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-echo "1..50"
+echo "1..60"
 
 # ---- usage ------------------------------------------------------------------
 check "--help names every option" sh -c "'$MCACHEFS' --help | grep -q -- --data-dir && '$MCACHEFS' --help | grep -q -- --entry-timeout && '$MCACHEFS' --help | grep -q -- --poll-ms"
@@ -106,7 +107,7 @@ until_true 10 test -S "$SOCK" || { echo "Bail out! mcached did not start"; exit 
 if ! mount_fs "$M" 2>"$T/mount.err"; then
 	if grep -qiE "fuse: device not found|permission denied|operation not permitted" "$T/mount.err"; then
 		echo "# SKIP: FUSE cannot mount here: $(head -1 "$T/mount.err")"
-		for i in $(seq 50); do echo "ok $i # SKIP no FUSE mount"; done
+		for i in $(seq 60); do echo "ok $i # SKIP no FUSE mount"; done
 		exit 0
 	fi
 	echo "Bail out! mcachefs did not mount: $(cat "$T/mount.err")"
@@ -191,6 +192,30 @@ check "a library chmod reaches a caching mount" until_true 3 sh -c "test \"\$(st
 ctl rm /a/data
 check "a library unlink reaches a caching mount" until_true 3 test ! -e "$M2/a/data"
 
+# ---- deeper than PATH_MAX below the mount root ------------------------------
+# 24 directories of 200 bytes: the deepest is 4,830 bytes from the root, so
+# every operation there goes through paths longer than 4095 bytes. (cd -P:
+# bash's logical cd gives up past PATH_MAX by itself.)
+L=$(printf 'd%.0s' $(seq 200))
+# deep COMMAND...: run it in the deepest directory, reached by cd in steps.
+deep() {
+	(cd "$M/a" && for _ in $(seq 24); do cd -P "$L" || exit 1; done && "$@")
+}
+check "mkdir -p in steps with cd, past 4096 bytes" \
+	sh -c "cd '$M/a' && for i in \$(seq 24); do mkdir '$L' && cd -P '$L' || exit 1; done"
+eq "stat there (the deepest directory)" "directory" "$(deep stat -c %F .)"
+check "create there" deep sh -c "echo deep > f"
+eq "read it back and stat it" "deep 5" "$(deep sh -c 'echo $(cat f) $(stat -c %s f)')"
+check "rename there" deep mv f g
+eq "rename: old name gone, new one there" "g deep" \
+	"$(deep sh -c 'test ! -e f && echo g $(cat g)')"
+check "mkdir, chmod, ln, ln -s, rmdir there" \
+	deep sh -c "mkdir s && chmod 0700 s && ln g h && ln -s g l && test \"\$(cat l)\" = deep && rmdir s"
+check "unlink there" deep sh -c "rm g h l && test -z \"\$(ls -A)\""
+check "the library keeps POSIX: ENAMETOOLONG for that path" \
+	sh -c "'$MCACHECTL' -s '$SOCK' stat /a/\$(for i in \$(seq 24); do printf '%s/' '$L'; done) 2>&1 | grep -q 'too long'"
+check "rm -rf of the deep tree" rm -rf "$M/a/$L"
+
 # ---- rm -rf ----------------------------------------------------------------
 check "rm -rf" rm -rf "$M/a"
 eq "library client: the tree is gone" "" "$(ctl ls / | awk '{print $NF}')"
@@ -205,5 +230,5 @@ wait "$SERVER_PID"
 rc=$?
 SERVER_PID=
 [ "$rc" -eq 0 ] || { echo "# mcached exited $rc"; sed 's/^/#   /' "$T/mcached.log"; FAILED=$((FAILED + 1)); }
-[ "$N" -eq 50 ] || echo "# ran $N checks, planned 50"
+[ "$N" -eq 60 ] || echo "# ran $N checks, planned 60"
 exit $((FAILED > 0))
