@@ -275,6 +275,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		ssize_t n = pwrite(dfd, buf + done, size - done, off + (off_t)done);
 		if (n < 0 && errno != EINTR)
 			rc = -errno;
+		else if (n == 0)
+			rc = -EIO;   /* no progress: never spin on it */
 		else if (n > 0)
 			done += (size_t)n;
 	}
