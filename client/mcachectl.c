@@ -34,6 +34,7 @@
 
 const char *prog = "mcachectl";
 json_t *json_doc;                /* --json: the array the command fills */
+bool json_list;                  /* set by commands that list: [] when empty */
 static const char *socket_arg;   /* -s, or NULL */
 static mc_client *client;        /* connected by conn() */
 
@@ -668,8 +669,9 @@ int main(int argc, char **argv)
 	int rc = cmd->fn(argc - optind, argv + optind);
 	mc_disconnect(client);
 	/* --json: what the command gathered, also after a failure (the
-	 * errors went to stderr); commands that print nothing print nothing. */
-	if (json_doc && json_array_size(json_doc) > 0) {
+	 * errors went to stderr); commands that print nothing print nothing,
+	 * and a listing that found nothing prints []. */
+	if (json_doc && (json_array_size(json_doc) > 0 || (json_list && rc == 0))) {
 		char *text = json_dumps(json_doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (!text || puts(text) == EOF)
 			rc = fail("--json");

@@ -4,6 +4,7 @@
 #define MCACHECTL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "mcache.h"
 
@@ -12,6 +13,7 @@
 
 extern const char *prog;        /* "mcachectl", for messages */
 extern json_t *json_doc;        /* --json: the array a command fills, or NULL */
+extern bool json_list;          /* the command lists things: --json prints [] for none */
 
 /* The connection, made on first use; exits 1 with a message saying what to
  * do when the server cannot be reached. */

@@ -286,6 +286,7 @@ int cmd_clients(int argc, char **argv)
 		usage_error("clients: unexpected argument '%s'", argv[1]);
 		return EXIT_USAGE;
 	}
+	json_list = true;
 	json_t *arr = server_array(get_clients, 0, "clients");
 	if (!arr)
 		return EXIT_FAIL;
@@ -327,6 +328,7 @@ int cmd_slowlog(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	json_list = true;
 	json_t *arr = server_array(mc_server_slowlog, (unsigned)n, "slowlog");
 	if (!arr)
 		return EXIT_FAIL;

@@ -155,6 +155,7 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 int cmd_ls(int argc, char **argv)
 {
 	int opt;
+	json_list = true;
 	optind = 1;
 	while ((opt = getopt(argc, argv, "+ladR")) != -1) {
 		switch (opt) {

@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=94
+PLAN=96
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -406,6 +406,10 @@ run dump / /dl
 check "dump with two paths: usage error" test "$RC" -eq 2
 
 # ---- --json ------------------------------------------------------------------
+run --json mkdir /jsonempty
+check "--json mkdir: prints nothing" eval '[ "$RC" -eq 0 ] && [ -z "$OUT" ]'
+run --json ls /jsonempty
+check "--json ls of an empty directory: []" eval '[ "$RC" -eq 0 ] && [ "$OUT" = "[]" ]'
 # The documents are read back with python3's json module, where it exists.
 if command -v python3 >/dev/null 2>&1; then
 	# jsonget FILE EXPR: a Python expression over the parsed document d.
