@@ -557,13 +557,12 @@ static bool inode_plain(MDB_cursor *icur, uint64_t ino, struct mc_inode_rec *out
 	return out->ino == ino;
 }
 
-static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
-                    store_dirent_fn fn, store_dirent_attr_fn afn, void *arg)
+int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
+                        size_t after_len, store_dirent_fn fn, void *arg)
 {
 	uint8_t prefix[8 + MC_NAME_MAX];
 	char name[MC_NAME_MAX + 1];
-	MDB_txn *txn;
-	MDB_cursor *cur = NULL, *icur = NULL;
+	MDB_cursor *cur;
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
 	put_be64(prefix, parent);
@@ -571,16 +570,9 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 		memcpy(prefix + 8, after, after_len);
 	MDB_val k = { 8 + after_len, prefix }, v;
 
-	int err = store_rtxn_begin(s, &txn);
-	if (err)
-		return err;
-	int rc = mdb_cursor_open(txn, s->dentries, &cur);
-	if (rc == 0 && afn)
-		rc = mdb_cursor_open(txn, s->inodes, &icur);
-	if (rc) {
-		err = store_errno(rc);
-		goto out;
-	}
+	int err = 0, rc = mdb_cursor_open(txn, dentries, &cur);
+	if (rc)
+		return store_errno(rc);
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
@@ -588,7 +580,7 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 		size_t namelen = k.mv_size - 8;
 		if (after_len && namelen == after_len &&
 		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
-			continue; /* the cursor itself */
+			continue; /* the resume point itself */
 		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
 			err = -EIO;
 			goto out;
@@ -596,23 +588,55 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
 		name[namelen] = '\0';
 		const uint8_t *p = v.mv_data;
-		if (afn) {
-			struct mc_inode_rec rec;
-			bool have = inode_plain(icur, get_le64(p), &rec);
-			err = afn(arg, name, namelen, get_le64(p), p[8], have ? &rec : NULL);
-		} else {
-			err = fn(arg, name, namelen, get_le64(p), p[8]);
-		}
+		err = fn(arg, name, namelen, get_le64(p), p[8]);
 		if (err)
 			goto out;
 	}
 	if (rc != MDB_NOTFOUND && rc != 0)
 		err = store_errno(rc);
 out:
-	if (icur)
-		mdb_cursor_close(icur);
-	if (cur)
-		mdb_cursor_close(cur);
+	mdb_cursor_close(cur);
+	return err;
+}
+
+/* What scan_dir hands store_dentries_scan: the caller's callback (fn or
+ * afn, the other NULL) and, for afn, the inodes cursor. */
+struct scan_dir_ctx {
+	store_dirent_fn fn;
+	store_dirent_attr_fn afn;
+	MDB_cursor *icur;
+	void *arg;
+};
+
+static int scan_dir_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
+                          uint8_t dtype)
+{
+	struct scan_dir_ctx *c = arg;
+	if (!c->afn)
+		return c->fn(c->arg, name, namelen, ino, dtype);
+	struct mc_inode_rec rec;
+	bool have = inode_plain(c->icur, ino, &rec);
+	return c->afn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL);
+}
+
+static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
+                    store_dirent_fn fn, store_dirent_attr_fn afn, void *arg)
+{
+	struct scan_dir_ctx c = { fn, afn, NULL, arg };
+	MDB_txn *txn;
+	if (after_len > MC_NAME_MAX)
+		return -EINVAL;
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	int rc = afn ? mdb_cursor_open(txn, s->inodes, &c.icur) : 0;
+	if (rc)
+		err = store_errno(rc);
+	else
+		err = store_dentries_scan(txn, s->dentries, parent, after, after_len,
+		                          scan_dir_entry, &c);
+	if (c.icur)
+		mdb_cursor_close(c.icur);
 	store_rtxn_end(s, txn);
 	return err;
 }

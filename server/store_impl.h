@@ -44,6 +44,12 @@ void store_rtxn_end(struct store *s, MDB_txn *txn);
 int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len);
 int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
                         const char *target, size_t target_len);
+/* Call fn for each entry of directory `parent` in txn's dentries table, in
+ * name order, from the first name after `after` (after_len bytes, 0: from
+ * the start). fn's nonzero return stops the scan and is returned; -EINVAL
+ * when after_len is above MC_NAME_MAX, -EIO for a malformed entry. */
+int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
+                        size_t after_len, store_dirent_fn fn, void *arg);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

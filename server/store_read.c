@@ -95,66 +95,41 @@ static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
 	return 1;
 }
 
+/* What store_snap_scan_dir hands store_dentries_scan. */
+struct snap_scan_ctx {
+	struct store_snap *sn;
+	MDB_cursor *icur;
+	store_snap_fn fn;
+	void *arg;
+};
+
+static int snap_scan_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
+                           uint8_t dtype)
+{
+	struct snap_scan_ctx *c = arg;
+	char target[MC_SYMLINK_MAX];
+	struct mc_inode_rec rec;
+	size_t tlen = 0;
+	int have = snap_inode(c->sn, c->icur, ino, &rec, target, &tlen);
+	if (have < 0)
+		return have;
+	return c->fn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL, target, tlen);
+}
+
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
                         size_t after_len, store_snap_fn fn, void *arg)
 {
-	uint8_t prefix[8 + MC_NAME_MAX];
-	char name[MC_NAME_MAX + 1];
-	char target[MC_SYMLINK_MAX];
-	MDB_cursor *cur = NULL, *icur = NULL;
+	struct snap_scan_ctx c = { sn, NULL, fn, arg };
 	assert(sn->held);
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
-	put_be64(prefix, parent);
-	if (after_len)
-		memcpy(prefix + 8, after, after_len);
-	MDB_val k = { 8 + after_len, prefix }, v;
-
-	int err = 0, rc = mdb_cursor_open(sn->txn, sn->st->dentries, &cur);
+	int rc = mdb_cursor_open(sn->txn, sn->st->inodes, &c.icur);
 	if (rc)
 		return store_errno(rc);
-	rc = mdb_cursor_open(sn->txn, sn->st->inodes, &icur);
-	if (rc) {
-		mdb_cursor_close(cur);
-		return store_errno(rc);
-	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
-			break;
-		size_t namelen = k.mv_size - 8;
-		if (after_len && namelen == after_len &&
-		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
-			continue; /* the resume point itself */
-		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
-			err = -EIO;
-			goto out;
-		}
-		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
-		name[namelen] = '\0';
-		const uint8_t *p = v.mv_data;
-		uint64_t ino = get_le64(p);
-		uint8_t dtype = p[8];
-		struct mc_inode_rec rec;
-		size_t tlen = 0;
-		int have = snap_inode(sn, icur, ino, &rec, target, &tlen);
-		if (have < 0) {
-			err = have;
-			goto out;
-		}
-		err = fn(arg, name, namelen, ino, dtype, have ? &rec : NULL, target, tlen);
-		if (err) {
-			if (err > 0)
-				err = 0;
-			goto out;
-		}
-	}
-	if (rc != MDB_NOTFOUND && rc != 0)
-		err = store_errno(rc);
-out:
-	mdb_cursor_close(icur);
-	mdb_cursor_close(cur);
-	return err;
+	int err = store_dentries_scan(sn->txn, sn->st->dentries, parent, after, after_len,
+	                              snap_scan_entry, &c);
+	mdb_cursor_close(c.icur);
+	return err > 0 ? 0 : err;
 }
 
 int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t namelen,
