@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "stats.h"
 
 struct clients {
 	pthread_mutex_t mu;
@@ -112,12 +113,7 @@ int clients_render(struct clients *t, char **out, size_t *len)
 		}
 		pthread_mutex_unlock(&t->mu);
 	}
-	char *s = json_dumps(arr, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!s)
-		goto fail;
-	*out = s;
-	*len = strlen(s);
-	rc = 0;
+	rc = stats_json_dump(arr, out, len);
 fail:
 	json_decref(arr);
 	return rc;

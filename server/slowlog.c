@@ -204,12 +204,7 @@ int slowlog_render(struct slowlog *sl, unsigned n, char **out, size_t *len)
 		}
 		pthread_mutex_unlock(&sl->mu);
 	}
-	char *s = json_dumps(arr, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!s)
-		goto fail;
-	*out = s;
-	*len = strlen(s);
-	rc = 0;
+	rc = stats_json_dump(arr, out, len);
 fail:
 	json_decref(arr);
 	return rc;

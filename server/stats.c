@@ -1,6 +1,7 @@
 /* stats.c - log-linear histograms, per-thread counter merging, op names, and
  * the table of metrics that the JSON (stats_json.c) and Prometheus
- * (stats_prom.c) renderings walk. */
+ * (stats_prom.c) renderings walk, and the compact dump that /clients and
+ * /slowlog share. */
 #include "stats.h"
 
 #include <assert.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
 
 #include "mcache.pb-c.h"
 
@@ -434,4 +436,14 @@ const struct hist *stats_metric_hist(const struct stats_snapshot *s, const struc
 {
 	assert(m->type == STATS_HIST);
 	return (const struct hist *)(const void *)((const char *)s + m->off);
+}
+
+int stats_json_dump(struct json_t *v, char **out, size_t *len)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		return -ENOMEM;
+	*out = s;
+	*len = strlen(s);
+	return 0;
 }

@@ -240,4 +240,10 @@ const char *stats_limit_name(unsigned id);
  * so that rendered keys and label sets never repeat. buf has 16 bytes. */
 const char *stats_op_label(unsigned code, char buf[16]);
 
+struct json_t;
+/* v as compact JSON in key order (GET /clients, /slowlog): *out is a
+ * NUL-terminated string the caller frees, *len its length. v is not
+ * released. 0, or -ENOMEM. */
+int stats_json_dump(struct json_t *v, char **out, size_t *len);
+
 #endif
