@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,16 +177,28 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-static struct fsck_inode *fsck_find(struct fsck_state *f, uint64_t ino)
+/* The first of n records (size bytes each, from base, sorted by the
+ * uint64_t at offset off) whose key is not below key; n if none. */
+static size_t fsck_lower_bound(const void *base, size_t n, size_t size, size_t off,
+                               uint64_t key)
 {
-	size_t lo = 0, hi = f->nin;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (f->in[mid].ino < ino)
+		uint64_t k;
+		memcpy(&k, (const char *)base + mid * size + off, sizeof(k));
+		if (k < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static struct fsck_inode *fsck_find(struct fsck_state *f, uint64_t ino)
+{
+	size_t lo = fsck_lower_bound(f->in, f->nin, sizeof(*f->in),
+	                             offsetof(struct fsck_inode, ino), ino);
 	return lo < f->nin && f->in[lo].ino == ino ? &f->in[lo] : NULL;
 }
 
@@ -323,14 +336,8 @@ static int fsck_reach(struct fsck_state *f, struct fsck_inode *root)
 	stack[top++] = root->ino;
 	while (top > 0) {
 		uint64_t dir = stack[--top];
-		size_t lo = 0, hi = f->nde;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (f->de[mid].parent < dir)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = fsck_lower_bound(f->de, f->nde, sizeof(*f->de),
+		                             offsetof(struct fsck_dentry, parent), dir);
 		for (; lo < f->nde && f->de[lo].parent == dir; lo++) {
 			struct fsck_inode *c = fsck_find(f, f->de[lo].ino);
 			if (!c || !S_ISDIR(c->mode) || c->reached)
