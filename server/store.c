@@ -470,8 +470,8 @@ out:
 	return err;
 }
 
-static int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent,
-                            const char *name, size_t namelen)
+int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const char *name,
+                     size_t namelen)
 {
 	if (namelen == 0)
 		return -EINVAL;

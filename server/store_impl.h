@@ -44,6 +44,10 @@ void store_rtxn_end(struct store *s, MDB_txn *txn);
 int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len);
 int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
                         const char *target, size_t target_len);
+/* The dentries key of name (namelen bytes) in parent; 0, -EINVAL for an
+ * empty name, -ENAMETOOLONG above MC_NAME_MAX. */
+int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const char *name,
+                     size_t namelen);
 /* Call fn for each entry of directory `parent` in txn's dentries table, in
  * name order, from the first name after `after` (after_len bytes, 0: from
  * the start). fn's nonzero return stops the scan and is returned; -EINVAL

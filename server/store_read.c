@@ -136,16 +136,13 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
                     uint64_t *ino, uint8_t *dtype, struct mc_inode_rec *rec, char *target,
                     size_t *tlen, bool *have_rec)
 {
-	uint8_t key[8 + MC_NAME_MAX];
+	uint8_t key[STORE_DENTRY_KEY_MAX];
 	struct store_snap sn = { .txn = NULL, .held = false };
-	if (namelen == 0)
-		return -EINVAL;
-	if (namelen > MC_NAME_MAX)
-		return -ENAMETOOLONG;
-	put_be64(key, parent);
-	memcpy(key + 8, name, namelen);
+	int err = store_dentry_key(key, parent, name, namelen);
+	if (err)
+		return err;
 	sn.st = s;
-	int err = store_snap_take(&sn);
+	err = store_snap_take(&sn);
 	if (err)
 		return err;
 	MDB_val k = { 8 + namelen, key }, v;
