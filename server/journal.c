@@ -219,17 +219,31 @@ int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *nam
 	return 0;
 }
 
-int journal_set_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end,
-                       uint64_t phys, uint32_t flags)
+/* Begin an extent record of type and len bytes with its ino, start, end
+ * head written; the caller writes the rest and ends it. -EINVAL for ino 0
+ * or start > end, -ENOMEM when the batch has no room. */
+static int extent_begin(struct journal_batch *b, enum journal_type type, uint64_t ino,
+                        uint64_t start, uint64_t end, uint32_t len, uint8_t **out)
 {
 	if (ino == 0 || start > end)
 		return -EINVAL;
-	uint8_t *p = journal_begin(b, JR_EXTENT_SET, 0, 0, 36);
+	uint8_t *p = journal_begin(b, type, 0, 0, len);
 	if (!p)
 		return -ENOMEM;
 	put_le64(p, ino);
 	put_le64(p + 8, start);
 	put_le64(p + 16, end);
+	*out = p;
+	return 0;
+}
+
+int journal_set_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end,
+                       uint64_t phys, uint32_t flags)
+{
+	uint8_t *p;
+	int rc = extent_begin(b, JR_EXTENT_SET, ino, start, end, 36, &p);
+	if (rc)
+		return rc;
 	put_le64(p + 24, phys);
 	put_le32(p + 32, flags);
 	journal_end(b, 36);
@@ -238,14 +252,10 @@ int journal_set_extent(struct journal_batch *b, uint64_t ino, uint64_t start, ui
 
 int journal_punch_extent(struct journal_batch *b, uint64_t ino, uint64_t start, uint64_t end)
 {
-	if (ino == 0 || start > end)
-		return -EINVAL;
-	uint8_t *p = journal_begin(b, JR_EXTENT_PUNCH, 0, 0, 24);
-	if (!p)
-		return -ENOMEM;
-	put_le64(p, ino);
-	put_le64(p + 8, start);
-	put_le64(p + 16, end);
+	uint8_t *p;
+	int rc = extent_begin(b, JR_EXTENT_PUNCH, ino, start, end, 24, &p);
+	if (rc)
+		return rc;
 	journal_end(b, 24);
 	return 0;
 }
