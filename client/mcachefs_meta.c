@@ -63,16 +63,25 @@ static void reply_new(fuse_req_t req, struct fs_req *r, uint64_t parent, const c
 	fs_reply_entry(req, r->fs, parent, name, &st);
 }
 
+/* fs_begin() for an op on name in parent: its path into path (size bytes)
+ * and its lstat into *st. 0 or -errno. */
+static int child_begin(struct fs_req *r, fuse_req_t req, fuse_ino_t parent, const char *name,
+                       char *path, size_t size, struct stat *st)
+{
+	int rc = fs_begin(r, req);
+	if (rc == 0)
+		rc = fs_child_path(r->fs, parent, name, path, size);
+	if (rc == 0 && mc_lstat(r->c, path, st) < 0)
+		rc = errno_rc();
+	return rc;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_req r;
 	char path[FS_PATH_MAX];
 	struct stat st;
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_lstat(r.c, path, &st) < 0)
-		rc = errno_rc();
+	int rc = child_begin(&r, req, parent, name, path, sizeof(path), &st);
 	if (rc < 0) {
 		reply_rc(req, rc);   /* ENOENT unreplied as an entry: not cached */
 		return;
@@ -277,11 +286,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, boo
 	struct fs_req r;
 	char path[FS_PATH_MAX];
 	struct stat st;
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_lstat(r.c, path, &st) < 0)
-		rc = errno_rc();
+	int rc = child_begin(&r, req, parent, name, path, sizeof(path), &st);
 	if (rc == 0 && (dir ? mc_rmdir(r.c, path) : mc_unlink(r.c, path)) < 0)
 		rc = errno_rc();
 	if (rc == 0) {
