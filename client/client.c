@@ -766,14 +766,10 @@ int mc_sync(mc_client *c)
 	return err < 0 ? client_fail(err) : 0;
 }
 
-/* The data of an op that answers a document (stats, fsck) as a malloc'd
- * NUL-terminated string; NULL and errno on failure. */
-static char *client_document(mc_client *c, Mcache__OpCode code)
+char *client_op_text(mc_client *c, Mcache__Op *op, Mcache__Response **keep)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
 	Mcache__Response *rsp = NULL;
-	op.code = code;
-	int err = client_op(c, &op, &rsp);
+	int err = client_op(c, op, &rsp);
 	if (err < 0) {
 		errno = -err;
 		return NULL;
@@ -788,8 +784,20 @@ static char *client_document(mc_client *c, Mcache__OpCode code)
 	if (d->len)
 		memcpy(s, d->data, d->len);
 	s[d->len] = 0;
-	mcache__response__free_unpacked(rsp, NULL);
+	if (keep)
+		*keep = rsp;
+	else
+		mcache__response__free_unpacked(rsp, NULL);
 	return s;
+}
+
+/* The data of an op that answers a document (stats, fsck) as a malloc'd
+ * NUL-terminated string; NULL and errno on failure. */
+static char *client_document(mc_client *c, Mcache__OpCode code)
+{
+	Mcache__Op op = MCACHE__OP__INIT;
+	op.code = code;
+	return client_op_text(c, &op, NULL);
 }
 
 char *mc_server_stats(mc_client *c)

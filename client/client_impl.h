@@ -175,6 +175,11 @@ int do_client_close_handle(mc_client *c, uint64_t handle);
 int client_op(mc_client *c, Mcache__Op *op, Mcache__Response **out);
 /* client_op() for ops whose result carries nothing but err. */
 int client_op_simple(mc_client *c, Mcache__Op *op);
+/* client_op() for ops that answer a text document (stats, fsck, clients,
+ * slowlog, the commit log): the result's data as a malloc'd NUL-terminated
+ * string, or NULL with errno set. When keep is not NULL, *keep is the response (the caller frees it)
+ * for the result's other fields; else it is freed here. */
+char *client_op_text(mc_client *c, Mcache__Op *op, Mcache__Response **keep);
 
 /* Path checks made before sending: 0 (and *out_len, when not NULL, the
  * path's length), -EFAULT (NULL), -ENOENT (empty), -ENAMETOOLONG (longer

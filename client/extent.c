@@ -271,6 +271,29 @@ static int vec_run(mc_client *c, int fd, Mcache__Op *ops, size_t n, int *errs)
 	return err < 0 ? err : failed;
 }
 
+/* n ops of the given code, initialized, for vec_send(); NULL when out of
+ * memory. */
+static Mcache__Op *vec_ops_new(size_t n, Mcache__OpCode code)
+{
+	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	if (!ops)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		mcache__op__init(&ops[i]);
+		ops[i].code = code;
+	}
+	return ops;
+}
+
+/* vec_run() on ops from vec_ops_new(), which it frees; a request that could
+ * not be made goes through client_fail(). */
+static int vec_send(mc_client *c, int fd, Mcache__Op *ops, size_t n, int *errs)
+{
+	int rc = vec_run(c, fd, ops, n, errs);
+	free(ops);
+	return rc < 0 ? client_fail(rc) : rc;
+}
+
 static int range_change_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs,
                           Mcache__OpCode code)
 {
@@ -281,19 +304,15 @@ static int range_change_v(mc_client *c, int fd, const struct mc_range *r, size_t
 	for (size_t i = 0; i < n; i++)
 		if (r[i].start > r[i].end || r[i].bits == 0)
 			return client_fail(-EINVAL);
-	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	Mcache__Op *ops = vec_ops_new(n, code);
 	if (!ops)
 		return client_fail(-ENOMEM);
 	for (size_t i = 0; i < n; i++) {
-		mcache__op__init(&ops[i]);
-		ops[i].code = code;
 		ops[i].start = r[i].start;
 		ops[i].end = r[i].end;
 		ops[i].bits = r[i].bits;
 	}
-	int rc = vec_run(c, fd, ops, n, errs);
-	free(ops);
-	return rc < 0 ? client_fail(rc) : rc;
+	return vec_send(c, fd, ops, n, errs);
 }
 
 int mc_range_set_v(mc_client *c, int fd, const struct mc_range *r, size_t n, int *errs)
@@ -317,12 +336,10 @@ static int extent_change_v(mc_client *c, int fd, const struct mc_extent *e, size
 		if (e[i].len == 0 ||
 		    (code == MCACHE__OP_CODE__OP_EXTENT_SET && e[i].off + (e[i].len - 1) < e[i].off))
 			return client_fail(-EINVAL);
-	Mcache__Op *ops = malloc(n * sizeof(*ops));
+	Mcache__Op *ops = vec_ops_new(n, code);
 	if (!ops)
 		return client_fail(-ENOMEM);
 	for (size_t i = 0; i < n; i++) {
-		mcache__op__init(&ops[i]);
-		ops[i].code = code;
 		ops[i].start = e[i].off;
 		ops[i].len = e[i].len;
 		if (code == MCACHE__OP_CODE__OP_EXTENT_SET) {
@@ -330,9 +347,7 @@ static int extent_change_v(mc_client *c, int fd, const struct mc_extent *e, size
 			ops[i].flags = e[i].flags;
 		}
 	}
-	int rc = vec_run(c, fd, ops, n, errs);
-	free(ops);
-	return rc < 0 ? client_fail(rc) : rc;
+	return vec_send(c, fd, ops, n, errs);
 }
 
 int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, size_t n, int *errs)

@@ -128,20 +128,25 @@ static int read_map(const struct view *v, const struct mc_etree *h, uint32_t ts,
 	return 0;
 }
 
-int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
-                    struct view_extent *out, size_t max, size_t *n)
+/* One lookup in ino's extent tree of the given kind (find_tree()), read by
+ * fn (0, -errno, VIEW_MISS or AGAIN): AGAIN retries up to lim.retries times,
+ * then VIEW_MISS; hits, retries and fallbacks counted in the view's slot.
+ * Inline so fn is a direct call. */
+static inline int tree_read(struct view *v, uint64_t ino, uint16_t kind,
+                            int (*fn)(const struct view *, const struct mc_etree *, uint32_t,
+                                      void *),
+                            void *arg)
 {
 	if (!v->ebuckets)
 		return VIEW_MISS;
-	uint64_t end = len == 0 || off + (len - 1) < off ? UINT64_MAX : off + (len - 1);
 	for (unsigned tries = 0; tries <= v->lim.retries; tries++) {
 		if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
 			return -ENOTCONN;
 		const struct mc_etree *h;
 		uint32_t ts;
-		int rc = find_tree(v, ino, MC_EREF_MAP, &h, &ts);
+		int rc = find_tree(v, ino, kind, &h, &ts);
 		if (rc == 0)
-			rc = read_map(v, h, ts, off, end, out, max, n);
+			rc = fn(v, h, ts, arg);
 		if (rc != AGAIN) {
 			if (v->slot && rc == 0)
 				atomic_fetch_add_explicit(&v->slot->hits, 1, memory_order_relaxed);
@@ -153,6 +158,28 @@ int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
 	if (v->slot)
 		atomic_fetch_add_explicit(&v->slot->fallbacks, 1, memory_order_relaxed);
 	return VIEW_MISS;
+}
+
+/* read_map()'s arguments, for tree_read(). */
+struct map_args {
+	uint64_t off, end;
+	struct view_extent *out;
+	size_t max;
+	size_t *n;
+};
+
+static int map_read(const struct view *v, const struct mc_etree *h, uint32_t ts, void *arg)
+{
+	struct map_args *a = arg;
+	return read_map(v, h, ts, a->off, a->end, a->out, a->max, a->n);
+}
+
+int view_extent_map(struct view *v, uint64_t ino, uint64_t off, uint64_t len,
+                    struct view_extent *out, size_t max, size_t *n)
+{
+	uint64_t end = len == 0 || off + (len - 1) < off ? UINT64_MAX : off + (len - 1);
+	struct map_args a = { off, end, out, max, n };
+	return tree_read(v, ino, MC_EREF_MAP, map_read, &a);
 }
 
 /* ---- extent-state trees -------------------------------------------------- */
@@ -264,29 +291,23 @@ static int read_find(const struct view *v, const struct mc_etree *h, uint32_t ts
 	return 0;
 }
 
+/* read_find()'s or read_test()'s arguments, for tree_read(). */
+struct range_args {
+	struct view_range *q;
+	bool find;
+	int *res;
+};
+
+static int range_read(const struct view *v, const struct mc_etree *h, uint32_t ts, void *arg)
+{
+	struct range_args *a = arg;
+	return a->find ? read_find(v, h, ts, a->q, a->res) : read_test(v, h, ts, a->q, a->res);
+}
+
 static int view_range(struct view *v, uint64_t ino, struct view_range *q, bool find, int *res)
 {
-	if (!v->ebuckets)
-		return VIEW_MISS;
-	for (unsigned tries = 0; tries <= v->lim.retries; tries++) {
-		if (atomic_load_explicit(&v->hdr->closed, memory_order_acquire))
-			return -ENOTCONN;
-		const struct mc_etree *h;
-		uint32_t ts;
-		int rc = find_tree(v, ino, 0, &h, &ts);
-		if (rc == 0)
-			rc = find ? read_find(v, h, ts, q, res) : read_test(v, h, ts, q, res);
-		if (rc != AGAIN) {
-			if (v->slot && rc == 0)
-				atomic_fetch_add_explicit(&v->slot->hits, 1, memory_order_relaxed);
-			return rc;
-		}
-		if (v->slot)
-			atomic_fetch_add_explicit(&v->slot->retries, 1, memory_order_relaxed);
-	}
-	if (v->slot)
-		atomic_fetch_add_explicit(&v->slot->fallbacks, 1, memory_order_relaxed);
-	return VIEW_MISS;
+	struct range_args a = { q, find, res };
+	return tree_read(v, ino, 0, range_read, &a);
 }
 
 int view_range_test(struct view *v, uint64_t ino, const struct view_range *q, int *res)

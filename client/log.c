@@ -17,21 +17,10 @@ char *mc_log_read(mc_client *c, struct mc_log_pos *pos, size_t max, uint64_t *fi
 	op.log_seq = pos->seq;
 	op.log_rec = pos->rec;
 	op.log_max = max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
-	int err = client_op(c, &op, &rsp);
-	if (err < 0) {
-		errno = -err;
+	char *s = client_op_text(c, &op, &rsp);
+	if (!s)
 		return NULL;
-	}
 	const Mcache__Result *r = rsp->results[0];
-	char *s = malloc(r->data.len + 1);
-	if (!s) {
-		mcache__response__free_unpacked(rsp, NULL);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (r->data.len)
-		memcpy(s, r->data.data, r->data.len);
-	s[r->data.len] = '\0';
 	pos->seq = r->cookie;
 	pos->rec = r->end;
 	if (first)

@@ -280,36 +280,76 @@ static int json_take(json_t *arr)
 	return rc;
 }
 
-int cmd_clients(int argc, char **argv)
+/* A listing command's output: the server's array of what (server_array()),
+ * taken by the --json document, or printed as head() and then row() for
+ * each element. An exit status. */
+static int server_list(char *(*get)(mc_client *, unsigned), unsigned n, const char *what,
+                       void (*head)(void), void (*row)(json_t *o))
 {
-	if (argc > 1) {
-		usage_error("clients: unexpected argument '%s'", argv[1]);
-		return EXIT_USAGE;
-	}
 	json_list = true;
-	json_t *arr = server_array(get_clients, 0, "clients");
+	json_t *arr = server_array(get, n, what);
 	if (!arr)
 		return EXIT_FAIL;
 	if (json_doc)
 		return json_take(arr);
 	size_t i;
 	json_t *o;
-	printf("%-8s %-10s %-10s %10s %9s  %s\n", "PID", "USER", "GROUP", "REQUESTS", "AGE",
-	       "CONNECTED");
-	json_array_foreach(arr, i, o) {
-		char ub[24], gb[24], age[32], when[64];
-		double since = json_number_value(json_object_get(o, "connected"));
-		struct timespec ts = { .tv_sec = (time_t)since };
-		format_time(&ts, when, sizeof(when), false);
-		format_age(json_number_value(json_object_get(o, "age_seconds")), age, sizeof(age));
-		printf("%-8lld %-10s %-10s %10lld %9s  %s\n",
-		       (long long)json_integer_value(json_object_get(o, "pid")),
-		       id_name((unsigned long)json_integer_value(json_object_get(o, "uid")), true, ub),
-		       id_name((unsigned long)json_integer_value(json_object_get(o, "gid")), false, gb),
-		       (long long)json_integer_value(json_object_get(o, "requests")), age, when);
-	}
+	head();
+	json_array_foreach(arr, i, o)
+		row(o);
 	json_decref(arr);
 	return 0;
+}
+
+static void clients_head(void)
+{
+	printf("%-8s %-10s %-10s %10s %9s  %s\n", "PID", "USER", "GROUP", "REQUESTS", "AGE",
+	       "CONNECTED");
+}
+
+static void clients_row(json_t *o)
+{
+	char ub[24], gb[24], age[32], when[64];
+	double since = json_number_value(json_object_get(o, "connected"));
+	struct timespec ts = { .tv_sec = (time_t)since };
+	format_time(&ts, when, sizeof(when), false);
+	format_age(json_number_value(json_object_get(o, "age_seconds")), age, sizeof(age));
+	printf("%-8lld %-10s %-10s %10lld %9s  %s\n",
+	       (long long)json_integer_value(json_object_get(o, "pid")),
+	       id_name((unsigned long)json_integer_value(json_object_get(o, "uid")), true, ub),
+	       id_name((unsigned long)json_integer_value(json_object_get(o, "gid")), false, gb),
+	       (long long)json_integer_value(json_object_get(o, "requests")), age, when);
+}
+
+int cmd_clients(int argc, char **argv)
+{
+	if (argc > 1) {
+		usage_error("clients: unexpected argument '%s'", argv[1]);
+		return EXIT_USAGE;
+	}
+	return server_list(get_clients, 0, "clients", clients_head, clients_row);
+}
+
+static void slowlog_head(void)
+{
+	printf("%-6s %-19s %12s %-10s %-8s %s\n", "ID", "TIME", "DURATION_MS", "OP", "PID", "PATH");
+}
+
+static void slowlog_row(json_t *o)
+{
+	char when[64];
+	double t = json_number_value(json_object_get(o, "time"));
+	struct timespec ts = { .tv_sec = (time_t)t };
+	struct tm tm;
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("%-6lld %-19s %12.3f %-10s %-8lld %s%s\n",
+	       (long long)json_integer_value(json_object_get(o, "id")), when,
+	       json_number_value(json_object_get(o, "duration_seconds")) * 1e3,
+	       json_string_value(json_object_get(o, "op")),
+	       (long long)json_integer_value(json_object_get(o, "pid")),
+	       json_string_value(json_object_get(o, "path")),
+	       json_is_true(json_object_get(o, "path_truncated")) ? "..." : "");
 }
 
 int cmd_slowlog(int argc, char **argv)
@@ -328,30 +368,5 @@ int cmd_slowlog(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	json_list = true;
-	json_t *arr = server_array(mc_server_slowlog, (unsigned)n, "slowlog");
-	if (!arr)
-		return EXIT_FAIL;
-	if (json_doc)
-		return json_take(arr);
-	size_t i;
-	json_t *o;
-	printf("%-6s %-19s %12s %-10s %-8s %s\n", "ID", "TIME", "DURATION_MS", "OP", "PID", "PATH");
-	json_array_foreach(arr, i, o) {
-		char when[64];
-		double t = json_number_value(json_object_get(o, "time"));
-		struct timespec ts = { .tv_sec = (time_t)t };
-		struct tm tm;
-		localtime_r(&ts.tv_sec, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-		printf("%-6lld %-19s %12.3f %-10s %-8lld %s%s\n",
-		       (long long)json_integer_value(json_object_get(o, "id")), when,
-		       json_number_value(json_object_get(o, "duration_seconds")) * 1e3,
-		       json_string_value(json_object_get(o, "op")),
-		       (long long)json_integer_value(json_object_get(o, "pid")),
-		       json_string_value(json_object_get(o, "path")),
-		       json_is_true(json_object_get(o, "path_truncated")) ? "..." : "");
-	}
-	json_decref(arr);
-	return 0;
+	return server_list(mc_server_slowlog, (unsigned)n, "slowlog", slowlog_head, slowlog_row);
 }

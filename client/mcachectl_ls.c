@@ -58,6 +58,17 @@ static int cmp_str(const void *a, const void *b)
 
 static bool ls_long_fmt, ls_all, ls_self, ls_recursive;
 
+/* path/name, malloc'd; NULL after reporting ENOMEM against path. */
+static char *ls_join(const char *path, const char *name)
+{
+	char *p = path_join(path, name);
+	if (!p) {
+		errno = ENOMEM;
+		fail(path);
+	}
+	return p;
+}
+
 /* List the open directory d (closed here) at path; with -R, then each
  * subdirectory, under a "PATH:" heading as ls -R writes them. */
 static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
@@ -112,10 +123,9 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 			printf("%s\n", names[i]);
 			continue;
 		}
-		char *p = path_join(path, names[i]);
+		char *p = ls_join(path, names[i]);
 		if (!p) {
-			errno = ENOMEM;
-			rc = fail(path);
+			rc = EXIT_FAIL;
 			break;
 		}
 		if (mc_lstat(c, p, &st) < 0)
@@ -129,10 +139,9 @@ static int ls_dir(mc_client *c, const char *path, MC_DIR *d, bool heading)
 	for (size_t i = 0; i < n && ls_recursive; i++) {
 		if (!strcmp(names[i], ".") || !strcmp(names[i], ".."))
 			continue;
-		char *p = path_join(path, names[i]);
+		char *p = ls_join(path, names[i]);
 		if (!p) {
-			errno = ENOMEM;
-			rc = fail(path);
+			rc = EXIT_FAIL;
 			break;
 		}
 		if (mc_lstat(c, p, &st) == 0 && S_ISDIR(st.st_mode)) {

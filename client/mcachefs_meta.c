@@ -63,16 +63,25 @@ static void reply_new(fuse_req_t req, struct fs_req *r, uint64_t parent, const c
 	fs_reply_entry(req, r->fs, parent, name, &st);
 }
 
+/* fs_begin() for an op on name in parent: its path into path (size bytes)
+ * and its lstat into *st. 0 or -errno. */
+static int child_begin(struct fs_req *r, fuse_req_t req, fuse_ino_t parent, const char *name,
+                       char *path, size_t size, struct stat *st)
+{
+	int rc = fs_begin(r, req);
+	if (rc == 0)
+		rc = fs_child_path(r->fs, parent, name, path, size);
+	if (rc == 0 && mc_lstat(r->c, path, st) < 0)
+		rc = errno_rc();
+	return rc;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_req r;
 	char path[FS_PATH_MAX];
 	struct stat st;
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_lstat(r.c, path, &st) < 0)
-		rc = errno_rc();
+	int rc = child_begin(&r, req, parent, name, path, sizeof(path), &st);
 	if (rc < 0) {
 		reply_rc(req, rc);   /* ENOENT unreplied as an entry: not cached */
 		return;
@@ -211,50 +220,47 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		reply_attr(req, r.fs, &st);
 }
 
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                     dev_t rdev)
+/* What make_name() makes. */
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+/* mknod, mkdir and symlink: name is made in parent (mc_mknod with mode and
+ * rdev, mc_mkdir with mode's permission bits, or mc_symlink to link) and
+ * replied as a new entry. */
+static void make_name(fuse_req_t req, fuse_ino_t parent, const char *name, enum make_kind kind,
+                      mode_t mode, dev_t rdev, const char *link)
 {
 	struct fs_req r;
 	char path[FS_PATH_MAX];
 	int rc = fs_begin(&r, req);
 	if (rc == 0)
 		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_mknod(r.c, path, mode, rdev) < 0)
-		rc = errno_rc();
+	if (rc == 0) {
+		int err = kind == MAKE_DIR  ? mc_mkdir(r.c, path, mode & 07777)
+		          : kind == MAKE_NODE ? mc_mknod(r.c, path, mode, rdev)
+		                              : mc_symlink(r.c, link, path);
+		if (err < 0)
+			rc = errno_rc();
+	}
 	if (rc < 0)
 		reply_rc(req, rc);
 	else
 		reply_new(req, &r, parent, name, path);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev)
+{
+	make_name(req, parent, name, MAKE_NODE, mode, rdev, NULL);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	struct fs_req r;
-	char path[FS_PATH_MAX];
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_mkdir(r.c, path, mode & 07777) < 0)
-		rc = errno_rc();
-	if (rc < 0)
-		reply_rc(req, rc);
-	else
-		reply_new(req, &r, parent, name, path);
+	make_name(req, parent, name, MAKE_DIR, mode, 0, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	struct fs_req r;
-	char path[FS_PATH_MAX];
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_symlink(r.c, link, path) < 0)
-		rc = errno_rc();
-	if (rc < 0)
-		reply_rc(req, rc);
-	else
-		reply_new(req, &r, parent, name, path);
+	make_name(req, parent, name, MAKE_SYMLINK, 0, 0, link);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -280,11 +286,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, boo
 	struct fs_req r;
 	char path[FS_PATH_MAX];
 	struct stat st;
-	int rc = fs_begin(&r, req);
-	if (rc == 0)
-		rc = fs_child_path(r.fs, parent, name, path, sizeof(path));
-	if (rc == 0 && mc_lstat(r.c, path, &st) < 0)
-		rc = errno_rc();
+	int rc = child_begin(&r, req, parent, name, path, sizeof(path), &st);
 	if (rc == 0 && (dir ? mc_rmdir(r.c, path) : mc_unlink(r.c, path)) < 0)
 		rc = errno_rc();
 	if (rc == 0) {
