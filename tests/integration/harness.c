@@ -364,3 +364,18 @@ int harness_ctl(const struct mc_server *s, char *out, size_t size, const char *f
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
 }
+
+struct mc_server harness_srv;
+
+int harness_group_setup(void **state)
+{
+	(void)state;
+	memset(&harness_srv, 0, sizeof(harness_srv));
+	return server_start(&harness_srv, NULL) == 0 ? 0 : -1;
+}
+
+int harness_group_teardown(void **state)
+{
+	(void)state;
+	return server_finish(&harness_srv);
+}

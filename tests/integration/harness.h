@@ -90,4 +90,11 @@ void server_cleanup(struct mc_server *s);
  * not exit 0), then server_cleanup. 0 when it exited 0, else -1. */
 int server_finish(struct mc_server *s);
 
+/* The server of a test group that shares one default server: the group
+ * setup clears and starts it (0, or -1 if it did not start), the group
+ * teardown is server_finish of it. */
+extern struct mc_server harness_srv;
+int harness_group_setup(void **state);
+int harness_group_teardown(void **state);
+
 #endif
