@@ -99,6 +99,22 @@ static void restart(const char *const *args)
 	assert_int_equal(server_start(&srv, args), 0);
 }
 
+/* Start a server with no warmers, make_tree, restart it with warm (its
+ * warmers slowed by delay_us per entry): a client of it. */
+static mc_client *slow_warm_start(const char *delay_us, const char *const *warm)
+{
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", delay_us, 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	return harness_client(&srv);
+}
+
 /* After a restart the warmers load every name; then a full walk (readdir
  * of every directory, lstat of every name) and misses in complete
  * directories send no request at all. */
@@ -162,16 +178,8 @@ static void test_warm_loads_everything(void **state)
 static void resurrect_round(const char *interval)
 {
 	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "40", 1);
 	const char *const warm[] = { "--warmers", "2", "--commit-interval-ms", interval, NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("40", warm);
 	assert_int_equal(warm_stat(c, "done"), 0);
 	char p[128], q[128];
 	unsigned changed_during = 0;
@@ -242,17 +250,8 @@ static void test_warm_never_resurrects_uncommitted(void **state)
 static void test_warm_yields_to_committer(void **state)
 {
 	(void)state;
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("1000", warm);
 	uint64_t pub0 = harness_stat_u64(c, "\"phase_us_total\"", "publish");
 	uint64_t cnt0 = harness_stat_u64(c, "\"commits\"", "count");
 	int syncs = 0;
@@ -287,17 +286,8 @@ static void test_warm_yields_to_committer(void **state)
 static void test_miss_reads_ahead(void **state)
 {
 	(void)state;
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "3000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("3000", warm);
 	struct stat st;
 	char p[64];
 	snprintf(p, sizeof(p), "/d%02d/sub/g%03d", NDIRS - 1, NFILES - 1);
