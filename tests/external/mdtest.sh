@@ -22,25 +22,9 @@ N=${3:-50000}
 FIND_ENTRIES=${4:-100000}
 [ "$(id -u)" -eq 0 ] || { echo "needs root (mount)" >&2; exit 2; }
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/mdtest-run-XXXXXX")
-chmod 0755 "$T"
-mkdir -p "$T/mnt" "$T/tmpfs" "$T/fsdata"
-SERVER_PID=
-cleanup() {
-	cd /
-	fusermount3 -u "$T/mnt" 2>/dev/null || true
-	umount "$T/tmpfs" 2>/dev/null || true
-	[ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-"$BUILD/server/mcached" -s "$T/mcached.sock" -d "$T/db" --admin none >"$T/mcached.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do [ -S "$T/mcached.sock" ] && break; sleep 0.1; done
-# shellcheck disable=SC2086
-"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" ${MCACHEFS_ARGS:-} "$T/mnt"
-mount -t tmpfs -o mode=0755 tmpfs "$T/tmpfs"
+# shellcheck source=SCRIPTDIR/mount-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mount-common.sh"
+mount_start mdtest ""
 
 NPS="1"
 if command -v mpirun >/dev/null 2>&1; then

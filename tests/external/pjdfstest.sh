@@ -21,25 +21,9 @@ mkdir -p "$OUT"
 [ -x "$PJD/pjdfstest" ] || { echo "no $PJD/pjdfstest: build it first" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "pjdfstest needs root" >&2; exit 2; }
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/pjdfstest-run-XXXXXX")
-chmod 0755 "$T"
-mkdir -p "$T/mnt" "$T/tmpfs" "$T/fsdata"
-SERVER_PID=
-cleanup() {
-	cd /
-	fusermount3 -u "$T/mnt" 2>/dev/null || true
-	umount "$T/tmpfs" 2>/dev/null || true
-	[ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-"$BUILD/server/mcached" -s "$T/mcached.sock" -d "$T/db" --admin none >"$OUT/mcached.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do [ -S "$T/mcached.sock" ] && break; sleep 0.1; done
-# shellcheck disable=SC2086
-"$BUILD/client/mcachefs" -s "$T/mcached.sock" --data-dir "$T/fsdata" -o allow_other ${MCACHEFS_ARGS:-} "$T/mnt"
-mount -t tmpfs -o mode=0755 tmpfs "$T/tmpfs"
+# shellcheck source=SCRIPTDIR/mount-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/mount-common.sh"
+mount_start pjdfstest "$OUT/mcached.log" -o allow_other
 
 # run NAME DIR: prove -r in a fresh directory of DIR; the log in OUT/NAME.log.
 run() {

@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -252,6 +255,75 @@ uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key)
 	return v;
 }
 
+/* Every name under path, as lines appended to l; lstat each, walk into
+ * directories. */
+static void harness_walk(mc_client *c, const char *path, int detail, struct harness_lines *l)
+{
+	MC_DIR *d = mc_opendir(c, path);
+	if (!d)
+		fail_msg("opendir %s: %s", path, strerror(errno));
+	struct dirent *e;
+	char **names = NULL;
+	size_t k = 0;
+	errno = 0;
+	while ((e = mc_readdir(d))) {
+		names = realloc(names, (k + 1) * sizeof(*names));
+		assert_non_null(names);
+		names[k++] = strdup(e->d_name);
+	}
+	assert_int_equal(errno, 0);
+	assert_int_equal(mc_closedir(d), 0);
+	for (size_t i = 0; i < k; i++) {
+		char child[1024], line[1200];
+		struct stat st;
+		snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
+		         names[i]);
+		if (mc_lstat(c, child, &st) < 0)
+			fail_msg("lstat %s: %s", child, strerror(errno));
+		if (detail)
+			snprintf(line, sizeof(line), "%s %o %ju %jd", child, (unsigned)st.st_mode,
+			         (uintmax_t)st.st_ino, (intmax_t)st.st_size);
+		else
+			snprintf(line, sizeof(line), "%s %o", child,
+			         (unsigned)(st.st_mode & S_IFMT));
+		l->v = realloc(l->v, (l->n + 1) * sizeof(*l->v));
+		assert_non_null(l->v);
+		l->v[l->n++] = strdup(line);
+		if (S_ISDIR(st.st_mode))
+			harness_walk(c, child, detail, l);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int harness_cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct harness_lines harness_snapshot(mc_client *c, int detail)
+{
+	struct harness_lines l = { NULL, 0 };
+	harness_walk(c, "/", detail, &l);
+	qsort(l.v, l.n, sizeof(*l.v), harness_cmp_line);
+	return l;
+}
+
+void harness_lines_free(struct harness_lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+void harness_assert_same(const struct harness_lines *a, const struct harness_lines *b)
+{
+	for (size_t i = 0; i < a->n && i < b->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			fail_msg("line %zu: '%s' against '%s'", i, a->v[i], b->v[i]);
+	assert_int_equal(a->n, b->n);
+}
+
 Mcache__Response *harness_read_response(int fd, int *err)
 {
 	uint8_t *payload;
@@ -291,4 +363,19 @@ int harness_ctl(const struct mc_server *s, char *out, size_t size, const char *f
 	int st = pclose(p);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+struct mc_server harness_srv;
+
+int harness_group_setup(void **state)
+{
+	(void)state;
+	memset(&harness_srv, 0, sizeof(harness_srv));
+	return server_start(&harness_srv, NULL) == 0 ? 0 : -1;
+}
+
+int harness_group_teardown(void **state)
+{
+	(void)state;
+	return server_finish(&harness_srv);
 }

@@ -56,6 +56,21 @@ mc_client *harness_client(const struct mc_server *s);
 /* harness_json_u64 of the server's statistics, read through c. */
 uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key);
 
+/* A namespace listing: one line per name under "/", sorted. */
+struct harness_lines {
+	char **v;
+	size_t n;
+};
+
+/* Every name under "/" (each lstat'ed, directories walked into), sorted.
+ * With detail a line is "path mode ino size", else "path type" (the mode's
+ * S_IFMT bits only). Free with harness_lines_free. */
+struct harness_lines harness_snapshot(mc_client *c, int detail);
+void harness_lines_free(struct harness_lines *l);
+/* Fail the test at the first line where a and b differ, or if their counts
+ * differ. */
+void harness_assert_same(const struct harness_lines *a, const struct harness_lines *b);
+
 /* Run $MCACHECTL -s <s's socket> ARGS (ARGS formatted as printf; the shell
  * splits them) with stderr joined to stdout, its output (cut at size - 1
  * bytes, NUL-terminated) in out; its exit status. */
@@ -74,5 +89,12 @@ void server_cleanup(struct mc_server *s);
 /* The end of a test group: stop s with SIGTERM (naming its log when it did
  * not exit 0), then server_cleanup. 0 when it exited 0, else -1. */
 int server_finish(struct mc_server *s);
+
+/* The server of a test group that shares one default server: the group
+ * setup clears and starts it (0, or -1 if it did not start), the group
+ * teardown is server_finish of it. */
+extern struct mc_server harness_srv;
+int harness_group_setup(void **state);
+int harness_group_teardown(void **state);
 
 #endif

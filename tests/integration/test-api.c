@@ -23,7 +23,6 @@
 #include "harness.h"
 #include "mcache.h"
 
-static struct mc_server srv;
 
 /* errno-checking assertions: the call fails with -1 (or NULL) and errno e. */
 #define EXPECT_NULL_ERR(call, e)                                              \
@@ -32,19 +31,6 @@ static struct mc_server srv;
 		assert_null(call);                                            \
 		assert_int_equal(errno, (e));                                 \
 	} while (0)
-
-static int group_setup(void **state)
-{
-	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	return server_start(&srv, NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	return server_finish(&srv);
-}
 
 static void mkfile(mc_client *c, const char *path, mode_t mode)
 {
@@ -98,7 +84,7 @@ static void test_connect(void **state)
 	EXPECT_NULL_ERR(mc_connect("/nonexistent/mcached.sock"), ENOENT);
 	EXPECT_NULL_ERR(mc_connect(repeat('x', 200, "/tmp/")), ENAMETOOLONG);
 
-	setenv("MCACHE_SOCKET", srv.socket, 1);
+	setenv("MCACHE_SOCKET", harness_srv.socket, 1);
 	mc_client *c = mc_connect(NULL);
 	unsetenv("MCACHE_SOCKET");
 	assert_non_null(c);
@@ -114,7 +100,7 @@ static void test_connect(void **state)
 	/* Many clients at once, each working. */
 	mc_client *cs[16];
 	for (int i = 0; i < 16; i++)
-		cs[i] = harness_client(&srv);
+		cs[i] = harness_client(&harness_srv);
 	for (int i = 0; i < 16; i++) {
 		assert_int_equal(mc_stat(cs[i], "/", &st), 0);
 		mc_disconnect(cs[i]);
@@ -124,7 +110,7 @@ static void test_connect(void **state)
 static void test_path_checks(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, NULL, &st), EFAULT);
 	EXPECT_ERR(mc_stat(c, "", &st), ENOENT);
@@ -147,7 +133,7 @@ static void test_path_checks(void **state)
 static void test_mkdir_rmdir(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	char path[8300];
 	mkdir_ok(c, "/mk", 0750);
 	struct stat st = stat_ok(c, "/mk");
@@ -191,7 +177,7 @@ static void test_mkdir_rmdir(void **state)
 static void test_open_close(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	mkdir_ok(c, "/op", 0755);
 	EXPECT_ERR(mc_open(c, "/op/f", O_RDONLY, 0), ENOENT);
@@ -265,7 +251,7 @@ static void test_open_close(void **state)
 static void test_unlinked_open(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	mkdir_ok(c, "/ul", 0755);
 	int fd = mc_open(c, "/ul/f", O_CREAT | O_RDWR, 0644);
@@ -289,7 +275,7 @@ static void test_unlinked_open(void **state)
 static void test_unlink(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	mkdir_ok(c, "/un", 0755);
 	mkfile(c, "/un/f", 0644);
@@ -306,7 +292,7 @@ static void test_unlink(void **state)
 static void test_rename(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	mkdir_ok(c, "/rn", 0755);
 
@@ -358,7 +344,7 @@ static void test_rename(void **state)
 static void test_links(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkdir_ok(c, "/ln", 0755);
 	mkfile(c, "/ln/a", 0644);
 	assert_int_equal(mc_link(c, "/ln/a", "/ln/b"), 0);
@@ -383,7 +369,7 @@ static void test_links(void **state)
 static void test_symlinks(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	char buf[64];
 	mkdir_ok(c, "/sy", 0755);
@@ -434,7 +420,7 @@ static void test_symlinks(void **state)
 static void test_attrs(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	mkdir_ok(c, "/at", 0755);
 	mkfile(c, "/at/f", 0644);
@@ -489,7 +475,7 @@ static void test_attrs(void **state)
 	EXPECT_ERR(mc_truncate(c, "/at", 0), EISDIR);
 	EXPECT_ERR(mc_truncate(c, "/at/missing", 0), ENOENT);
 	mc_disconnect(c);
-	c = harness_client(&srv);
+	c = harness_client(&harness_srv);
 	assert_int_equal(mc_rmtree(c, "/at"), 0);
 	mc_disconnect(c);
 }
@@ -497,7 +483,7 @@ static void test_attrs(void **state)
 static void test_parent_times(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkdir_ok(c, "/pt", 0755);
 	struct stat p0 = stat_ok(c, "/pt");
 	sleep_ms(20);
@@ -547,7 +533,7 @@ static void batch_creates(mc_client *c, const char *prefix, int from, int to)
 static void test_readdir_1000(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	enum { N = 1000 };
 	mkdir_ok(c, "/rd", 0755);
 	batch_creates(c, "/rd/f", 0, N);
@@ -610,7 +596,7 @@ static void test_readdir_1000(void **state)
 static void test_readdir_concurrent(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv), *other = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv), *other = harness_client(&harness_srv);
 	enum { KEEP = 1200, TMP = 200, NEW = 200 };
 	mkdir_ok(c, "/rc", 0755);
 	batch_creates(c, "/rc/keep", 0, KEEP);
@@ -675,7 +661,7 @@ static void test_readdir_concurrent(void **state)
 static void test_batch(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkdir_ok(c, "/bt", 0755);
 	mc_batch *b = mc_batch_new(c);
 	assert_non_null(b);
@@ -767,7 +753,7 @@ static void test_batch(void **state)
 static void test_sync(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkfile(c, "/syncf", 0644);
 	assert_int_equal(mc_sync(c), 0);
 	int fd = mc_open(c, "/syncf", O_RDWR, 0);
@@ -782,7 +768,7 @@ static void test_sync(void **state)
 static void test_rmtree(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
 	char p[128];
 	mkdir_ok(c, "/rt", 0755);
@@ -815,7 +801,7 @@ static void test_rmtree(void **state)
 static void test_stats(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	char *s = mc_server_stats(c);
 	assert_non_null(s);
 	assert_true(s[0] == '{');
@@ -824,7 +810,7 @@ static void test_stats(void **state)
 
 	/* Two clients in one process (a client per thread): valid JSON, each
 	 * client its own element of readpath.clients with this pid. */
-	mc_client *c2 = harness_client(&srv);
+	mc_client *c2 = harness_client(&harness_srv);
 	struct stat st;
 	assert_int_equal(mc_stat(c, "/", &st), 0);
 	assert_int_equal(mc_stat(c2, "/", &st), 0);
@@ -865,7 +851,7 @@ static int perm_child(void)
 {
 	if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
 		return 100;
-	mc_client *c = mc_connect(srv.socket);
+	mc_client *c = mc_connect(harness_srv.socket);
 	if (!c) {
 		fprintf(stderr, "child connect: %s\n", strerror(errno));
 		return 101;
@@ -902,10 +888,10 @@ static void test_permissions(void **state)
 		print_message("# skipped: needs root to act as another uid\n");
 		return;
 	}
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	/* Let an unprivileged process reach the socket. */
-	assert_int_equal(chmod(srv.dir, 0755), 0);
-	assert_int_equal(chmod(srv.socket, 0666), 0);
+	assert_int_equal(chmod(harness_srv.dir, 0755), 0);
+	assert_int_equal(chmod(harness_srv.socket, 0666), 0);
 	mkdir_ok(c, "/perm", 0755);
 	mkfile(c, "/perm/rootfile", 0644);
 	mkdir_ok(c, "/perm/open", 0777);
@@ -941,7 +927,7 @@ static int fork_child(mc_client *parent)
 	CHILD_CHECK(5, mc_batch_new(parent) == NULL && errno == ECHILD);
 	CHILD_CHECK(6, mc_sync(parent) == -1 && errno == ECHILD);
 	mc_disconnect(parent); /* frees memory only */
-	mc_client *c = mc_connect(srv.socket);
+	mc_client *c = mc_connect(harness_srv.socket);
 	CHILD_CHECK(7, c != NULL);
 	CHILD_CHECK(8, mc_mkdir(c, "/fk/child", 0755) == 0);
 	mc_disconnect(c);
@@ -951,7 +937,7 @@ static int fork_child(mc_client *parent)
 static void test_fork(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkdir_ok(c, "/fk", 0755);
 	int fd = mc_open(c, "/fk", O_RDONLY, 0);
 	assert_true(fd >= 0);
@@ -984,7 +970,7 @@ static void test_fork(void **state)
 static void test_disconnect_frees(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	mkdir_ok(c, "/dc", 0755);
 	mkfile(c, "/dc/f", 0644);
 	for (int i = 0; i < 40; i++)
@@ -999,7 +985,7 @@ static void test_disconnect_frees(void **state)
 	assert_int_equal(mc_batch_run(b2), 0);
 	mc_disconnect(c);
 
-	c = harness_client(&srv);
+	c = harness_client(&harness_srv);
 	struct stat st;
 	EXPECT_ERR(mc_lstat(c, "/dc/never", &st), ENOENT);
 	assert_int_equal(mc_unlink(c, "/dc/f"), 0);
@@ -1031,5 +1017,5 @@ int main(void)
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_disconnect_frees),
 	};
-	return cmocka_run_group_tests_name("api", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("api", tests, harness_group_setup, harness_group_teardown);
 }

@@ -22,20 +22,6 @@
 #include "harness.h"
 #include "mcache.h"
 
-static struct mc_server srv;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	return server_start(&srv, NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	return server_finish(&srv);
-}
 
 static int open_file(mc_client *c, const char *path)
 {
@@ -75,7 +61,7 @@ static int lock_eventually(mc_client *c, int fd, uint64_t start, uint64_t end)
 static void test_ranges(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_file(c, "/ranges");
 	uint64_t s = 0, e = 0;
 	assert_int_equal(mc_range_test(c, fd, 0, 100, MC_RANGE_DIRTY, 0), 0);
@@ -117,7 +103,7 @@ static void test_ranges(void **state)
 static void test_locks_two_clients(void **state)
 {
 	(void)state;
-	mc_client *a = harness_client(&srv), *b = harness_client(&srv);
+	mc_client *a = harness_client(&harness_srv), *b = harness_client(&harness_srv);
 	int fa = open_file(a, "/locked"), fb = open_file(b, "/locked");
 	assert_int_equal(mc_range_set(a, fa, 0, 4095, MC_RANGE_LOCKED), 0);
 	EXPECT_ERR(mc_range_set(b, fb, 100, 200, MC_RANGE_LOCKED), EAGAIN);
@@ -153,7 +139,7 @@ static void test_lock_release_on_death(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		mc_client *c = mc_connect(srv.socket);
+		mc_client *c = mc_connect(harness_srv.socket);
 		int fd = c ? mc_open(c, "/dying", O_CREAT | O_RDWR, 0644) : -1;
 		char ok = fd >= 0 && mc_range_set(c, fd, 0, 1u << 20, MC_RANGE_LOCKED) == 0 &&
 		          mc_range_set(c, fd, 1u << 30, (1u << 30) + 5, MC_RANGE_LOCKED) == 0;
@@ -167,7 +153,7 @@ static void test_lock_release_on_death(void **state)
 	assert_int_equal(read(pfd[0], &ok, 1), 1);
 	close(pfd[0]);
 	assert_true(ok);
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_file(c, "/dying");
 	EXPECT_ERR(mc_range_set(c, fd, 10, 10, MC_RANGE_LOCKED), EAGAIN);
 	kill(pid, SIGKILL);
@@ -182,7 +168,7 @@ static void test_lock_release_on_death(void **state)
 static void test_evict(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_file(c, "/evicted");
 	for (uint64_t i = 0; i < 2000; i++)
 		assert_int_equal(mc_range_set(c, fd, i * 16384, i * 16384 + 16383,
@@ -209,7 +195,7 @@ static void test_evict(void **state)
 static void test_teardown(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_file(c, "/gone");
 	fill(c, fd, 1000);
 	uint64_t ev = ext_stat(c, "evictions"), evs = ext_stat(c, "evicted_states");
@@ -232,7 +218,7 @@ static void test_teardown(void **state)
 	assert_int_equal(mc_range_test(c, fd, 0, UINT64_MAX, MC_RANGE_DIRTY | MC_RANGE_UPTODATE, 0), 0);
 
 	/* Another client's lock survives the truncation; the rest goes. */
-	mc_client *b = harness_client(&srv);
+	mc_client *b = harness_client(&harness_srv);
 	int fb = open_file(b, "/trunc");
 	fill(c, fd, 10);
 	assert_int_equal(mc_range_set(b, fb, 0, 99, MC_RANGE_LOCKED), 0);
@@ -319,5 +305,5 @@ int main(void)
 		cmocka_unit_test(test_teardown),
 		cmocka_unit_test(test_shrinker),
 	};
-	return cmocka_run_group_tests_name("extent", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("extent", tests, harness_group_setup, harness_group_teardown);
 }

@@ -21,20 +21,6 @@
 #include "harness.h"
 #include "mcache.h"
 
-static struct mc_server srv;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	return server_start(&srv, NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	return server_finish(&srv);
-}
 
 static int open_rw(mc_client *c, const char *path)
 {
@@ -63,7 +49,7 @@ static uint64_t op_count(mc_client *c, const char *op)
 static void test_local_reads(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_rw(c, "/local");
 	for (uint64_t i = 0; i < 16; i++) {
 		struct mc_extent e = { i * 8192, 4096, 77 + i, 1 };
@@ -91,7 +77,7 @@ static void test_local_reads(void **state)
 static void test_basics(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_rw(c, "/basic");
 	struct mc_extent out[8];
 	assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 8), 0);
@@ -234,8 +220,8 @@ static void random_ops(mc_client *c, int n)
 
 static void restart(int sig)
 {
-	assert_int_equal(server_stop(&srv, sig), sig == SIGTERM ? 0 : 128 + sig);
-	assert_int_equal(server_start(&srv, NULL), 0);
+	assert_int_equal(server_stop(&harness_srv, sig), sig == SIGTERM ? 0 : 128 + sig);
+	assert_int_equal(server_start(&harness_srv, NULL), 0);
 }
 
 /* Random changes against the model, across restarts: clean ones, and a
@@ -245,18 +231,18 @@ static void test_model_restarts(void **state)
 {
 	(void)state;
 	for (int round = 0; round < 4; round++) {
-		mc_client *c = harness_client(&srv);
+		mc_client *c = harness_client(&harness_srv);
 		random_ops(c, 300);
 		check_model(c);
 		assert_int_equal(mc_sync(c), 0);
 		mc_disconnect(c);
 		restart(round & 1 ? SIGKILL : SIGTERM);
-		c = harness_client(&srv);
+		c = harness_client(&harness_srv);
 		check_model(c);
 		/* Truncate a file whose map is not loaded yet. */
 		mc_disconnect(c);
 		restart(SIGTERM);
-		c = harness_client(&srv);
+		c = harness_client(&harness_srv);
 		char p[32];
 		file_name(p, sizeof(p), (unsigned)round % NF);
 		uint32_t at = rnd() % NB;
@@ -267,7 +253,7 @@ static void test_model_restarts(void **state)
 		assert_int_equal(mc_sync(c), 0);
 		mc_disconnect(c);
 		restart(SIGTERM);
-		c = harness_client(&srv);
+		c = harness_client(&harness_srv);
 		check_model(c);
 		mc_disconnect(c);
 	}
@@ -278,7 +264,7 @@ static void test_model_restarts(void **state)
 static void test_evict_reload_unlink(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	int fd = open_rw(c, "/ev");
 	for (uint64_t i = 0; i < 100; i++) {
 		struct mc_extent e = { i * 2 * BS, BS, 1000 + i, (uint32_t)i };
@@ -305,7 +291,7 @@ static void test_evict_reload_unlink(void **state)
 	assert_int_equal(mc_sync(c), 0);
 	mc_disconnect(c);
 	restart(SIGTERM);
-	c = harness_client(&srv);
+	c = harness_client(&harness_srv);
 	fd = open_rw(c, "/ev");
 	assert_int_equal(mc_extent_map(c, fd, 0, UINT64_MAX, out, 128), 0);
 	assert_int_equal(mc_close(c, fd), 0);
@@ -320,5 +306,5 @@ int main(void)
 		cmocka_unit_test(test_model_restarts),
 		cmocka_unit_test(test_evict_reload_unlink),
 	};
-	return cmocka_run_group_tests_name("extmap", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("extmap", tests, harness_group_setup, harness_group_teardown);
 }

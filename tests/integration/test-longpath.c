@@ -23,20 +23,6 @@
 #include "harness.h"
 #include "mcache.h"
 
-static struct mc_server srv;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	return server_start(&srv, NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	return server_finish(&srv);
-}
 
 #define LEVELS 24 /* of 201 bytes ("/" and 200): 4,824 bytes */
 
@@ -66,7 +52,7 @@ static char *make_deep(mc_client *c, char *buf, const char *top)
 static void test_default_posix(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	char *p = malloc(8192);
 	struct stat st;
 	deep_path(p, "/posix", LEVELS);
@@ -86,8 +72,8 @@ static void test_default_posix(void **state)
 static void test_raised(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
-	mc_client *other = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
+	mc_client *other = harness_client(&harness_srv);
 	char *p = malloc(16384), *q = malloc(16384);
 	struct stat st, st2;
 	assert_int_equal(mc_path_max_set(c, MC_LONG_PATH_MAX), 0);
@@ -218,7 +204,7 @@ static char *slashes(size_t len)
 static void test_server_limit(void **state)
 {
 	(void)state;
-	int fd = harness_connect(srv.socket);
+	int fd = harness_connect(harness_srv.socket);
 	assert_true(fd >= 0);
 	Mcache__Hello hello = MCACHE__HELLO__INIT;
 	Mcache__Request req = MCACHE__REQUEST__INIT;
@@ -265,5 +251,5 @@ int main(void)
 		cmocka_unit_test(test_raised),
 		cmocka_unit_test(test_server_limit),
 	};
-	return cmocka_run_group_tests_name("longpath", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("longpath", tests, harness_group_setup, harness_group_teardown);
 }

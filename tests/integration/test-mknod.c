@@ -24,20 +24,6 @@
 #include "harness.h"
 #include "mcache.h"
 
-static struct mc_server srv;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	return server_start(&srv, NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	return server_finish(&srv);
-}
 
 static void expect_node(mc_client *c, const char *path, mode_t type, dev_t rdev)
 {
@@ -53,7 +39,7 @@ static void expect_node(mc_client *c, const char *path, mode_t type, dev_t rdev)
 static void test_types(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	assert_int_equal(mc_mkdir(c, "/n", 0755), 0);
 	assert_int_equal(mc_mknod(c, "/n/fifo", S_IFIFO | 0640, 0), 0);
 	assert_int_equal(mc_mknod(c, "/n/sock", S_IFSOCK | 0640, 0), 0);
@@ -85,9 +71,9 @@ static void test_types(void **state)
 	/* Committed and reloaded from the store after a restart. */
 	assert_int_equal(mc_sync(c), 0);
 	mc_disconnect(c);
-	assert_int_equal(server_stop(&srv, SIGTERM), 0);
-	assert_int_equal(server_start(&srv, NULL), 0);
-	c = harness_client(&srv);
+	assert_int_equal(server_stop(&harness_srv, SIGTERM), 0);
+	assert_int_equal(server_start(&harness_srv, NULL), 0);
+	c = harness_client(&harness_srv);
 	expect_node(c, "/n/chr", S_IFCHR, makedev(4, 64));
 	expect_node(c, "/n/blk", S_IFBLK, makedev(259, 3));
 	expect_node(c, "/n/fifo", S_IFIFO, 0);
@@ -100,7 +86,7 @@ static void test_types(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	assert_int_equal(mc_mkdir(c, "/e", 0755), 0);
 	EXPECT_ERR(mc_mknod(c, "/e/d", S_IFDIR | 0755, 0), EPERM);
 	EXPECT_ERR(mc_mknod(c, "/e/x", 0170000 | 0644, 0), EINVAL);
@@ -118,7 +104,7 @@ static void test_errors(void **state)
 static void test_nofollow(void **state)
 {
 	(void)state;
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	assert_int_equal(mc_mkdir(c, "/l", 0755), 0);
 	assert_int_equal(mc_mknod(c, "/l/t", S_IFREG | 0644, 0), 0);
 	assert_int_equal(mc_symlink(c, "t", "/l/s"), 0);
@@ -151,7 +137,7 @@ static void test_cred_acting(void **state)
 		printf("# not root: acting for another user needs a root connection\n");
 		return;
 	}
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	assert_int_equal(mc_mkdir(c, "/c", 0755), 0);
 	assert_int_equal(mc_mkdir(c, "/c/open", 0777), 0);
 	assert_int_equal(mc_mkdir(c, "/c/closed", 0700), 0);
@@ -195,13 +181,13 @@ static void test_cred_refused(void **state)
 	}
 	/* The peer keeps group 0 to reach the 0660 socket; its directory
 	 * must be searchable. */
-	assert_int_equal(chmod(srv.dir, 0711), 0);
+	assert_int_equal(chmod(harness_srv.dir, 0711), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		if (setgroups(0, NULL) < 0 || setgid(0) < 0 || setuid(65534) < 0)
 			_exit(10);
-		mc_client *c = mc_connect(srv.socket);
+		mc_client *c = mc_connect(harness_srv.socket);
 		if (!c)
 			_exit(11);
 		struct mc_cred r = { .uid = 0, .gid = 0 };
@@ -221,7 +207,7 @@ static void test_cred_refused(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	mc_client *c = harness_client(&srv);
+	mc_client *c = harness_client(&harness_srv);
 	EXPECT_ERR(mc_lstat(c, "/refused", &(struct stat){ 0 }), ENOENT);
 	mc_disconnect(c);
 }
@@ -235,5 +221,5 @@ int main(void)
 		cmocka_unit_test(test_cred_acting),
 		cmocka_unit_test(test_cred_refused),
 	};
-	return cmocka_run_group_tests_name("mknod", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("mknod", tests, harness_group_setup, harness_group_teardown);
 }

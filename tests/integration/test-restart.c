@@ -34,74 +34,6 @@ static uint64_t reattached(mc_client *c)
 	return harness_stat_u64(c, "\"warm\"", "reattached");
 }
 
-static void walk(mc_client *c, const char *path, char ***out, size_t *n)
-{
-	MC_DIR *d = mc_opendir(c, path);
-	if (!d)
-		fail_msg("opendir %s: %s", path, strerror(errno));
-	struct dirent *e;
-	char **names = NULL;
-	size_t k = 0;
-	errno = 0;
-	while ((e = mc_readdir(d))) {
-		names = realloc(names, (k + 1) * sizeof(*names));
-		assert_non_null(names);
-		names[k++] = strdup(e->d_name);
-	}
-	assert_int_equal(errno, 0);
-	assert_int_equal(mc_closedir(d), 0);
-	for (size_t i = 0; i < k; i++) {
-		char child[1024], line[1200];
-		struct stat st;
-		snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
-		         names[i]);
-		if (mc_lstat(c, child, &st) < 0)
-			fail_msg("lstat %s: %s", child, strerror(errno));
-		snprintf(line, sizeof(line), "%s %o %ju %jd", child, (unsigned)st.st_mode,
-		         (uintmax_t)st.st_ino, (intmax_t)st.st_size);
-		*out = realloc(*out, (*n + 1) * sizeof(**out));
-		assert_non_null(*out);
-		(*out)[(*n)++] = strdup(line);
-		if (S_ISDIR(st.st_mode))
-			walk(c, child, out, n);
-		free(names[i]);
-	}
-	free(names);
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-struct lines {
-	char **v;
-	size_t n;
-};
-
-static struct lines snapshot(mc_client *c)
-{
-	struct lines l = { NULL, 0 };
-	walk(c, "/", &l.v, &l.n);
-	qsort(l.v, l.n, sizeof(*l.v), cmp_line);
-	return l;
-}
-
-static void lines_free(struct lines *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-}
-
-static void assert_same(const struct lines *a, const struct lines *b)
-{
-	for (size_t i = 0; i < a->n && i < b->n; i++)
-		if (strcmp(a->v[i], b->v[i]) != 0)
-			fail_msg("line %zu: '%s' against '%s'", i, a->v[i], b->v[i]);
-	assert_int_equal(a->n, b->n);
-}
-
 static void make_tree(mc_client *c)
 {
 	mc_batch *b = mc_batch_new(c);
@@ -139,41 +71,41 @@ static void test_reattach_after_clean_stop(void **state)
 	assert_int_equal(server_start(&srv, kept), 0);
 	mc_client *c = harness_client(&srv);
 	make_tree(c);
-	struct lines before = snapshot(c); /* loads every directory complete */
+	struct harness_lines before = harness_snapshot(c, 1); /* loads every directory complete */
 	mc_disconnect(c);
 	restart(kept, SIGTERM);
 	c = harness_client(&srv);
 	assert_int_equal(reattached(c), 1);
 	uint64_t r0 = requests(c);
-	struct lines after = snapshot(c);
+	struct harness_lines after = harness_snapshot(c, 1);
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, "/d3/missing", &st), ENOENT);
 	assert_int_equal(requests(c), r0 + 1); /* the requests() call only */
-	assert_same(&before, &after);
-	lines_free(&after);
+	harness_assert_same(&before, &after);
+	harness_lines_free(&after);
 	/* Changes on the re-attached segment. */
 	assert_int_equal(mc_unlink(c, "/d2/f07"), 0);
 	assert_int_equal(mc_mkdir(c, "/d2/new", 0700), 0);
 	assert_int_equal(mc_rename(c, "/d4/f00", "/d5/moved"), 0);
-	struct lines changed = snapshot(c);
+	struct harness_lines changed = harness_snapshot(c, 1);
 	mc_disconnect(c);
 	restart(kept, SIGTERM);
 	c = harness_client(&srv);
 	assert_int_equal(reattached(c), 1);
-	after = snapshot(c);
-	assert_same(&changed, &after);
-	lines_free(&after);
+	after = harness_snapshot(c, 1);
+	harness_assert_same(&changed, &after);
+	harness_lines_free(&after);
 	mc_disconnect(c);
 	/* The store agrees with what the segment served. */
 	const char *const fresh[] = { "--warmers", "0", NULL };
 	restart(fresh, SIGTERM);
 	c = harness_client(&srv);
 	assert_int_equal(reattached(c), 0);
-	after = snapshot(c);
-	assert_same(&changed, &after);
-	lines_free(&after);
-	lines_free(&changed);
-	lines_free(&before);
+	after = harness_snapshot(c, 1);
+	harness_assert_same(&changed, &after);
+	harness_lines_free(&after);
+	harness_lines_free(&changed);
+	harness_lines_free(&before);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -214,7 +146,7 @@ static void test_reattach_keeps_page_pool(void **state)
 		assert_int_equal(reattached(c), 1);
 		assert_int_equal(harness_stat_u64(c, "\"shm\"", "pages_free"), pool);
 	}
-	struct lines served = snapshot(c);
+	struct harness_lines served = harness_snapshot(c, 1);
 	char *rep = mc_server_fsck(c);
 	assert_non_null(rep);
 	if (!strstr(rep, "\"clean\": true"))
@@ -225,11 +157,11 @@ static void test_reattach_keeps_page_pool(void **state)
 	restart(fresh, SIGTERM);
 	c = harness_client(&srv);
 	assert_int_equal(reattached(c), 0);
-	struct lines stored = snapshot(c);
-	assert_same(&served, &stored);
+	struct harness_lines stored = harness_snapshot(c, 1);
+	harness_assert_same(&served, &stored);
 	assert_int_equal(stored.n, 8 + 8 * 50 + 1 + 1 + 3000); /* dirs, files, /link, /again */
-	lines_free(&served);
-	lines_free(&stored);
+	harness_lines_free(&served);
+	harness_lines_free(&stored);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -244,7 +176,7 @@ static void test_no_reattach_after_crash(void **state)
 	assert_int_equal(server_start(&srv, slow), 0);
 	mc_client *c = harness_client(&srv);
 	make_tree(c);
-	struct lines synced = snapshot(c);
+	struct harness_lines synced = harness_snapshot(c, 1);
 	mc_disconnect(c);
 	restart(slow, SIGTERM);
 	c = harness_client(&srv);
@@ -260,10 +192,10 @@ static void test_no_reattach_after_crash(void **state)
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, "/uncommitted", &st), ENOENT);
 	assert_int_equal(mc_stat(c, "/d0/f00", &st), 0);
-	struct lines after = snapshot(c);
-	assert_same(&synced, &after);
-	lines_free(&after);
-	lines_free(&synced);
+	struct harness_lines after = harness_snapshot(c, 1);
+	harness_assert_same(&synced, &after);
+	harness_lines_free(&after);
+	harness_lines_free(&synced);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -351,10 +283,10 @@ static void test_reattach_warms_what_was_not(void **state)
 	wait_warmed(c);
 	assert_true(harness_stat_u64(c, "\"warm\"", "entries") >= 8 * 50);
 	uint64_t r0 = requests(c);
-	struct lines all = snapshot(c);
+	struct harness_lines all = harness_snapshot(c, 1);
 	assert_int_equal(requests(c), r0 + 1);
 	assert_int_equal(all.n, 8 + 8 * 50 + 2);
-	lines_free(&all);
+	harness_lines_free(&all);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }

@@ -93,76 +93,26 @@ static uint64_t make_tree(mc_client *c)
 	return n;
 }
 
-/* Every name under path, as "path type" lines, counted in *n; stat each. */
-static void walk(mc_client *c, const char *path, char ***out, size_t *n)
-{
-	MC_DIR *d = mc_opendir(c, path);
-	if (!d)
-		fail_msg("opendir %s: %s", path, strerror(errno));
-	struct dirent *e;
-	errno = 0;
-	char **names = NULL;
-	size_t k = 0;
-	while ((e = mc_readdir(d))) {
-		names = realloc(names, (k + 1) * sizeof(*names));
-		assert_non_null(names);
-		names[k++] = strdup(e->d_name);
-	}
-	assert_int_equal(errno, 0);
-	assert_int_equal(mc_closedir(d), 0);
-	for (size_t i = 0; i < k; i++) {
-		char child[1024];
-		struct stat st;
-		snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "",
-		         names[i]);
-		if (mc_lstat(c, child, &st) < 0)
-			fail_msg("lstat %s: %s", child, strerror(errno));
-		*out = realloc(*out, (*n + 1) * sizeof(**out));
-		assert_non_null(*out);
-		char line[1100];
-		snprintf(line, sizeof(line), "%s %o", child, (unsigned)(st.st_mode & S_IFMT));
-		(*out)[(*n)++] = strdup(line);
-		if (S_ISDIR(st.st_mode))
-			walk(c, child, out, n);
-		free(names[i]);
-	}
-	free(names);
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The namespace as sorted lines; *n of them. */
-static char **snapshot(mc_client *c, size_t *n)
-{
-	char **v = NULL;
-	*n = 0;
-	walk(c, "/", &v, n);
-	qsort(v, *n, sizeof(*v), cmp_line);
-	return v;
-}
-
-static void lines_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static void assert_same(char **a, size_t na, char **b, size_t nb)
-{
-	for (size_t i = 0; i < na && i < nb; i++)
-		if (strcmp(a[i], b[i]) != 0)
-			fail_msg("line %zu: '%s' against '%s'", i, a[i], b[i]);
-	assert_int_equal(na, nb);
-}
-
 static void restart(const char *const *args)
 {
 	assert_int_equal(server_stop(&srv, SIGTERM), 0);
 	assert_int_equal(server_start(&srv, args), 0);
+}
+
+/* Start a server with no warmers, make_tree, restart it with warm (its
+ * warmers slowed by delay_us per entry): a client of it. */
+static mc_client *slow_warm_start(const char *delay_us, const char *const *warm)
+{
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	make_tree(c);
+	mc_disconnect(c);
+
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", delay_us, 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	return harness_client(&srv);
 }
 
 /* After a restart the warmers load every name; then a full walk (readdir
@@ -175,9 +125,8 @@ static void test_warm_loads_everything(void **state)
 	assert_int_equal(server_start(&srv, cold), 0);
 	mc_client *c = harness_client(&srv);
 	uint64_t names = make_tree(c);
-	size_t n0;
-	char **before = snapshot(c, &n0);
-	assert_int_equal(n0, names);
+	struct harness_lines before = harness_snapshot(c, 0);
+	assert_int_equal(before.n, names);
 	mc_disconnect(c);
 
 	const char *const warm[] = { "--warmers", "2", NULL };
@@ -192,8 +141,7 @@ static void test_warm_loads_everything(void **state)
 	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 1 + 2 * NDIRS);
 
 	uint64_t r0 = requests(c);
-	size_t n1;
-	char **after = snapshot(c, &n1);
+	struct harness_lines after = harness_snapshot(c, 0);
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, "/d03/missing", &st), ENOENT);
 	EXPECT_ERR(mc_stat(c, "/d03/sub/missing", &st), ENOENT);
@@ -203,9 +151,9 @@ static void test_warm_loads_everything(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	/* Only the requests() call itself reached the server. */
 	assert_int_equal(requests(c), r0 + 1);
-	assert_same(before, n0, after, n1);
-	lines_free(before, n0);
-	lines_free(after, n1);
+	harness_assert_same(&before, &after);
+	harness_lines_free(&before);
+	harness_lines_free(&after);
 	mc_disconnect(c);
 
 	/* --warmers 0: nothing is warmed, the walk goes through the server. */
@@ -213,9 +161,9 @@ static void test_warm_loads_everything(void **state)
 	c = harness_client(&srv);
 	assert_int_equal(warm_stat(c, "entries"), 0);
 	r0 = requests(c);
-	after = snapshot(c, &n1);
+	after = harness_snapshot(c, 0);
 	assert_true(requests(c) > r0 + 1);
-	lines_free(after, n1);
+	harness_lines_free(&after);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -230,16 +178,8 @@ static void test_warm_loads_everything(void **state)
 static void resurrect_round(const char *interval)
 {
 	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "40", 1);
 	const char *const warm[] = { "--warmers", "2", "--commit-interval-ms", interval, NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("40", warm);
 	assert_int_equal(warm_stat(c, "done"), 0);
 	char p[128], q[128];
 	unsigned changed_during = 0;
@@ -275,19 +215,17 @@ static void resurrect_round(const char *interval)
 	assert_true(changed_during > 0);
 	wait_warmed(c);
 	assert_int_equal(mc_sync(c), 0);
-	size_t n1;
-	char **warmed = snapshot(c, &n1);
+	struct harness_lines warmed = harness_snapshot(c, 0);
 	mc_disconnect(c);
 
 	restart(cold);
 	c = harness_client(&srv);
-	size_t n2;
-	char **stored = snapshot(c, &n2);
-	assert_same(warmed, n1, stored, n2);
+	struct harness_lines stored = harness_snapshot(c, 0);
+	harness_assert_same(&warmed, &stored);
 	struct stat st;
 	EXPECT_ERR(mc_stat(c, "/d00/f000", &st), ENOENT);
-	lines_free(warmed, n1);
-	lines_free(stored, n2);
+	harness_lines_free(&warmed);
+	harness_lines_free(&stored);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -312,17 +250,8 @@ static void test_warm_never_resurrects_uncommitted(void **state)
 static void test_warm_yields_to_committer(void **state)
 {
 	(void)state;
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("1000", warm);
 	uint64_t pub0 = harness_stat_u64(c, "\"phase_us_total\"", "publish");
 	uint64_t cnt0 = harness_stat_u64(c, "\"commits\"", "count");
 	int syncs = 0;
@@ -357,17 +286,8 @@ static void test_warm_yields_to_committer(void **state)
 static void test_miss_reads_ahead(void **state)
 {
 	(void)state;
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "3000", 1);
 	const char *const warm[] = { "--warmers", "2", NULL };
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	mc_client *c = slow_warm_start("3000", warm);
 	struct stat st;
 	char p[64];
 	snprintf(p, sizeof(p), "/d%02d/sub/g%03d", NDIRS - 1, NFILES - 1);

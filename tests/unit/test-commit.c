@@ -31,6 +31,7 @@
 #include "shm.h"
 #include "stats.h"
 #include "store.h"
+#include "fixture.h"
 
 #define P(s) (s), strlen(s)
 
@@ -45,11 +46,6 @@ struct fx {
 	struct ns *ns;
 	struct commit *c;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
 
 static int open_all(struct fx *f)
 {
@@ -75,8 +71,7 @@ static int setup_opts(void **state, const struct store_opts *o)
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/test-commit-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-commit");
 	if (!mkdtemp(f->dir)) {
 		free(f);
 		return -1;
@@ -107,7 +102,7 @@ static int teardown(void **state)
 	if (f->ns)
 		close_ns(f);
 	store_close(f->st);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

@@ -14,39 +14,16 @@
 
 #include <cmocka.h>
 
-#include "extent.h"
 #include "extent_map.h"
-#include "mc_shm.h"
-#include "shm.h"
+#include "extent_fixture.h"
 
 #define MIB (1ull << 20)
 
-struct fx {
-	struct shm *s;
-	struct extent_cache c;
-	mc_off_t t;
-};
-
 static struct fx *fx_new(uint64_t size)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	assert_non_null(f);
-	assert_int_equal(shm_create(size, &f->s), 0);
-	extent_cache_init(&f->c, f->s);
+	struct fx *f = fx_alloc(size);
 	assert_int_equal(extent_tree_new(&f->c, 5, MC_EREF_MAP, &f->t), 0);
 	return f;
-}
-
-static void fx_free(struct fx *f)
-{
-	extent_cache_fini(&f->c);
-	shm_destroy(f->s);
-	free(f);
-}
-
-static const struct mc_estate *R(const struct fx *f, mc_eref ref)
-{
-	return erec_at(&f->c, ref);
 }
 
 /* Sorted, not overlapping, list and count agree. */

@@ -27,6 +27,7 @@
 #include "ops.h"
 #include "shm.h"
 #include "store.h"
+#include "fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -40,21 +41,12 @@ struct fx {
 	struct ns *ns;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/test-extent_ns-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-extent_ns");
 	struct store_opts o = { .root_mode = 0755 };
 	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
 	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0) {
@@ -71,7 +63,7 @@ static int teardown(void **state)
 	ns_free(f->ns);
 	shm_destroy(f->shm);
 	store_close(f->st);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include "ops.h"
 #include "shm.h"
 #include "store.h"
+#include "fixture.h"
 
 #define P(s) (s), strlen(s)
 
@@ -44,11 +45,6 @@ struct fx {
 	struct shm *shm;
 	struct ns *ns;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
 
 static bool commit_now(struct fx *f)
 {
@@ -75,10 +71,9 @@ static ns_attr stat_ok(struct fx *f, const char *path)
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	const char *base = getenv("TMPDIR");
 	if (!f)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test-fsck-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-fsck");
 	struct store_opts o = { .root_mode = 0755 };
 	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
 	    shm_create(8ull << 20, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0)
@@ -100,7 +95,7 @@ static int teardown(void **state)
 	ns_free(f->ns);
 	shm_destroy(f->shm);
 	store_close(f->st);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }
@@ -311,7 +306,7 @@ static void t_offline_empty_env(void **state)
 	assert_int_equal(rep.n, 0);
 	assert_int_equal(env_entries(dir), 0);
 	fsck_report_free(&rep);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(dir);
 }
 
 /* The names in dir, sorted and joined by spaces, into buf. */

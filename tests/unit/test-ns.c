@@ -27,6 +27,7 @@
 #include "ops.h"
 #include "shm.h"
 #include "store.h"
+#include "fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -42,11 +43,6 @@ struct fx {
 	struct ns *ns;
 	uint64_t shm_size;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
 
 static int fx_open_ns(struct fx *f)
 {
@@ -73,8 +69,7 @@ static int setup_size(void **state, uint64_t size)
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/test-ns-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-ns");
 	if (!mkdtemp(f->dir))
 		goto fail;
 	struct store_opts o = { .root_mode = 0755 };
@@ -101,7 +96,7 @@ static int teardown(void **state)
 	if (f->ns)
 		fx_close_ns(f);
 	store_close(f->st);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

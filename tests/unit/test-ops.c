@@ -30,6 +30,7 @@
 #include "shm.h"
 #include "stats.h"
 #include "store.h"
+#include "fixture.h"
 
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
 static const struct cred user_cred = { .uid = 1000, .gid = 1000 };
@@ -41,18 +42,12 @@ struct fx {
 	struct session *s;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/test-ops-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-ops");
 	if (!mkdtemp(f->dir))
 		return -1;
 	config_defaults(&f->cfg);
@@ -85,7 +80,7 @@ static int teardown(void **state)
 	shm_destroy(f->m.shm);
 	store_close(f->m.store);
 	config_free(&f->cfg);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

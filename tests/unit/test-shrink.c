@@ -28,6 +28,7 @@
 #include "shm.h"
 #include "shrink.h"
 #include "store.h"
+#include "fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -44,19 +45,12 @@ struct fx {
 	uint64_t nbits;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static int setup_size(void **state, uint64_t size)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->dir, sizeof(f->dir), "%s/test-shrink-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->dir, sizeof(f->dir), "test-shrink");
 	struct store_opts o = { .root_mode = 0755 };
 	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
 	    shm_create(size, &f->shm) < 0)
@@ -82,7 +76,7 @@ static int teardown(void **state)
 	shm_destroy(f->shm);
 	store_close(f->st);
 	free(f->bits);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

@@ -24,24 +24,19 @@
 #include "journal.h"
 #include "mc_shm.h"
 #include "store.h"
+#include "fixture.h"
 
 struct fixture {
 	char tmp[256];     /* removed at teardown */
 	char dir[300];     /* the store directory, two levels below tmp */
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->tmp, sizeof(f->tmp), "%s/test-store-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->tmp, sizeof(f->tmp), "test-store");
 	if (!mkdtemp(f->tmp)) {
 		free(f);
 		return -1;
@@ -54,7 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->tmp);
 	free(f);
 	return 0;
 }

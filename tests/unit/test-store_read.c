@@ -25,6 +25,7 @@
 #include "mc_shm.h"
 #include "store.h"
 #include "store_read.h"
+#include "fixture.h"
 
 struct fixture {
 	char tmp[256];
@@ -32,19 +33,12 @@ struct fixture {
 	uint64_t seq;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
-	const char *base = getenv("TMPDIR");
-	snprintf(f->tmp, sizeof(f->tmp), "%s/test-store_read-XXXXXX", base && *base ? base : "/tmp");
+	fixture_template(f->tmp, sizeof(f->tmp), "test-store_read");
 	if (!mkdtemp(f->tmp) || store_open(f->tmp, NULL, &f->st) < 0) {
 		free(f);
 		return -1;
@@ -57,7 +51,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	store_close(f->st);
-	nftw(f->tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->tmp);
 	free(f);
 	return 0;
 }
