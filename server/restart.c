@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <libgen.h>
 #include <unistd.h>
 
 #include "mc_shm.h"
@@ -82,6 +83,22 @@ static int write_full(int fd, const void *buf, size_t len)
 /* Read and remove the state file: its header in rf and the pages'
  * bookkeeping in *pg (malloc'd, img.size / MC_PAGE_SIZE entries; the caller
  * frees it). -ESTALE: truncated, or not a file of this format. */
+/* Make a rename in PATH's directory durable. Returns 0 or -errno. */
+static int dir_sync(const char *path)
+{
+	char dir[PATH_MAX];
+	int err = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 static int state_take(const char *path, struct restart_file *rf, struct shm_page **pg)
 {
 	char sp[PATH_MAX];
@@ -217,5 +234,7 @@ int restart_save(const char *path, struct shm *s, struct ns *ns, struct store *s
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	else
+		err = dir_sync(sp);
 	return err;
 }
