@@ -10,7 +10,13 @@
  *                                         in ns since the epoch), then the
  *                                         batch's journal records (a value
  *                                         without the header is records only)
- *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "uuid" 16 bytes
+ *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "applied_seq" u64
+ *             (format 2), "uuid" 16 bytes
+ *
+ * A commit writes `log` and meta; the batches after applied_seq are applied
+ * to the tables later, in groups (store_log.c note 5), and every read
+ * below sees them all the same. A store of format 1 (every batch applied
+ * at its commit) is upgraded in place when opened for writing.
  *
  * Every function returns 0 or a negative errno; MDB_* codes never leave
  * store.c. Readers may call from any thread concurrently with one committer.
@@ -25,7 +31,7 @@
 
 #include "journal.h"
 
-#define STORE_FORMAT 1u
+#define STORE_FORMAT 2u
 
 struct store;
 
@@ -45,12 +51,18 @@ struct store_opts {
 	 * note 8): nothing is created or written, an environment with nothing
 	 * in it is -EINVAL, and only reads may follow. */
 	bool existing;
+	/* Apply the log to the tables at least every apply_batches commits
+	 * (0: 32; 1: at every commit, as format 1 did) and when the batches not
+	 * applied hold apply_bytes of records (0: 1 MiB). */
+	unsigned apply_batches;
+	uint64_t apply_bytes;
 };
 
 struct store_meta {
 	uint32_t format;
 	uint64_t next_ino;
 	uint64_t last_seq;
+	uint64_t applied_seq;     /* batches up to this one are in the tables */
 	uint8_t uuid[16];
 };
 
@@ -71,6 +83,7 @@ struct store_commit_times {
  * with opts->existing, an empty environment too),
  * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
 int store_open(const char *dir, const struct store_opts *opts, struct store **out);
+/* Applies the batches not applied yet (store_open would otherwise). */
 void store_close(struct store *s);
 
 int store_get_meta(struct store *s, struct store_meta *out);
@@ -114,8 +127,10 @@ typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
 
 /* Write batch b in one write transaction: log[b->seq] = header + records,
- * apply them, meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the
- * log to the retention bounds, commit (durable on return). MDB_MAP_FULL grows the map
+ * meta.last_seq = b->seq, meta.next_ino = b->next_ino, when due apply the
+ * batches not applied yet (b included) and move meta.applied_seq, trim the
+ * log to the retention bounds (never past applied_seq), commit (durable on
+ * return). MDB_MAP_FULL grows the map
  * (doubling, up to map_size_max) and retries. On failure nothing is written
  * and the batch may be committed again: -ENOSPC (map full at its limit, or
  * the file system full: LMDB's short write), -EPROTO (a record does not

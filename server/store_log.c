@@ -19,7 +19,22 @@
  *  4. Lock order: commit_lock, then `resize`. store_info reads the log
  *     figures under commit_lock only after its read transaction ended:
  *     holding `resize` while waiting for commit_lock would deadlock with a
- *     commit growing the map.
+ *     commit growing the map. `ovl_lock` comes before `resize` for readers
+ *     (store.c note 9); a commit takes it only after its transaction ended.
+ *  5. The log is the commit; the tables follow in groups. A commit writes
+ *     the batch to `log` and meta (last_seq, next_ino) and is durable when
+ *     mdb_txn_commit returns. Its table updates are applied in the same
+ *     transaction only every apply_batches-th batch, when the batches not
+ *     applied hold apply_bytes of records, when the batch changes an
+ *     extent map, or when the overlay failed (ovl_broken): then every
+ *     batch after meta.applied_seq is read back from `log` and applied, and
+ *     applied_seq moves to the batch. Until then the overlay holds their
+ *     inode and dentry changes for the point reads, and every other read of
+ *     the tables applies them first (store_apply_pending). So a read never
+ *     misses a committed change, and a commit dirties the log's pages and
+ *     meta's only, most of the time.
+ *  6. Retention never drops a batch that is not applied: the recovery in
+ *     store_open replays `log` from applied_seq + 1 to last_seq.
  */
 #include <assert.h>
 #include <errno.h>
@@ -27,6 +42,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -36,6 +52,7 @@
 #include "store.h"
 #include "store_extent.h"
 #include "store_impl.h"
+#include "store_overlay.h"
 
 #define LOG_MAGIC   0xC1u
 #define LOG_VERSION 1u
@@ -63,6 +80,12 @@ static bool log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs,
 	*recs = p + LOG_HDR;
 	*len = v->mv_size - LOG_HDR;
 	return true;
+}
+
+bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
+{
+	uint64_t t;
+	return log_value(v, &t, recs, len);
 }
 
 /* Apply one decoded record; an LMDB code. */
@@ -145,62 +168,203 @@ static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t keep, uint64_t
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Apply the batches of `log` from..upto (inclusive) to the tables in txn,
+ * in order (note 5). An LMDB code; a batch whose records do not decode
+ * sets *derr (-EPROTO, -EIO) and returns MDB_CORRUPTED; so does a batch
+ * missing from the log. */
+static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_t upto,
+                           int *derr)
+{
+	MDB_cursor *cur;
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	*derr = 0;
+	if (from > upto)
+		return 0;
+	put_be64(key, from);
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc)
+		return rc;
+	uint64_t want = from;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && want <= upto;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		uint64_t t;
+		const uint8_t *recs;
+		size_t len, pos = 0;
+		struct journal_rec r;
+		int n;
+		if (k.mv_size != 8 || get_be64(k.mv_data) != want || !log_value(&v, &t, &recs, &len)) {
+			*derr = -EIO;
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		while ((n = journal_next(recs, len, &pos, &r)) == 1 &&
+		       (rc = store_apply(s, txn, &r)) == 0)
+			;
+		if (rc)
+			break;
+		if (n < 0) {
+			*derr = n;
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		want++;
+	}
+	mdb_cursor_close(cur);
+	if (want > upto && !*derr)
+		return 0;                       /* MDB_NEXT past the last one */
+	if (rc == MDB_NOTFOUND || rc == 0) {
+		*derr = -EIO;                   /* a batch not applied is gone */
+		rc = MDB_CORRUPTED;
+	}
+	return rc;
+}
+
+/* Apply the overlay to the tables in txn: each key's newest state once,
+ * in key order (note 5). commit_lock is held, so the overlay cannot change.
+ * An LMDB code (ENOMEM too). */
+static int store_apply_ovl(struct store *s, MDB_txn *txn)
+{
+	const struct ovl_ent **v;
+	size_t n;
+	int rc = 0;
+	for (unsigned t = OVL_INODES; t <= OVL_DENTRIES && !rc; t++) {
+		MDB_dbi dbi = t == OVL_INODES ? s->inodes : s->dentries;
+		if (ovl_sorted(&s->ovl, t, &v, &n) < 0)
+			return ENOMEM;
+		for (size_t i = 0; i < n && !rc; i++) {
+			MDB_val k = { v[i]->klen, (void *)v[i]->data };
+			MDB_val d = { v[i]->vlen, (void *)(v[i]->data + v[i]->klen) };
+			if (!v[i]->deleted) {
+				rc = mdb_put(txn, dbi, &k, &d, 0);
+				continue;
+			}
+			rc = mdb_del(txn, dbi, &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+			if (!rc && t == OVL_INODES)
+				rc = store_ext_del_ino(txn, s->extents, get_be64(v[i]->data));
+		}
+		free(v);
+	}
+	return rc;
+}
+
+/* Apply b's records to the tables in txn, in order. An LMDB code; *derr
+ * as store_apply_log's. */
+static int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal_batch *b,
+                             int *derr)
+{
+	size_t pos = 0;
+	struct journal_rec r;
+	int n, rc = 0;
+	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1 &&
+	       (rc = store_apply(s, txn, &r)) == 0)
+		;
+	if (!rc && n < 0) {
+		*derr = n;
+		rc = MDB_CORRUPTED;
+	}
+	return rc;
+}
+
+/* Should the commit of b (at now_ns) apply the log to the tables (note
+ * 5)? 1 yes, 0 no, -EPROTO when b does not decode. Also when retention
+ * would otherwise have to drop a batch not applied (note 6): the batches
+ * not applied stay within each bound. */
+static int store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns)
+{
+	uint64_t n = b->seq - s->applied_seq;         /* batches not applied, b included */
+	uint64_t bytes = s->pending_bytes + b->len + n * LOG_HDR;
+	bool due = s->ovl_broken || n >= s->apply_batches || bytes >= s->apply_bytes ||
+	           (s->log_retention && n >= s->log_retention) ||
+	           (s->log_max_bytes && bytes >= s->log_max_bytes) ||
+	           (s->log_max_age_ns && n > 1 && now_ns - s->pending_since_ns >= s->log_max_age_ns);
+	size_t pos = 0;
+	struct journal_rec r;
+	int k;
+	while ((k = journal_next(b->buf, b->len, &pos, &r)) == 1)
+		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH)
+			due = true;
+	return k < 0 ? k : due;
+}
+
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
- * set when it failed on MDB_MAP_FULL. Nothing is written on failure. */
+ * set when it failed on MDB_MAP_FULL, *applied when the tables took every
+ * batch up to b. Nothing is written on failure. b NULL: apply the batches
+ * committed but not applied, and write nothing else. */
 static int store_commit_txn(struct store *s, const struct journal_batch *b,
-                            struct store_commit_times *t, bool *full)
+                            struct store_commit_times *t, bool *full, bool *applied)
 {
 	MDB_txn *txn;
-	uint8_t key[8], ls[8], ni[8];
-	struct journal_rec r;
-	size_t pos = 0;
+	uint8_t key[8], ls[8], ni[8], as[8];
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
-	int n, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	uint64_t upto = b ? b->seq : s->last_seq;
+	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	*full = false;
+	*applied = false;
 	if (rc)
 		return store_errno(rc);
 
 	uint64_t now = clock_ns(CLOCK_REALTIME);
 	uint64_t bytes = s->log_bytes, dropped = 0;
-	put_be64(key, b->seq);
-	MDB_val k = { 8, key }, v = { LOG_HDR + b->len, NULL };
-	MDB_val old;
-	if (mdb_get(txn, s->log, &k, &old) == 0)      /* a retry after a failure */
-		bytes -= old.mv_size < bytes ? old.mv_size : bytes;
-	rc = mdb_put(txn, s->log, &k, &v, MDB_RESERVE);
-	if (rc)
-		goto fail;
-	uint8_t *lv = v.mv_data;
-	memset(lv, 0, LOG_HDR);
-	lv[0] = LOG_MAGIC;
-	lv[1] = LOG_VERSION;
-	put_le32(lv + 4, b->nrecs);
-	put_le64(lv + 8, now);
-	if (b->len)
-		memcpy(lv + LOG_HDR, b->buf, b->len);
-	bytes += LOG_HDR + b->len;
+	if (b) {
+		put_be64(key, b->seq);
+		MDB_val k = { 8, key }, v = { LOG_HDR + b->len, NULL };
+		MDB_val old;
+		if (mdb_get(txn, s->log, &k, &old) == 0)      /* a retry after a failure */
+			bytes -= old.mv_size < bytes ? old.mv_size : bytes;
+		/* Keys only grow, but a retry rewrites its own key: no MDB_APPEND then. */
+		rc = mdb_put(txn, s->log, &k, &v, MDB_RESERVE);
+		if (rc)
+			goto fail;
+		uint8_t *lv = v.mv_data;
+		memset(lv, 0, LOG_HDR);
+		lv[0] = LOG_MAGIC;
+		lv[1] = LOG_VERSION;
+		put_le32(lv + 4, b->nrecs);
+		put_le64(lv + 8, now);
+		if (b->len)
+			memcpy(lv + LOG_HDR, b->buf, b->len);
+		bytes += LOG_HDR + b->len;
+	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->log_ns = t1 - t0;
 	t0 = t1;
 
-	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1) {
-		rc = store_apply(s, txn, &r);
+	if (b && (derr = store_apply_due(s, b, now)) < 0) {
+		rc = MDB_CORRUPTED;
+		goto fail;
+	}
+	*applied = !b || derr == 1;
+	derr = 0;
+	if (*applied) {
+		/* The batches before b from the overlay, then b itself, in
+		 * order; from the log when the overlay missed something. */
+		if (s->ovl_broken)
+			rc = store_apply_log(s, txn, s->applied_seq + 1, upto, &derr);
+		else if (!(rc = store_apply_ovl(s, txn)) && b)
+			rc = store_apply_batch(s, txn, b, &derr);
+		if (rc)
+			goto fail;
+		put_le64(as, upto);
+		rc = meta_put(txn, s->meta, "applied_seq", as, 8);
 		if (rc)
 			goto fail;
 	}
-	if (n < 0) {
-		mdb_txn_abort(txn);
-		return n;
+	if (b) {
+		put_le64(ls, b->seq);
+		put_le64(ni, b->next_ino);
+		rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+		if (!rc)
+			rc = meta_put(txn, s->meta, "next_ino", ni, 8);
+		/* Retention keeps every batch not applied (note 6). */
+		if (!rc)
+			rc = store_trim_log(s, txn, *applied ? b->seq : s->applied_seq + 1, now,
+			                    &bytes, &dropped);
+		if (rc)
+			goto fail;
 	}
-	put_le64(ls, b->seq);
-	put_le64(ni, b->next_ino);
-	rc = meta_put(txn, s->meta, "last_seq", ls, 8);
-	if (!rc)
-		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
-	if (!rc)
-		rc = store_trim_log(s, txn, b->seq, now, &bytes, &dropped);
-	if (rc)
-		goto fail;
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->apply_ns = t1 - t0;
 	t0 = t1;
@@ -216,8 +380,41 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 fail:
 	mdb_txn_abort(txn);
 out:
-	err = store_errno(rc);
+	err = derr ? derr : store_errno(rc);
 	*full = rc == MDB_MAP_FULL;
+	if (err)
+		*applied = false;
+	return err;
+}
+
+/* After a transaction of store_commit_txn committed: the overlay and the
+ * figures follow (note 5). -ENOMEM when b's changes could not all be
+ * recorded in the overlay: ovl_broken is set then, and every read applies
+ * the log first. Called with commit_lock held. */
+static int store_committed(struct store *s, const struct journal_batch *b, bool applied)
+{
+	int err = 0;
+	pthread_rwlock_wrlock(&s->ovl_lock);
+	if (applied) {
+		ovl_clear(&s->ovl);
+		s->ovl_broken = false;
+		s->applied_seq = b ? b->seq : s->last_seq;
+		s->pending_bytes = 0;
+	} else {
+		size_t pos = 0;
+		struct journal_rec r;
+		while (!err && journal_next(b->buf, b->len, &pos, &r) == 1)
+			err = ovl_add(&s->ovl, &r);
+		if (err)
+			s->ovl_broken = true;
+		if (s->applied_seq == s->last_seq)
+			s->pending_since_ns = clock_ns(CLOCK_REALTIME);
+		s->pending_bytes += b->len;
+	}
+	if (b)
+		s->last_seq = b->seq;
+	atomic_store_explicit(&s->unapplied, s->applied_seq < s->last_seq, memory_order_release);
+	pthread_rwlock_unlock(&s->ovl_lock);
 	return err;
 }
 
@@ -249,6 +446,34 @@ static int store_grow(struct store *s)
 	return store_errno(rc);
 }
 
+/* store_commit_txn until it does not fail on a full map; commit_lock held. */
+static int store_commit_locked(struct store *s, const struct journal_batch *b,
+                               struct store_commit_times *tt)
+{
+	int err;
+	for (;;) {
+		bool full, applied;
+		pthread_rwlock_rdlock(&s->resize);
+		err = store_commit_txn(s, b, tt, &full, &applied);
+		pthread_rwlock_unlock(&s->resize);
+		if (!err) {
+			err = store_committed(s, b, applied);
+			if (!err)
+				break;
+			b = NULL;               /* the overlay failed: apply it all now */
+			continue;
+		}
+		if (!full)
+			return store_space_errno(s, err);
+		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
+		err = store_grow(s);
+		tt->grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
+		if (err)
+			break;
+	}
+	return err;
+}
+
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
 {
 	struct store_commit_times tt = {0};
@@ -259,29 +484,25 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 		if (s->fault_n != UINT_MAX)
 			s->fault_n--;
 		err = s->fault_err;
-		pthread_mutex_unlock(&s->commit_lock);
-		if (t)
-			*t = tt;
-		return err;
-	}
-	for (;;) {
-		bool full;
-		pthread_rwlock_rdlock(&s->resize);
-		err = store_commit_txn(s, b, &tt, &full);
-		pthread_rwlock_unlock(&s->resize);
-		if (!full) {
-			err = store_space_errno(s, err);
-			break;
-		}
-		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
-		err = store_grow(s);
-		tt.grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
-		if (err)
-			break;
+	} else {
+		err = store_commit_locked(s, b, &tt);
 	}
 	pthread_mutex_unlock(&s->commit_lock);
 	if (t)
 		*t = tt;
+	return err;
+}
+
+int store_apply_now(struct store *s)
+{
+	struct store_commit_times tt = {0};
+	int err = 0;
+	if (!atomic_load_explicit(&s->unapplied, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&s->commit_lock);
+	if (s->applied_seq < s->last_seq)
+		err = store_commit_locked(s, NULL, &tt);
+	pthread_mutex_unlock(&s->commit_lock);
 	return err;
 }
 
