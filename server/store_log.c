@@ -230,11 +230,32 @@ static int store_apply_ovl(struct store *s, MDB_txn *txn)
 	int rc = 0;
 	for (unsigned t = OVL_INODES; t <= OVL_DENTRIES && !rc; t++) {
 		MDB_dbi dbi = t == OVL_INODES ? s->inodes : s->dentries;
+		MDB_cursor *cur;
+		MDB_val lk, lv;
 		if (ovl_sorted(&s->ovl, t, &v, &n) < 0)
 			return ENOMEM;
+		rc = mdb_cursor_open(txn, dbi, &cur);
+		if (rc) {
+			free(v);
+			return rc;
+		}
+		/* Keys past the table's last one (new inodes, a new directory's
+		 * names) are appended: LMDB then fills its pages instead of
+		 * splitting them in half. */
+		bool append = false;
+		rc = mdb_cursor_get(cur, &lk, &lv, MDB_LAST);
+		if (rc == MDB_NOTFOUND)
+			append = true;
+		rc = rc == MDB_NOTFOUND ? 0 : rc;
 		for (size_t i = 0; i < n && !rc; i++) {
 			MDB_val k = { v[i]->klen, (void *)v[i]->data };
 			MDB_val d = { v[i]->vlen, (void *)(v[i]->data + v[i]->klen) };
+			if (!append && !v[i]->deleted && ovl_keycmp(v[i], lk.mv_data, lk.mv_size) > 0)
+				append = true;
+			if (append && !v[i]->deleted) {
+				rc = mdb_cursor_put(cur, &k, &d, MDB_APPEND);
+				continue;
+			}
 			if (!v[i]->deleted) {
 				rc = mdb_put(txn, dbi, &k, &d, 0);
 				continue;
@@ -245,6 +266,7 @@ static int store_apply_ovl(struct store *s, MDB_txn *txn)
 			if (!rc && t == OVL_INODES)
 				rc = store_ext_del_ino(txn, s->extents, get_be64(v[i]->data));
 		}
+		mdb_cursor_close(cur);
 		free(v);
 	}
 	return rc;
