@@ -257,7 +257,9 @@ int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
+/* meta, with last_seq and next_ino from the log's last batch when it is
+ * newer (store_log.c note 5). */
+static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, MDB_dbi log, struct store_meta *out)
 {
 	uint8_t f[4] = {0}, ni[8] = {0}, ls[8] = {0}, as[8] = {0};
 	struct store_meta m;
@@ -283,6 +285,18 @@ static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
 		m.applied_seq = get_le64(as);
 		if (m.applied_seq > m.last_seq)
 			return -EINVAL;
+	}
+	uint64_t seq, ni2;
+	err = store_log_last(txn, log, &seq, &ni2);
+	if (err)
+		return err;
+	/* A header without next_ino was written with meta in the same
+	 * transaction (format 1): meta says it all then. */
+	if (seq > m.last_seq && ni2) {
+		if (ni2 < m.next_ino)
+			return -EINVAL;
+		m.last_seq = seq;
+		m.next_ino = ni2;
 	}
 	*out = m;
 	return 0;
@@ -322,6 +336,7 @@ static int store_init(struct store *s, MDB_txn *txn, const struct store_opts *o)
 	put_le32(f, STORE_FORMAT);
 	put_le64(ni, 2);
 	put_le64(ls, 0);
+	s->next_ino = 2;
 
 	int64_t now = (int64_t)clock_ns(CLOCK_REALTIME);
 	struct mc_inode_rec root = {
@@ -388,7 +403,17 @@ static int store_setup(struct store *s, const struct store_opts *o)
 		}
 		if (rc)
 			goto fail_mdb;
-		err = store_read_meta(txn, s->meta, &m);
+		rc = mdb_dbi_open(txn, "inodes", 0, &s->inodes);
+		if (!rc) rc = mdb_dbi_open(txn, "dentries", 0, &s->dentries);
+		if (!rc) rc = mdb_dbi_open(txn, "extents", 0, &s->extents);
+		if (!rc) rc = mdb_dbi_open(txn, "log", 0, &s->log);
+		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (rc)
+			goto fail_mdb;
+		err = store_read_meta(txn, s->meta, s->log, &m);
 		if (err)
 			goto fail;
 		if (m.format > STORE_FORMAT) {
@@ -411,16 +436,7 @@ static int store_setup(struct store *s, const struct store_opts *o)
 		}
 		s->applied_seq = m.applied_seq;
 		s->last_seq = m.last_seq;
-		rc = mdb_dbi_open(txn, "inodes", 0, &s->inodes);
-		if (!rc) rc = mdb_dbi_open(txn, "dentries", 0, &s->dentries);
-		if (!rc) rc = mdb_dbi_open(txn, "extents", 0, &s->extents);
-		if (!rc) rc = mdb_dbi_open(txn, "log", 0, &s->log);
-		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
-			err = -EINVAL;
-			goto fail;
-		}
-		if (rc)
-			goto fail_mdb;
+		s->next_ino = m.next_ino;
 	}
 	rc = mdb_txn_commit(txn);
 	txn = NULL;
@@ -565,7 +581,7 @@ int store_get_meta(struct store *s, struct store_meta *out)
 	int err = store_rtxn_begin(s, &txn);
 	if (err)
 		return err;
-	err = store_read_meta(txn, s->meta, out);
+	err = store_read_meta(txn, s->meta, s->log, out);
 	store_rtxn_end(s, txn);
 	return err;
 }

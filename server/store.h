@@ -5,17 +5,20 @@
  *   inodes:   u64 ino                  -> journal inode encoding + symlink target
  *   dentries: u64 parent ino, name     -> u64 child ino (LE), u8 DT_*
  *   extents:  u64 ino, u64 offset      -> (reserved for the extent map)
- *   log:      u64 batch seq            -> log header (16 bytes: u8 0xC1, u8 1,
+ *   log:      u64 batch seq            -> log header (24 bytes: u8 0xC1, u8 2,
  *                                         u16 0, u32 records, u64 commit time
- *                                         in ns since the epoch), then the
- *                                         batch's journal records (a value
- *                                         without the header is records only)
+ *                                         in ns since the epoch, u64 next_ino;
+ *                                         format 1: u8 1 and 16 bytes, no
+ *                                         next_ino), then the batch's journal
+ *                                         records (a value without the header
+ *                                         is records only)
  *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "applied_seq" u64
  *             (format 2), "uuid" 16 bytes
  *
- * A commit writes `log` and meta; the batches after applied_seq are applied
- * to the tables later, in groups (store_log.c note 5), and every read
- * below sees them all the same. A store of format 1 (every batch applied
+ * A commit writes `log` only; meta is written when the batches after
+ * applied_seq are applied to the tables, later, in groups (store_log.c note
+ * 5): last_seq and next_ino are then those of the log's last batch when it
+ * is newer. Every read below sees every committed batch all the same. A store of format 1 (every batch applied
  * at its commit) is upgraded in place when opened for writing.
  *
  * Every function returns 0 or a negative errno; MDB_* codes never leave
@@ -126,9 +129,9 @@ typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t
                                uint32_t flags);
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
 
-/* Write batch b in one write transaction: log[b->seq] = header + records,
- * meta.last_seq = b->seq, meta.next_ino = b->next_ino, when due apply the
- * batches not applied yet (b included) and move meta.applied_seq, trim the
+/* Write batch b in one write transaction: log[b->seq] = header + records
+ * (so store_get_meta says last_seq b->seq, next_ino b->next_ino), when due
+ * apply the batches not applied yet (b included) and move meta, trim the
  * log to the retention bounds (never past applied_seq), commit (durable on
  * return). MDB_MAP_FULL grows the map
  * (doubling, up to map_size_max) and retries. On failure nothing is written

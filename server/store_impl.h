@@ -39,6 +39,7 @@ struct store {
 	 * under commit_lock and, with the overlay, under ovl_lock (write). */
 	uint64_t applied_seq;
 	uint64_t last_seq;
+	uint64_t next_ino;          /* after batch last_seq */
 	uint64_t pending_bytes;     /* record bytes of the batches not applied */
 	uint64_t pending_since_ns;  /* about when the oldest of them was committed */
 	uint64_t apply_batches;     /* store_opts, defaults filled in */
@@ -85,6 +86,9 @@ int store_point_begin(struct store *s);
 void store_point_end(struct store *s);
 /* The records of a log value (store_log.c note 1); false if malformed. */
 bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len);
+/* The log's last batch (*seq, 0 when the log is empty) and the next_ino
+ * its header holds (0: a header without it); 0 or -errno. */
+int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

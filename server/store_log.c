@@ -3,11 +3,13 @@
  * updates, in one LMDB write transaction.
  *
  * NOTES
- *  1. A log value is a 16-byte header (LOG_MAGIC, LOG_VERSION, u16 0, u32
- *     records, u64 commit time in ns since the epoch, little-endian) and
- *     the batch's journal records. A value that does not start with the
- *     magic was written before the header existed: records only, time 0
- *     (journal record types never take the magic's value).
+ *  1. A log value is a 24-byte header (LOG_MAGIC, LOG_VERSION 2, u16 0,
+ *     u32 records, u64 commit time in ns since the epoch, u64 next_ino,
+ *     little-endian) and the batch's journal records. Version 1 headers
+ *     (format 1 stores) are 16 bytes, without next_ino. A value that does
+ *     not start with the magic was written before the header existed:
+ *     records only, time 0 (journal record types never take the magic's
+ *     value).
  *  2. Retention runs in the commit's transaction after the append: the
  *     oldest batches go while the log holds more than log_retention batches,
  *     more than log_max_bytes, or the oldest is older than log_max_age_ns;
@@ -22,8 +24,10 @@
  *     commit growing the map. `ovl_lock` comes before `resize` for readers
  *     (store.c note 9); a commit takes it only after its transaction ended.
  *  5. The log is the commit; the tables follow in groups. A commit writes
- *     the batch to `log` and meta (last_seq, next_ino) and is durable when
- *     mdb_txn_commit returns. Its table updates are applied in the same
+ *     the batch to `log` only, and is durable when mdb_txn_commit returns:
+ *     the last batch of the log is the last committed one, and its header
+ *     holds next_ino (store_log_last; meta's last_seq and next_ino are
+ *     written with applied_seq only, so they may be older). Its table updates are applied in the same
  *     transaction only every apply_batches-th batch, when the batches not
  *     applied hold apply_bytes of records, when the batch changes an
  *     extent map, or when the overlay failed (ovl_broken): then every
@@ -55,8 +59,9 @@
 #include "store_overlay.h"
 
 #define LOG_MAGIC   0xC1u
-#define LOG_VERSION 1u
-#define LOG_HDR     16u
+#define LOG_VERSION 2u
+#define LOG_HDR     24u
+#define LOG_HDR_V1  16u
 
 /* Free space below which a failed write is taken for a full file system. */
 #define STORE_SPACE_LOW (1ull << 20)
@@ -74,12 +79,37 @@ static bool log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs,
 		*len = v->mv_size;
 		return true;
 	}
-	if (v->mv_size < LOG_HDR || p[1] != LOG_VERSION)
+	size_t hdr = p[1] == 1 ? LOG_HDR_V1 : LOG_HDR;
+	if (v->mv_size < hdr || (p[1] != 1 && p[1] != LOG_VERSION))
 		return false;
 	*time_ns = get_le64(p + 8);
-	*recs = p + LOG_HDR;
-	*len = v->mv_size - LOG_HDR;
+	*recs = p + hdr;
+	*len = v->mv_size - hdr;
 	return true;
+}
+
+int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn, log, &cur);
+	if (rc)
+		return store_errno(rc);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	mdb_cursor_close(cur);
+	*seq = 0;
+	*next_ino = 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_errno(rc);
+	const uint8_t *p = v.mv_data;
+	if (k.mv_size != 8)
+		return -EIO;
+	*seq = get_be64(k.mv_data);
+	if (v.mv_size >= LOG_HDR && p[0] == LOG_MAGIC && p[1] == LOG_VERSION)
+		*next_ino = get_le64(p + 16);
+	return 0;
 }
 
 bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
@@ -346,6 +376,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 		lv[1] = LOG_VERSION;
 		put_le32(lv + 4, b->nrecs);
 		put_le64(lv + 8, now);
+		put_le64(lv + 16, b->next_ino);
 		if (b->len)
 			memcpy(lv + LOG_HDR, b->buf, b->len);
 		bytes += LOG_HDR + b->len;
@@ -369,20 +400,22 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 			rc = store_apply_batch(s, txn, b, &derr);
 		if (rc)
 			goto fail;
+		/* meta as of the apply; between two, the log's last batch
+		 * says more (note 5). */
 		put_le64(as, upto);
+		put_le64(ls, upto);
+		put_le64(ni, b ? b->next_ino : s->next_ino);
 		rc = meta_put(txn, s->meta, "applied_seq", as, 8);
+		if (!rc)
+			rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+		if (!rc)
+			rc = meta_put(txn, s->meta, "next_ino", ni, 8);
 		if (rc)
 			goto fail;
 	}
 	if (b) {
-		put_le64(ls, b->seq);
-		put_le64(ni, b->next_ino);
-		rc = meta_put(txn, s->meta, "last_seq", ls, 8);
-		if (!rc)
-			rc = meta_put(txn, s->meta, "next_ino", ni, 8);
 		/* Retention keeps every batch not applied (note 6). */
-		if (!rc)
-			rc = store_trim_log(s, txn, *applied ? b->seq : s->applied_seq + 1, now,
+		rc = store_trim_log(s, txn, *applied ? b->seq : s->applied_seq + 1, now,
 			                    &bytes, &dropped);
 		if (rc)
 			goto fail;
@@ -433,8 +466,10 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 			s->pending_since_ns = clock_ns(CLOCK_REALTIME);
 		s->pending_bytes += b->len;
 	}
-	if (b)
+	if (b) {
 		s->last_seq = b->seq;
+		s->next_ino = b->next_ino;
+	}
 	atomic_store_explicit(&s->unapplied, s->applied_seq < s->last_seq, memory_order_release);
 	pthread_rwlock_unlock(&s->ovl_lock);
 	return err;
