@@ -2,8 +2,8 @@
  * store_log.c note 5, store_overlay.c): what a commit writes, reads of
  * batches not yet applied to the tables (point reads from the overlay,
  * scans after an apply), recovery after a crash that left batches
- * unapplied, a read-only walk that merges them, and the format 1 store
- * upgraded in place. */
+ * unapplied, a read-only walk that merges them, the format 1 store
+ * upgraded in place, and reads racing commits. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -429,6 +431,83 @@ static void test_retention_applies_first(void **state)
 	journal_batch_free(&b);
 }
 
+/* Readers racing commits: once store_commit returned for batch k, every
+ * read finds k's names, whether the tables hold them yet or not (point
+ * reads, scans that apply first, both while applies come and go). */
+struct race {
+	struct store *s;
+	_Atomic uint64_t committed;     /* last batch whose commit returned */
+	_Atomic bool done;
+	int err;                        /* the writer's */
+};
+
+enum { RACE_BATCHES = 300, RACE_N = 2 };
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= RACE_BATCHES && !r->err; seq++) {
+		create_batch(&b, seq, RACE_N, &ino);
+		r->err = store_commit(r->s, &b, NULL);
+		atomic_store(&r->committed, seq);
+	}
+	atomic_store(&r->done, true);
+	journal_batch_free(&b);
+	return NULL;
+}
+
+static int first_cb(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	(void)name;
+	(void)namelen;
+	(void)dtype;
+	*(uint64_t *)arg = ino;
+	return 1;
+}
+
+static void test_reads_race_commits(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 7 };
+	struct race r = { .s = open_ok(f->dir, &o) };
+	pthread_t t;
+	unsigned reads = 0, scans = 0, misses = 0;
+	assert_int_equal(pthread_create(&t, NULL, race_writer, &r), 0);
+	while (!atomic_load(&r.done)) {
+		uint64_t c = atomic_load(&r.committed);
+		if (c == 0)
+			continue;
+		/* The newest batch's first file: ino 2 + (c - 1) * RACE_N. */
+		uint64_t want = 2 + (c - 1) * RACE_N, ino = 0;
+		char name[32];
+		snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want);
+		if (store_get_dentry(r.s, 1, name, 16, &ino, NULL) != 0 || ino != want)
+			misses++;
+		struct mc_inode_rec rec;
+		if (store_get_inode(r.s, want, &rec, NULL, NULL) != 0)
+			misses++;
+		if (++reads % 8 == 0) {
+			/* The first name after the one before it is it. */
+			snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want - 1);
+			ino = 0;
+			int rc = store_scan_dir_after(r.s, 1, name, 16, first_cb, &ino);
+			if ((rc != 0 && rc != 1) || ino != want)
+				misses++;
+			scans++;
+		}
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	print_message("# %u point reads, %u scans during %d commits\n", reads, scans,
+	              RACE_BATCHES);
+	assert_int_equal(misses, 0);
+	assert_true(reads > 0);
+	store_close(r.s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +517,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readonly_walk_merges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format1_upgraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_applies_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_race_commits, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store_overlay", tests, NULL, NULL);
 }
