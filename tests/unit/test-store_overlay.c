@@ -345,8 +345,47 @@ static void make_format1(const char *dir)
 	mdb_env_close(env);
 }
 
-/* A format 1 store (every batch applied at its commit) opens: read-only
- * as it is, writable upgraded to format 2 with applied_seq = last_seq. A
+/* Rewrite log[seq] with b's records behind a version 1 header (16 bytes:
+ * no next_ino), as format 1 wrote it. */
+static void v1_log_value(const char *dir, uint64_t seq, const struct journal_batch *b)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi log;
+	uint8_t key[8], val[16 + 4096];
+	assert_true(b->len <= 4096);
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t)(seq >> (56 - 8 * i));
+	memset(val, 0, 16);
+	val[0] = 0xC1;
+	val[1] = 1;
+	val[4] = (uint8_t)b->nrecs;
+	val[8] = 9;                                     /* commit time 9 ns */
+	memcpy(val + 16, b->buf, b->len);
+	MDB_val k = { 8, key }, v = { 16 + b->len, val };
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 5), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
+	assert_int_equal(mdb_put(txn, log, &k, &v, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static int log_cb(void *arg, uint64_t seq, uint64_t time_ns, const uint8_t *recs, size_t len)
+{
+	size_t pos = 0, n = 0;
+	struct journal_rec r;
+	(void)seq;
+	while (journal_next(recs, len, &pos, &r) == 1)
+		n++;
+	*(size_t *)arg = time_ns == 9 && pos == len ? n : 0;
+	return 0;
+}
+
+/* A format 1 store (every batch applied at its commit, log headers of
+ * version 1) opens: read-only as it is, writable upgraded to format 2 with applied_seq = last_seq. A
  * format 2 store without applied_seq is corrupt (-EINVAL). */
 static void test_format1_upgraded(void **state)
 {
@@ -360,6 +399,7 @@ static void test_format1_upgraded(void **state)
 	commit_ok(s, &b);
 	store_close(s);
 	make_format1(f->dir);
+	v1_log_value(f->dir, 1, &b);
 
 	struct store_opts ro = { .existing = true };
 	struct store_meta m;
@@ -367,6 +407,10 @@ static void test_format1_upgraded(void **state)
 	assert_int_equal(store_get_meta(s, &m), 0);
 	assert_int_equal(m.format, 1);
 	assert_int_equal(m.applied_seq, 1);
+	assert_int_equal(m.next_ino, 6);
+	size_t nrecs = 0;
+	assert_int_equal(store_scan_log(s, 1, NULL, log_cb, &nrecs), 0);
+	assert_int_equal(nrecs, 9);                     /* 4 files, 2 records each, the root */
 	store_close(s);
 
 	s = open_ok(f->dir, NULL);
