@@ -89,6 +89,10 @@ bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len);
 /* The log's last batch (*seq, 0 when the log is empty) and the next_ino
  * its header holds (0: a header without it); 0 or -errno. */
 int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);
+/* Load the batches after applied_seq into the overlay, from the log (a
+ * read-only store, or one whose map is too full to apply them); 0 or
+ * -errno. */
+int store_ovl_load(struct store *s);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

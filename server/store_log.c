@@ -604,6 +604,49 @@ int store_info(struct store *s, struct store_info *out)
 
 /* ---- reading the log -------------------------------------------------- */
 
+/* A read-only store with batches not applied (note 9): their changes into
+ * the overlay, from the log. */
+int store_ovl_load(struct store *s)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	uint64_t want = s->applied_seq + 1;
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	put_be64(key, want);
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc) {
+		store_rtxn_end(s, txn);
+		return store_errno(rc);
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && !err && want <= s->last_seq;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), want++) {
+		const uint8_t *recs;
+		size_t len, pos = 0;
+		struct journal_rec r;
+		int n;
+		if (k.mv_size != 8 || get_be64(k.mv_data) != want ||
+		    !store_log_value(&v, &recs, &len)) {
+			err = -EIO;
+			break;
+		}
+		while ((n = journal_next(recs, len, &pos, &r)) == 1 && !err)
+			err = ovl_add(&s->ovl, &r);
+		if (!err && n < 0)
+			err = n;
+		s->pending_bytes += len;
+	}
+	s->pending_since_ns = clock_ns(CLOCK_REALTIME);
+	if (!err && want <= s->last_seq)
+		err = rc && rc != MDB_NOTFOUND ? store_errno(rc) : -EIO;
+	mdb_cursor_close(cur);
+	store_rtxn_end(s, txn);
+	return err;
+}
+
 int store_log_measure(struct store *s)
 {
 	MDB_txn *txn;

@@ -1,4 +1,5 @@
-/* store_read.c - long-lived read snapshots (store_read.h).
+/* store_read.c - long-lived read snapshots (store_read.h), and the read
+ * transactions that see every committed batch (store_impl.h).
  *
  * Invariants:
  *  1. `held` is true exactly when the reader holds the store's resize lock
@@ -27,6 +28,44 @@ struct store_snap {
 	MDB_txn *txn;        /* NULL until the first take */
 	bool held;
 };
+
+/* ---- reads that see every committed batch (store.c note 9) ---- */
+
+int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
+{
+	for (;;) {
+		pthread_rwlock_rdlock(&s->ovl_lock);
+		if (s->readonly || s->applied_seq >= s->last_seq) {
+			int err = store_rtxn_begin(s, txn);
+			pthread_rwlock_unlock(&s->ovl_lock);
+			return err;
+		}
+		pthread_rwlock_unlock(&s->ovl_lock);
+		int err = store_apply_now(s);
+		if (err)
+			return err;
+	}
+}
+
+int store_point_begin(struct store *s)
+{
+	for (;;) {
+		pthread_rwlock_rdlock(&s->ovl_lock);
+		if (s->readonly || !s->ovl_broken)
+			return 0;
+		pthread_rwlock_unlock(&s->ovl_lock);
+		int err = store_apply_now(s);
+		if (err)
+			return err;
+	}
+}
+
+void store_point_end(struct store *s)
+{
+	pthread_rwlock_unlock(&s->ovl_lock);
+}
+
+/* ---- snapshots ---- */
 
 int store_snap_new(struct store *s, struct store_snap **out)
 {
