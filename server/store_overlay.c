@@ -73,6 +73,7 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 			return -ENOMEM;
 		e->next = old ? old->next : NULL;
 		e->hash = h;
+		e->k8 = get_be64(k);
 		e->table = (uint8_t)t;
 		e->klen = (uint16_t)klen;
 		memcpy(e->data, k, klen);
@@ -149,6 +150,8 @@ static int ovl_cmp(const void *a, const void *b)
 {
 	const struct ovl_ent *x = *(const struct ovl_ent *const *)a;
 	const struct ovl_ent *y = *(const struct ovl_ent *const *)b;
+	if (x->k8 != y->k8)             /* the inode, or the parent: most keys differ there */
+		return x->k8 < y->k8 ? -1 : 1;
 	return ovl_keycmp(x, y->data, y->klen);
 }
 

@@ -21,6 +21,7 @@ enum ovl_table {
 struct ovl_ent {
 	struct ovl_ent *next;     /* hash chain */
 	uint64_t hash;
+	uint64_t k8;              /* the key's first 8 bytes, big-endian (keys have 8 at least) */
 	uint8_t table;            /* enum ovl_table */
 	bool deleted;
 	uint16_t klen, vlen;
