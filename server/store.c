@@ -36,7 +36,8 @@
  *     tables (scans, snapshots, the walk, extents) begins its transaction
  *     with nothing left to apply (store_rtxn_begin_applied). A read-only
  *     store cannot apply: store_open loads the overlay from the log, and
- *     store_walk merges it in. Format 1 (no applied_seq: every batch
+ *     store_walk and the point reads merge it in (its scans see the
+ *     tables only: fsck --offline needs the walk alone). Format 1 (no applied_seq: every batch
  *     applied) is upgraded to format 2 in place when opened for writing.
  * 10. store_open replays the batches after applied_seq (recovery after a
  *     crash) before it returns, or, when the map is full at its limit,
