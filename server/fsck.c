@@ -219,11 +219,6 @@ static int fsck_on_inode(struct fsck_state *f, const struct store_rec *r)
 	if (err)
 		return err;
 	f->rep->inodes++;
-	if (r->ino >= f->next_ino &&
-	    (err = fsck_add(f->rep, FSCK_INO_RANGE, r->ino, NULL, 0,
-	                    "inode %llu at or above next_ino %llu", (unsigned long long)r->ino,
-	                    (unsigned long long)f->next_ino)))
-		return err;
 	f->in[f->nin++] = (struct fsck_inode){
 		.ino = r->ino, .size = i->size, .target_len = r->target_len,
 		.mode = i->mode, .nlink = i->nlink,
@@ -387,15 +382,33 @@ static int fsck_inodes(struct fsck_state *f, fsck_held_fn held, void *held_arg)
 	return 0;
 }
 
-int fsck_store(struct store *st, fsck_held_fn held, void *held_arg, struct fsck_report *rep)
+/* Inodes at or above next_ino, read after the walk: a commit between the
+ * two only raises next_ino, and the walk may have begun with an apply of
+ * the log that took a while (store.h), so meta read before it could be
+ * older than the inodes it saw. f->in is in ino order. */
+static int fsck_ino_range(struct fsck_state *f, struct store *st)
 {
-	struct fsck_state f = { .rep = rep };
 	struct store_meta m;
 	int err = store_get_meta(st, &m);
 	if (err)
-		goto out;
-	f.next_ino = m.next_ino;
-	err = store_walk(st, fsck_on_rec, &f);
+		return err;
+	f->next_ino = m.next_ino;
+	size_t k = f->nin;
+	while (k > 0 && f->in[k - 1].ino >= f->next_ino)
+		k--;
+	for (; k < f->nin && !err; k++)
+		err = fsck_add(f->rep, FSCK_INO_RANGE, f->in[k].ino, NULL, 0,
+		               "inode %llu at or above next_ino %llu",
+		               (unsigned long long)f->in[k].ino, (unsigned long long)f->next_ino);
+	return err;
+}
+
+int fsck_store(struct store *st, fsck_held_fn held, void *held_arg, struct fsck_report *rep)
+{
+	struct fsck_state f = { .rep = rep };
+	int err = store_walk(st, fsck_on_rec, &f);
+	if (!err)
+		err = fsck_ino_range(&f, st);
 	if (err)
 		goto out;
 	err = fsck_dentries(&f);

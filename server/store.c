@@ -28,6 +28,20 @@
  *     an empty environment is -EINVAL, and the shared flock keeps a server
  *     from starting on it meanwhile (a running one makes it -EBUSY). Only
  *     reads may follow.
+ *  9. The log is written at every commit, the tables in groups
+ *     (store_log.c note 5). Point reads (store_get_inode, store_get_dentry,
+ *     store_get_entry) hold `ovl_lock` for reading from before they look in
+ *     the overlay until their read ends, so an apply cannot empty the
+ *     overlay between the look and the read; every other read of the
+ *     tables (scans, snapshots, the walk, extents) begins its transaction
+ *     with nothing left to apply (store_rtxn_begin_applied). A read-only
+ *     store cannot apply: store_open loads the overlay from the log, and
+ *     store_walk and the point reads merge it in (its scans see the
+ *     tables only: fsck --offline needs the walk alone). Format 1 (no applied_seq: every batch
+ *     applied) is upgraded to format 2 in place when opened for writing.
+ * 10. store_open replays the batches after applied_seq (recovery after a
+ *     crash) before it returns, or, when the map is full at its limit,
+ *     loads them into the overlay; store_close applies what is left.
  *
  *   store_open ──► [open] ──store_commit──► [open] (MDB_MAP_FULL: grow, retry)
  *                    └──store_close──► [closed]
@@ -60,6 +74,8 @@
 #define STORE_MAP_DEFAULT      (256ull << 20)
 #define STORE_MAP_MAX_DEFAULT  (64ull << 30)
 #define STORE_MAX_READERS      512u
+#define STORE_APPLY_BATCHES    32u
+#define STORE_APPLY_BYTES      (1ull << 20)
 
 int store_errno(int rc)
 {
@@ -165,9 +181,11 @@ int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t
 	return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
+/* meta, with last_seq and next_ino from the log's last batch when it is
+ * newer (store_log.c note 5). */
+static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, MDB_dbi log, struct store_meta *out)
 {
-	uint8_t f[4], ni[8], ls[8];
+	uint8_t f[4] = {0}, ni[8] = {0}, ls[8] = {0}, as[8] = {0};
 	struct store_meta m;
 	int err = meta_get(txn, dbi, "format", f, 4);
 	if (err == 0)
@@ -183,6 +201,27 @@ static int store_read_meta(MDB_txn *txn, MDB_dbi dbi, struct store_meta *out)
 	m.format = get_le32(f);
 	m.next_ino = get_le64(ni);
 	m.last_seq = get_le64(ls);
+	m.applied_seq = m.last_seq;             /* format 1: every batch applied */
+	if (m.format >= 2) {
+		err = meta_get(txn, dbi, "applied_seq", as, 8);
+		if (err)
+			return err == -ENOENT ? -EINVAL : err;
+		m.applied_seq = get_le64(as);
+		if (m.applied_seq > m.last_seq)
+			return -EINVAL;
+	}
+	uint64_t seq, ni2;
+	err = store_log_last(txn, log, &seq, &ni2);
+	if (err)
+		return err;
+	/* A header without next_ino was written with meta in the same
+	 * transaction (format 1): meta says it all then. */
+	if (seq > m.last_seq && ni2) {
+		if (ni2 < m.next_ino)
+			return -EINVAL;
+		m.last_seq = seq;
+		m.next_ino = ni2;
+	}
 	*out = m;
 	return 0;
 }
@@ -221,6 +260,7 @@ static int store_init(struct store *s, MDB_txn *txn, const struct store_opts *o)
 	put_le32(f, STORE_FORMAT);
 	put_le64(ni, 2);
 	put_le64(ls, 0);
+	s->next_ino = 2;
 
 	int64_t now = (int64_t)clock_ns(CLOCK_REALTIME);
 	struct mc_inode_rec root = {
@@ -237,6 +277,8 @@ static int store_init(struct store *s, MDB_txn *txn, const struct store_opts *o)
 		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
 	if (!rc)
 		rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+	if (!rc)
+		rc = meta_put(txn, s->meta, "applied_seq", ls, 8);
 	if (!rc)
 		rc = meta_put(txn, s->meta, "uuid", uuid, 16);
 	if (!rc)
@@ -285,17 +327,6 @@ static int store_setup(struct store *s, const struct store_opts *o)
 		}
 		if (rc)
 			goto fail_mdb;
-		err = store_read_meta(txn, s->meta, &m);
-		if (err)
-			goto fail;
-		if (m.format > STORE_FORMAT) {
-			err = -EPROTONOSUPPORT;
-			goto fail;
-		}
-		if (m.format == 0 || m.next_ino < 2) {
-			err = -EINVAL;
-			goto fail;
-		}
 		rc = mdb_dbi_open(txn, "inodes", 0, &s->inodes);
 		if (!rc) rc = mdb_dbi_open(txn, "dentries", 0, &s->dentries);
 		if (!rc) rc = mdb_dbi_open(txn, "extents", 0, &s->extents);
@@ -306,6 +337,30 @@ static int store_setup(struct store *s, const struct store_opts *o)
 		}
 		if (rc)
 			goto fail_mdb;
+		err = store_read_meta(txn, s->meta, s->log, &m);
+		if (err)
+			goto fail;
+		if (m.format > STORE_FORMAT) {
+			err = -EPROTONOSUPPORT;
+			goto fail;
+		}
+		if (m.format == 0 || m.next_ino < 2) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (m.format < STORE_FORMAT && !o->existing) {
+			uint8_t f[4], as[8];    /* note 9: format 1 had every batch applied */
+			put_le32(f, STORE_FORMAT);
+			put_le64(as, m.applied_seq);
+			rc = meta_put(txn, s->meta, "applied_seq", as, 8);
+			if (!rc)
+				rc = meta_put(txn, s->meta, "format", f, 4);
+			if (rc)
+				goto fail_mdb;
+		}
+		s->applied_seq = m.applied_seq;
+		s->last_seq = m.last_seq;
+		s->next_ino = m.next_ino;
 	}
 	rc = mdb_txn_commit(txn);
 	txn = NULL;
@@ -336,7 +391,11 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 		return -ENOMEM;
 	s->lockfd = -1;
 	pthread_rwlock_init(&s->resize, NULL);
+	pthread_rwlock_init(&s->ovl_lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
+	s->readonly = o.existing;
+	s->apply_batches = o.apply_batches ? o.apply_batches : STORE_APPLY_BATCHES;
+	s->apply_bytes = o.apply_bytes ? o.apply_bytes : STORE_APPLY_BYTES;
 
 	s->map_size = round_page(o.map_size ? o.map_size : STORE_MAP_DEFAULT);
 	s->map_size_max = (o.map_size_max ? o.map_size_max : STORE_MAP_MAX_DEFAULT) & ~(STORE_PAGE - 1);
@@ -390,6 +449,18 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	err = store_setup(s, &o);
 	if (!err)
 		err = store_log_measure(s);
+	if (!err && s->applied_seq < s->last_seq) {
+		atomic_store(&s->unapplied, true);
+		/* Replayed from the log, in order (the overlay is empty). */
+		s->ovl_broken = true;
+		err = s->readonly ? -EROFS : store_apply_now(s);   /* note 10 */
+		/* No room to apply them (a full map at its limit): serve them
+		 * from the overlay; the next commit tries again. */
+		if (err == -EROFS || err == -ENOSPC) {
+			s->ovl_broken = false;
+			err = store_ovl_load(s);
+		}
+	}
 	if (err)
 		goto fail;
 	free(lockpath);
@@ -397,12 +468,14 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	return 0;
 
 fail:
+	ovl_clear(&s->ovl);
 	if (s->env)
 		mdb_env_close(s->env);
 	if (s->lockfd >= 0)
 		close(s->lockfd);
 	free(lockpath);
 	pthread_mutex_destroy(&s->commit_lock);
+	pthread_rwlock_destroy(&s->ovl_lock);
 	pthread_rwlock_destroy(&s->resize);
 	free(s);
 	return err;
@@ -412,10 +485,14 @@ void store_close(struct store *s)
 {
 	if (!s)
 		return;
+	if (!s->readonly)
+		(void)store_apply_now(s);   /* note 10; store_open replays it otherwise */
+	ovl_clear(&s->ovl);
 	mdb_env_close(s->env);
 	if (s->lockfd >= 0)
 		close(s->lockfd);      /* releases the flock */
 	pthread_mutex_destroy(&s->commit_lock);
+	pthread_rwlock_destroy(&s->ovl_lock);
 	pthread_rwlock_destroy(&s->resize);
 	free(s);
 }
@@ -428,7 +505,7 @@ int store_get_meta(struct store *s, struct store_meta *out)
 	int err = store_rtxn_begin(s, &txn);
 	if (err)
 		return err;
-	err = store_read_meta(txn, s->meta, out);
+	err = store_read_meta(txn, s->meta, s->log, out);
 	store_rtxn_end(s, txn);
 	return err;
 }
@@ -443,12 +520,26 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 	size_t tlen;
 	put_be64(key, ino);
 
-	int err = store_rtxn_begin(s, &txn);
+	int err = store_point_begin(s);
 	if (err)
 		return err;
-	err = store_errno(mdb_get(txn, s->inodes, &k, &v));
-	if (err)
+	const uint8_t *ov;
+	size_t ovl;
+	int o = ovl_get(&s->ovl, OVL_INODES, key, 8, &ov, &ovl);
+	txn = NULL;
+	if (o < 0) {
+		err = o;
 		goto out;
+	}
+	if (o == 1) {
+		v = (MDB_val){ ovl, (void *)ov };
+	} else {
+		err = store_rtxn_begin(s, &txn);
+		if (!err)
+			err = store_errno(mdb_get(txn, s->inodes, &k, &v));
+		if (err)
+			goto out;
+	}
 	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
 	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX) {
 		err = -EIO;
@@ -466,7 +557,9 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 		*target_len = tlen;
 	*out = rec;
 out:
-	store_rtxn_end(s, txn);
+	if (txn)
+		store_rtxn_end(s, txn);
+	store_point_end(s);
 	return err;
 }
 
@@ -491,10 +584,19 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 	int err = store_dentry_key(key, parent, name, namelen);
 	if (err)
 		return err;
-	err = store_rtxn_begin(s, &txn);
+	err = store_point_begin(s);
 	if (err)
 		return err;
-	err = store_errno(mdb_get(txn, s->dentries, &k, &v));
+	const uint8_t *ov;
+	size_t ovl;
+	int o = ovl_get(&s->ovl, OVL_DENTRIES, key, 8 + namelen, &ov, &ovl);
+	txn = NULL;
+	if (o < 0)
+		err = o;
+	else if (o == 1)
+		v = (MDB_val){ ovl, (void *)ov };
+	else if ((err = store_rtxn_begin(s, &txn)) == 0)
+		err = store_errno(mdb_get(txn, s->dentries, &k, &v));
 	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
 		err = -EIO;
 	if (err == 0) {
@@ -504,14 +606,16 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 		if (dtype)
 			*dtype = p[8];
 	}
-	store_rtxn_end(s, txn);
+	if (txn)
+		store_rtxn_end(s, txn);
+	store_point_end(s);
 	return err;
 }
 
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg)
 {
 	MDB_txn *txn;
-	int fn_rc, err = store_rtxn_begin(s, &txn);
+	int fn_rc, err = store_rtxn_begin_applied(s, &txn);
 	if (err)
 		return err;
 	int rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
@@ -626,7 +730,7 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 	MDB_txn *txn;
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
-	int err = store_rtxn_begin(s, &txn);
+	int err = store_rtxn_begin_applied(s, &txn);
 	if (err)
 		return err;
 	int rc = afn ? mdb_cursor_open(txn, s->inodes, &c.icur) : 0;
@@ -644,10 +748,12 @@ static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t 
 int store_walk(struct store *s, store_walk_fn fn, void *arg)
 {
 	MDB_txn *txn;
-	int fn_rc, err = store_rtxn_begin(s, &txn);
+	int fn_rc, err = store_rtxn_begin_applied(s, &txn);
 	if (err)
 		return err;
-	int rc = store_walk_tables(txn, s->inodes, s->dentries, s->extents, fn, arg, &fn_rc);
+	/* Read-only, batches not applied: the overlay merged in (note 9). */
+	int rc = store_walk_tables(txn, s->inodes, s->dentries, s->extents,
+	                           s->readonly && s->ovl.n ? &s->ovl : NULL, fn, arg, &fn_rc);
 	store_rtxn_end(s, txn);
 	return fn_rc ? fn_rc : store_errno(rc);
 }

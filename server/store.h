@@ -5,12 +5,21 @@
  *   inodes:   u64 ino                  -> journal inode encoding + symlink target
  *   dentries: u64 parent ino, name     -> u64 child ino (LE), u8 DT_*
  *   extents:  u64 ino, u64 offset      -> (reserved for the extent map)
- *   log:      u64 batch seq            -> log header (16 bytes: u8 0xC1, u8 1,
+ *   log:      u64 batch seq            -> log header (24 bytes: u8 0xC1, u8 2,
  *                                         u16 0, u32 records, u64 commit time
- *                                         in ns since the epoch), then the
- *                                         batch's journal records (a value
- *                                         without the header is records only)
- *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "uuid" 16 bytes
+ *                                         in ns since the epoch, u64 next_ino;
+ *                                         format 1: u8 1 and 16 bytes, no
+ *                                         next_ino), then the batch's journal
+ *                                         records (a value without the header
+ *                                         is records only)
+ *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "applied_seq" u64
+ *             (format 2), "uuid" 16 bytes
+ *
+ * A commit writes `log` only; meta is written when the batches after
+ * applied_seq are applied to the tables, later, in groups (store_log.c note
+ * 5): last_seq and next_ino are then those of the log's last batch when it
+ * is newer. Every read below sees every committed batch all the same. A store of format 1 (every batch applied
+ * at its commit) is upgraded in place when opened for writing.
  *
  * Every function returns 0 or a negative errno; MDB_* codes never leave
  * store.c. Readers may call from any thread concurrently with one committer.
@@ -25,7 +34,7 @@
 
 #include "journal.h"
 
-#define STORE_FORMAT 1u
+#define STORE_FORMAT 2u
 
 struct store;
 
@@ -45,12 +54,18 @@ struct store_opts {
 	 * note 8): nothing is created or written, an environment with nothing
 	 * in it is -EINVAL, and only reads may follow. */
 	bool existing;
+	/* Apply the log to the tables at least every apply_batches commits
+	 * (0: 32; 1: at every commit, as format 1 did) and when the batches not
+	 * applied hold apply_bytes of records (0: 1 MiB). */
+	unsigned apply_batches;
+	uint64_t apply_bytes;
 };
 
 struct store_meta {
 	uint32_t format;
 	uint64_t next_ino;
 	uint64_t last_seq;
+	uint64_t applied_seq;     /* batches up to this one are in the tables */
 	uint8_t uuid[16];
 };
 
@@ -71,6 +86,7 @@ struct store_commit_times {
  * with opts->existing, an empty environment too),
  * -EACCES, -ENOTDIR, -ENOMEM, -EIO. */
 int store_open(const char *dir, const struct store_opts *opts, struct store **out);
+/* Applies the batches not applied yet (store_open would otherwise). */
 void store_close(struct store *s);
 
 int store_get_meta(struct store *s, struct store_meta *out);
@@ -113,9 +129,11 @@ typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t
                                uint32_t flags);
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
 
-/* Write batch b in one write transaction: log[b->seq] = header + records,
- * apply them, meta.last_seq = b->seq, meta.next_ino = b->next_ino, trim the
- * log to the retention bounds, commit (durable on return). MDB_MAP_FULL grows the map
+/* Write batch b in one write transaction: log[b->seq] = header + records
+ * (so store_get_meta says last_seq b->seq, next_ino b->next_ino), when due
+ * apply the batches not applied yet (b included) and move meta, trim the
+ * log to the retention bounds (never past applied_seq), commit (durable on
+ * return). MDB_MAP_FULL grows the map
  * (doubling, up to map_size_max) and retries. On failure nothing is written
  * and the batch may be committed again: -ENOSPC (map full at its limit, or
  * the file system full: LMDB's short write), -EPROTO (a record does not

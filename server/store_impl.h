@@ -7,10 +7,13 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mc_shm.h"
 #include "store.h"
+#include "store_overlay.h"
 
 #define STORE_PAGE             4096ull
 #define STORE_DENTRY_VAL_SIZE  9u        /* u64 ino LE, u8 dtype */
@@ -31,6 +34,21 @@ struct store {
 	uint64_t log_trimmed;       /* batches dropped by retention since open */
 	pthread_rwlock_t resize;    /* readers: any txn; writer: mdb_env_set_mapsize */
 	pthread_mutex_t commit_lock; /* one store_commit at a time */
+	/* The log and the tables (store_log.c note 5): batches up to
+	 * applied_seq are in the tables, up to last_seq in the log. Changed
+	 * under commit_lock and, with the overlay, under ovl_lock (write). */
+	uint64_t applied_seq;
+	uint64_t last_seq;
+	uint64_t next_ino;          /* after batch last_seq */
+	uint64_t pending_bytes;     /* record bytes of the batches not applied */
+	uint64_t pending_since_ns;  /* about when the oldest of them was committed */
+	uint64_t apply_batches;     /* store_opts, defaults filled in */
+	uint64_t apply_bytes;
+	atomic_bool unapplied;      /* applied_seq < last_seq */
+	bool readonly;              /* store_opts.existing */
+	pthread_rwlock_t ovl_lock;  /* the overlay; before `resize` (store.c note 9) */
+	struct store_ovl ovl;       /* changes of the batches not applied */
+	bool ovl_broken;            /* the overlay missed a change: reads apply first */
 	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
 	int fault_err;
 };
@@ -54,6 +72,27 @@ int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const c
  * when after_len is above MC_NAME_MAX, -EIO for a malformed entry. */
 int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
                         size_t after_len, store_dirent_fn fn, void *arg);
+/* Begin a read-only transaction in which every committed change is in the
+ * tables: apply the batches not applied first (store_log.c note 5). Not
+ * with `resize` held. 0 or -errno; store_rtxn_end ends it. */
+int store_rtxn_begin_applied(struct store *s, MDB_txn **txn);
+/* Apply the batches of `log` after applied_seq up to last_seq to the
+ * tables (store_open's recovery, and the reads above); 0 or -errno. */
+int store_apply_now(struct store *s);
+/* Take `ovl_lock` for reading for a point read (store.c note 9), after
+ * applying everything when the overlay is broken; 0 (then
+ * store_point_end) or -errno. */
+int store_point_begin(struct store *s);
+void store_point_end(struct store *s);
+/* The records of a log value (store_log.c note 1); false if malformed. */
+bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len);
+/* The log's last batch (*seq, 0 when the log is empty) and the next_ino
+ * its header holds (0: a header without it); 0 or -errno. */
+int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);
+/* Load the batches after applied_seq into the overlay, from the log (a
+ * read-only store, or one whose map is too full to apply them); 0 or
+ * -errno. */
+int store_ovl_load(struct store *s);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

@@ -3,11 +3,13 @@
  * updates, in one LMDB write transaction.
  *
  * NOTES
- *  1. A log value is a 16-byte header (LOG_MAGIC, LOG_VERSION, u16 0, u32
- *     records, u64 commit time in ns since the epoch, little-endian) and
- *     the batch's journal records. A value that does not start with the
- *     magic was written before the header existed: records only, time 0
- *     (journal record types never take the magic's value).
+ *  1. A log value is a 24-byte header (LOG_MAGIC, LOG_VERSION 2, u16 0,
+ *     u32 records, u64 commit time in ns since the epoch, u64 next_ino,
+ *     little-endian) and the batch's journal records. Version 1 headers
+ *     (format 1 stores) are 16 bytes, without next_ino. A value that does
+ *     not start with the magic was written before the header existed:
+ *     records only, time 0 (journal record types never take the magic's
+ *     value).
  *  2. Retention runs in the commit's transaction after the append: the
  *     oldest batches go while the log holds more than log_retention batches,
  *     more than log_max_bytes, or the oldest is older than log_max_age_ns;
@@ -19,7 +21,24 @@
  *  4. Lock order: commit_lock, then `resize`. store_info reads the log
  *     figures under commit_lock only after its read transaction ended:
  *     holding `resize` while waiting for commit_lock would deadlock with a
- *     commit growing the map.
+ *     commit growing the map. `ovl_lock` comes before `resize` for readers
+ *     (store.c note 9); a commit takes it only after its transaction ended.
+ *  5. The log is the commit; the tables follow in groups. A commit writes
+ *     the batch to `log` only, and is durable when mdb_txn_commit returns:
+ *     the last batch of the log is the last committed one, and its header
+ *     holds next_ino (store_log_last; meta's last_seq and next_ino are
+ *     written with applied_seq only, so they may be older). Its table updates are applied in the same
+ *     transaction only every apply_batches-th batch, when the batches not
+ *     applied hold apply_bytes of records, when the batch changes an
+ *     extent map, or when the overlay failed (ovl_broken): then every
+ *     batch after meta.applied_seq is read back from `log` and applied, and
+ *     applied_seq moves to the batch. Until then the overlay holds their
+ *     inode and dentry changes for the point reads, and every other read of
+ *     the tables applies them first (store_apply_pending). So a read never
+ *     misses a committed change, and a commit dirties the log's pages and
+ *     meta's only, most of the time.
+ *  6. Retention never drops a batch that is not applied: the recovery in
+ *     store_open replays `log` from applied_seq + 1 to last_seq.
  */
 #include <assert.h>
 #include <errno.h>
@@ -27,6 +46,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -36,10 +56,12 @@
 #include "store.h"
 #include "store_extent.h"
 #include "store_impl.h"
+#include "store_overlay.h"
 
 #define LOG_MAGIC   0xC1u
-#define LOG_VERSION 1u
-#define LOG_HDR     16u
+#define LOG_VERSION 2u
+#define LOG_HDR     24u
+#define LOG_HDR_V1  16u
 
 /* Free space below which a failed write is taken for a full file system. */
 #define STORE_SPACE_LOW (1ull << 20)
@@ -57,12 +79,43 @@ static bool log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs,
 		*len = v->mv_size;
 		return true;
 	}
-	if (v->mv_size < LOG_HDR || p[1] != LOG_VERSION)
+	size_t hdr = p[1] == 1 ? LOG_HDR_V1 : LOG_HDR;
+	if (v->mv_size < hdr || (p[1] != 1 && p[1] != LOG_VERSION))
 		return false;
 	*time_ns = get_le64(p + 8);
-	*recs = p + LOG_HDR;
-	*len = v->mv_size - LOG_HDR;
+	*recs = p + hdr;
+	*len = v->mv_size - hdr;
 	return true;
+}
+
+int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = mdb_cursor_open(txn, log, &cur);
+	if (rc)
+		return store_errno(rc);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	mdb_cursor_close(cur);
+	*seq = 0;
+	*next_ino = 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_errno(rc);
+	const uint8_t *p = v.mv_data;
+	if (k.mv_size != 8)
+		return -EIO;
+	*seq = get_be64(k.mv_data);
+	if (v.mv_size >= LOG_HDR && p[0] == LOG_MAGIC && p[1] == LOG_VERSION)
+		*next_ino = get_le64(p + 16);
+	return 0;
+}
+
+bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
+{
+	uint64_t t;
+	return log_value(v, &t, recs, len);
 }
 
 /* Apply one decoded record; an LMDB code. */
@@ -145,62 +198,228 @@ static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t keep, uint64_t
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Apply the batches of `log` from..upto (inclusive) to the tables in txn,
+ * in order (note 5). An LMDB code; a batch whose records do not decode
+ * sets *derr (-EPROTO, -EIO) and returns MDB_CORRUPTED; so does a batch
+ * missing from the log. */
+static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_t upto,
+                           int *derr)
+{
+	MDB_cursor *cur;
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	*derr = 0;
+	if (from > upto)
+		return 0;
+	put_be64(key, from);
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc)
+		return rc;
+	uint64_t want = from;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && want <= upto;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		uint64_t t;
+		const uint8_t *recs;
+		size_t len, pos = 0;
+		struct journal_rec r;
+		int n;
+		if (k.mv_size != 8 || get_be64(k.mv_data) != want || !log_value(&v, &t, &recs, &len)) {
+			*derr = -EIO;
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		while ((n = journal_next(recs, len, &pos, &r)) == 1 &&
+		       (rc = store_apply(s, txn, &r)) == 0)
+			;
+		if (rc)
+			break;
+		if (n < 0) {
+			*derr = n;
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		want++;
+	}
+	mdb_cursor_close(cur);
+	if (want > upto && !*derr)
+		return 0;                       /* MDB_NEXT past the last one */
+	if (rc == MDB_NOTFOUND || rc == 0) {
+		*derr = -EIO;                   /* a batch not applied is gone */
+		rc = MDB_CORRUPTED;
+	}
+	return rc;
+}
+
+/* Apply the overlay to the tables in txn: each key's newest state once,
+ * in key order (note 5). commit_lock is held, so the overlay cannot change.
+ * An LMDB code (ENOMEM too). */
+static int store_apply_ovl(struct store *s, MDB_txn *txn)
+{
+	const struct ovl_ent **v;
+	size_t n;
+	int rc = 0;
+	for (unsigned t = OVL_INODES; t <= OVL_DENTRIES && !rc; t++) {
+		MDB_dbi dbi = t == OVL_INODES ? s->inodes : s->dentries;
+		MDB_cursor *cur;
+		MDB_val lk, lv;
+		if (ovl_sorted(&s->ovl, t, &v, &n) < 0)
+			return ENOMEM;
+		rc = mdb_cursor_open(txn, dbi, &cur);
+		if (rc) {
+			free(v);
+			return rc;
+		}
+		/* Keys past the table's last one (new inodes, a new directory's
+		 * names) are appended: LMDB then fills its pages instead of
+		 * splitting them in half. */
+		bool append = false;
+		rc = mdb_cursor_get(cur, &lk, &lv, MDB_LAST);
+		if (rc == MDB_NOTFOUND)
+			append = true;
+		rc = rc == MDB_NOTFOUND ? 0 : rc;
+		for (size_t i = 0; i < n && !rc; i++) {
+			MDB_val k = { v[i]->klen, (void *)v[i]->data };
+			MDB_val d = { v[i]->vlen, (void *)(v[i]->data + v[i]->klen) };
+			if (!append && !v[i]->deleted && ovl_keycmp(v[i], lk.mv_data, lk.mv_size) > 0)
+				append = true;
+			if (append && !v[i]->deleted) {
+				rc = mdb_cursor_put(cur, &k, &d, MDB_APPEND);
+				continue;
+			}
+			if (!v[i]->deleted) {
+				rc = mdb_put(txn, dbi, &k, &d, 0);
+				continue;
+			}
+			rc = mdb_del(txn, dbi, &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+			if (!rc && t == OVL_INODES)
+				rc = store_ext_del_ino(txn, s->extents, get_be64(v[i]->data));
+		}
+		mdb_cursor_close(cur);
+		free(v);
+	}
+	return rc;
+}
+
+/* Apply b's records to the tables in txn, in order. An LMDB code; *derr
+ * as store_apply_log's. */
+static int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal_batch *b,
+                             int *derr)
+{
+	size_t pos = 0;
+	struct journal_rec r;
+	int n, rc = 0;
+	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1 &&
+	       (rc = store_apply(s, txn, &r)) == 0)
+		;
+	if (!rc && n < 0) {
+		*derr = n;
+		rc = MDB_CORRUPTED;
+	}
+	return rc;
+}
+
+/* Should the commit of b (at now_ns) apply the log to the tables (note
+ * 5)? 1 yes, 0 no, -EPROTO when b does not decode. Also when retention
+ * would otherwise have to drop a batch not applied (note 6): the batches
+ * not applied stay within each bound. */
+static int store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns)
+{
+	uint64_t n = b->seq - s->applied_seq;         /* batches not applied, b included */
+	uint64_t bytes = s->pending_bytes + b->len + n * LOG_HDR;
+	bool due = s->ovl_broken || n >= s->apply_batches || bytes >= s->apply_bytes ||
+	           (s->log_retention && n >= s->log_retention) ||
+	           (s->log_max_bytes && bytes >= s->log_max_bytes) ||
+	           (s->log_max_age_ns && n > 1 && now_ns - s->pending_since_ns >= s->log_max_age_ns);
+	size_t pos = 0;
+	struct journal_rec r;
+	int k;
+	while ((k = journal_next(b->buf, b->len, &pos, &r)) == 1)
+		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH)
+			due = true;
+	return k < 0 ? k : due;
+}
+
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
- * set when it failed on MDB_MAP_FULL. Nothing is written on failure. */
+ * set when it failed on MDB_MAP_FULL, *applied when the tables took every
+ * batch up to b. Nothing is written on failure. b NULL: apply the batches
+ * committed but not applied, and write nothing else. */
 static int store_commit_txn(struct store *s, const struct journal_batch *b,
-                            struct store_commit_times *t, bool *full)
+                            struct store_commit_times *t, bool *full, bool *applied)
 {
 	MDB_txn *txn;
-	uint8_t key[8], ls[8], ni[8];
-	struct journal_rec r;
-	size_t pos = 0;
+	uint8_t key[8], ls[8], ni[8], as[8];
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
-	int n, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	uint64_t upto = b ? b->seq : s->last_seq;
+	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	*full = false;
+	*applied = false;
 	if (rc)
 		return store_errno(rc);
 
 	uint64_t now = clock_ns(CLOCK_REALTIME);
 	uint64_t bytes = s->log_bytes, dropped = 0;
-	put_be64(key, b->seq);
-	MDB_val k = { 8, key }, v = { LOG_HDR + b->len, NULL };
-	MDB_val old;
-	if (mdb_get(txn, s->log, &k, &old) == 0)      /* a retry after a failure */
-		bytes -= old.mv_size < bytes ? old.mv_size : bytes;
-	rc = mdb_put(txn, s->log, &k, &v, MDB_RESERVE);
-	if (rc)
-		goto fail;
-	uint8_t *lv = v.mv_data;
-	memset(lv, 0, LOG_HDR);
-	lv[0] = LOG_MAGIC;
-	lv[1] = LOG_VERSION;
-	put_le32(lv + 4, b->nrecs);
-	put_le64(lv + 8, now);
-	if (b->len)
-		memcpy(lv + LOG_HDR, b->buf, b->len);
-	bytes += LOG_HDR + b->len;
+	if (b) {
+		put_be64(key, b->seq);
+		MDB_val k = { 8, key }, v = { LOG_HDR + b->len, NULL };
+		MDB_val old;
+		if (mdb_get(txn, s->log, &k, &old) == 0)      /* a retry after a failure */
+			bytes -= old.mv_size < bytes ? old.mv_size : bytes;
+		/* Keys only grow, but a retry rewrites its own key: no MDB_APPEND then. */
+		rc = mdb_put(txn, s->log, &k, &v, MDB_RESERVE);
+		if (rc)
+			goto fail;
+		uint8_t *lv = v.mv_data;
+		memset(lv, 0, LOG_HDR);
+		lv[0] = LOG_MAGIC;
+		lv[1] = LOG_VERSION;
+		put_le32(lv + 4, b->nrecs);
+		put_le64(lv + 8, now);
+		put_le64(lv + 16, b->next_ino);
+		if (b->len)
+			memcpy(lv + LOG_HDR, b->buf, b->len);
+		bytes += LOG_HDR + b->len;
+	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->log_ns = t1 - t0;
 	t0 = t1;
 
-	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1) {
-		rc = store_apply(s, txn, &r);
+	if (b && (derr = store_apply_due(s, b, now)) < 0) {
+		rc = MDB_CORRUPTED;
+		goto fail;
+	}
+	*applied = !b || derr == 1;
+	derr = 0;
+	if (*applied) {
+		/* The batches before b from the overlay, then b itself, in
+		 * order; from the log when the overlay missed something. */
+		if (s->ovl_broken)
+			rc = store_apply_log(s, txn, s->applied_seq + 1, upto, &derr);
+		else if (!(rc = store_apply_ovl(s, txn)) && b)
+			rc = store_apply_batch(s, txn, b, &derr);
+		if (rc)
+			goto fail;
+		/* meta as of the apply; between two, the log's last batch
+		 * says more (note 5). */
+		put_le64(as, upto);
+		put_le64(ls, upto);
+		put_le64(ni, b ? b->next_ino : s->next_ino);
+		rc = meta_put(txn, s->meta, "applied_seq", as, 8);
+		if (!rc)
+			rc = meta_put(txn, s->meta, "last_seq", ls, 8);
+		if (!rc)
+			rc = meta_put(txn, s->meta, "next_ino", ni, 8);
 		if (rc)
 			goto fail;
 	}
-	if (n < 0) {
-		mdb_txn_abort(txn);
-		return n;
+	if (b) {
+		/* Retention keeps every batch not applied (note 6). */
+		rc = store_trim_log(s, txn, *applied ? b->seq : s->applied_seq + 1, now,
+			                    &bytes, &dropped);
+		if (rc)
+			goto fail;
 	}
-	put_le64(ls, b->seq);
-	put_le64(ni, b->next_ino);
-	rc = meta_put(txn, s->meta, "last_seq", ls, 8);
-	if (!rc)
-		rc = meta_put(txn, s->meta, "next_ino", ni, 8);
-	if (!rc)
-		rc = store_trim_log(s, txn, b->seq, now, &bytes, &dropped);
-	if (rc)
-		goto fail;
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->apply_ns = t1 - t0;
 	t0 = t1;
@@ -216,8 +435,43 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 fail:
 	mdb_txn_abort(txn);
 out:
-	err = store_errno(rc);
+	err = derr ? derr : store_errno(rc);
 	*full = rc == MDB_MAP_FULL;
+	if (err)
+		*applied = false;
+	return err;
+}
+
+/* After a transaction of store_commit_txn committed: the overlay and the
+ * figures follow (note 5). -ENOMEM when b's changes could not all be
+ * recorded in the overlay: ovl_broken is set then, and every read applies
+ * the log first. Called with commit_lock held. */
+static int store_committed(struct store *s, const struct journal_batch *b, bool applied)
+{
+	int err = 0;
+	pthread_rwlock_wrlock(&s->ovl_lock);
+	if (applied) {
+		ovl_clear(&s->ovl);
+		s->ovl_broken = false;
+		s->applied_seq = b ? b->seq : s->last_seq;
+		s->pending_bytes = 0;
+	} else {
+		size_t pos = 0;
+		struct journal_rec r;
+		while (!err && journal_next(b->buf, b->len, &pos, &r) == 1)
+			err = ovl_add(&s->ovl, &r);
+		if (err)
+			s->ovl_broken = true;
+		if (s->applied_seq == s->last_seq)
+			s->pending_since_ns = clock_ns(CLOCK_REALTIME);
+		s->pending_bytes += b->len;
+	}
+	if (b) {
+		s->last_seq = b->seq;
+		s->next_ino = b->next_ino;
+	}
+	atomic_store_explicit(&s->unapplied, s->applied_seq < s->last_seq, memory_order_release);
+	pthread_rwlock_unlock(&s->ovl_lock);
 	return err;
 }
 
@@ -249,6 +503,34 @@ static int store_grow(struct store *s)
 	return store_errno(rc);
 }
 
+/* store_commit_txn until it does not fail on a full map; commit_lock held. */
+static int store_commit_locked(struct store *s, const struct journal_batch *b,
+                               struct store_commit_times *tt)
+{
+	int err;
+	for (;;) {
+		bool full, applied;
+		pthread_rwlock_rdlock(&s->resize);
+		err = store_commit_txn(s, b, tt, &full, &applied);
+		pthread_rwlock_unlock(&s->resize);
+		if (!err) {
+			err = store_committed(s, b, applied);
+			if (!err)
+				break;
+			b = NULL;               /* the overlay failed: apply it all now */
+			continue;
+		}
+		if (!full)
+			return store_space_errno(s, err);
+		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
+		err = store_grow(s);
+		tt->grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
+		if (err)
+			break;
+	}
+	return err;
+}
+
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
 {
 	struct store_commit_times tt = {0};
@@ -259,29 +541,25 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 		if (s->fault_n != UINT_MAX)
 			s->fault_n--;
 		err = s->fault_err;
-		pthread_mutex_unlock(&s->commit_lock);
-		if (t)
-			*t = tt;
-		return err;
-	}
-	for (;;) {
-		bool full;
-		pthread_rwlock_rdlock(&s->resize);
-		err = store_commit_txn(s, b, &tt, &full);
-		pthread_rwlock_unlock(&s->resize);
-		if (!full) {
-			err = store_space_errno(s, err);
-			break;
-		}
-		uint64_t g0 = clock_ns(CLOCK_MONOTONIC);
-		err = store_grow(s);
-		tt.grow_ns += clock_ns(CLOCK_MONOTONIC) - g0;
-		if (err)
-			break;
+	} else {
+		err = store_commit_locked(s, b, &tt);
 	}
 	pthread_mutex_unlock(&s->commit_lock);
 	if (t)
 		*t = tt;
+	return err;
+}
+
+int store_apply_now(struct store *s)
+{
+	struct store_commit_times tt = {0};
+	int err = 0;
+	if (!atomic_load_explicit(&s->unapplied, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&s->commit_lock);
+	if (s->applied_seq < s->last_seq)
+		err = store_commit_locked(s, NULL, &tt);
+	pthread_mutex_unlock(&s->commit_lock);
 	return err;
 }
 
@@ -325,6 +603,49 @@ int store_info(struct store *s, struct store_info *out)
 }
 
 /* ---- reading the log -------------------------------------------------- */
+
+/* A read-only store with batches not applied (note 9): their changes into
+ * the overlay, from the log. */
+int store_ovl_load(struct store *s)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	uint64_t want = s->applied_seq + 1;
+	int err = store_rtxn_begin(s, &txn);
+	if (err)
+		return err;
+	put_be64(key, want);
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc) {
+		store_rtxn_end(s, txn);
+		return store_errno(rc);
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && !err && want <= s->last_seq;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), want++) {
+		const uint8_t *recs;
+		size_t len, pos = 0;
+		struct journal_rec r;
+		int n;
+		if (k.mv_size != 8 || get_be64(k.mv_data) != want ||
+		    !store_log_value(&v, &recs, &len)) {
+			err = -EIO;
+			break;
+		}
+		while ((n = journal_next(recs, len, &pos, &r)) == 1 && !err)
+			err = ovl_add(&s->ovl, &r);
+		if (!err && n < 0)
+			err = n;
+		s->pending_bytes += len;
+	}
+	s->pending_since_ns = clock_ns(CLOCK_REALTIME);
+	if (!err && want <= s->last_seq)
+		err = rc && rc != MDB_NOTFOUND ? store_errno(rc) : -EIO;
+	mdb_cursor_close(cur);
+	store_rtxn_end(s, txn);
+	return err;
+}
 
 int store_log_measure(struct store *s)
 {

@@ -1,10 +1,15 @@
-/* store_read.c - long-lived read snapshots (store_read.h).
+/* store_read.c - long-lived read snapshots (store_read.h), and the read
+ * transactions that see every committed batch (store_impl.h).
  *
  * Invariants:
  *  1. `held` is true exactly when the reader holds the store's resize lock
  *     for reading and its transaction is live (begun or renewed).
  *  2. The transaction handle, once begun, is only ever reset and renewed,
  *     never aborted before store_snap_free: its reader slot stays ours.
+ *  3. A snapshot begins with every committed batch applied to the tables
+ *     (store_snap_take applies them first, under `ovl_lock` as
+ *     store_rtxn_begin_applied does); store_get_entry, a point read, looks
+ *     in the overlay instead (store.c note 9).
  */
 #include "store_read.h"
 
@@ -23,6 +28,44 @@ struct store_snap {
 	MDB_txn *txn;        /* NULL until the first take */
 	bool held;
 };
+
+/* ---- reads that see every committed batch (store.c note 9) ---- */
+
+int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
+{
+	for (;;) {
+		pthread_rwlock_rdlock(&s->ovl_lock);
+		if (s->readonly || s->applied_seq >= s->last_seq) {
+			int err = store_rtxn_begin(s, txn);
+			pthread_rwlock_unlock(&s->ovl_lock);
+			return err;
+		}
+		pthread_rwlock_unlock(&s->ovl_lock);
+		int err = store_apply_now(s);
+		if (err)
+			return err;
+	}
+}
+
+int store_point_begin(struct store *s)
+{
+	for (;;) {
+		pthread_rwlock_rdlock(&s->ovl_lock);
+		if (s->readonly || !s->ovl_broken)
+			return 0;
+		pthread_rwlock_unlock(&s->ovl_lock);
+		int err = store_apply_now(s);
+		if (err)
+			return err;
+	}
+}
+
+void store_point_end(struct store *s)
+{
+	pthread_rwlock_unlock(&s->ovl_lock);
+}
+
+/* ---- snapshots ---- */
 
 int store_snap_new(struct store *s, struct store_snap **out)
 {
@@ -44,10 +87,9 @@ void store_snap_free(struct store_snap *sn)
 	free(sn);
 }
 
-int store_snap_take(struct store_snap *sn)
+/* Begin or renew sn's transaction; `ovl_lock` is the caller's. */
+static int snap_begin(struct store_snap *sn)
 {
-	if (sn->held)
-		store_snap_release(sn);
 	pthread_rwlock_rdlock(&sn->st->resize);
 	int rc = sn->txn ? mdb_txn_renew(sn->txn)
 	                 : mdb_txn_begin(sn->st->env, NULL, MDB_RDONLY, &sn->txn);
@@ -57,6 +99,25 @@ int store_snap_take(struct store_snap *sn)
 	}
 	sn->held = true;
 	return 0;
+}
+
+int store_snap_take(struct store_snap *sn)
+{
+	struct store *s = sn->st;
+	if (sn->held)
+		store_snap_release(sn);
+	for (;;) {
+		pthread_rwlock_rdlock(&s->ovl_lock);
+		if (s->readonly || s->applied_seq >= s->last_seq) {
+			int err = snap_begin(sn);
+			pthread_rwlock_unlock(&s->ovl_lock);
+			return err;
+		}
+		pthread_rwlock_unlock(&s->ovl_lock);
+		int err = store_apply_now(s);
+		if (err)
+			return err;
+	}
 }
 
 void store_snap_release(struct store_snap *sn)
@@ -92,6 +153,28 @@ static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
 		return -EIO;
 	*tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
 	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, *tlen);
+	return 1;
+}
+
+/* The inode record of ino in the overlay: 1 found (rec, target, *tlen
+ * set), 0 deleted, 2 not there, -EIO malformed. */
+static int ovl_inode(struct store *s, uint64_t ino, struct mc_inode_rec *rec, char *target,
+                     size_t *tlen)
+{
+	uint8_t key[8];
+	const uint8_t *v;
+	size_t vlen;
+	put_be64(key, ino);
+	int o = ovl_get(&s->ovl, OVL_INODES, key, 8, &v, &vlen);
+	if (o == 0)
+		return 2;
+	if (o < 0)
+		return 0;
+	if (vlen < JOURNAL_INODE_DISK_SIZE || vlen > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
+		return -EIO;
+	journal_inode_decode(v, rec);
+	*tlen = vlen - JOURNAL_INODE_DISK_SIZE;
+	memcpy(target, v + JOURNAL_INODE_DISK_SIZE, *tlen);
 	return 1;
 }
 
@@ -142,11 +225,21 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 	if (err)
 		return err;
 	sn.st = s;
-	err = store_snap_take(&sn);
+	err = store_point_begin(s);
 	if (err)
 		return err;
+	err = snap_begin(&sn);
+	if (err) {
+		store_point_end(s);
+		return err;
+	}
 	MDB_val k = { 8 + namelen, key }, v;
-	err = store_errno(mdb_get(sn.txn, sn.st->dentries, &k, &v));
+	const uint8_t *ov;
+	size_t ovl;
+	int o = ovl_get(&s->ovl, OVL_DENTRIES, key, 8 + namelen, &ov, &ovl);
+	if (o == 1)
+		v = (MDB_val){ ovl, (void *)ov };
+	err = o < 0 ? o : o == 1 ? 0 : store_errno(mdb_get(sn.txn, sn.st->dentries, &k, &v));
 	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
 		err = -EIO;
 	if (err == 0) {
@@ -154,7 +247,9 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 		uint64_t i = get_le64(p);
 		uint8_t t = p[8];
 		size_t tl = 0;
-		int have = snap_inode(&sn, NULL, i, rec, target, &tl);
+		int have = ovl_inode(s, i, rec, target, &tl);
+		if (have == 2)
+			have = snap_inode(&sn, NULL, i, rec, target, &tl);
 		if (have < 0) {
 			err = have;
 		} else {
@@ -166,5 +261,6 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 	}
 	store_snap_release(&sn);
 	mdb_txn_abort(sn.txn);
+	store_point_end(s);
 	return err;
 }

@@ -1,13 +1,20 @@
 /* store_walk.c - decode every record of `inodes`, `dentries` and `extents`
  * for the consistency check (store_walk.h). A record that does not decode
  * is handed on as STORE_REC_BAD with what is wrong with it, not skipped
- * and not fatal: the check reports it with the rest. */
+ * and not fatal: the check reports it with the rest. With an overlay (a
+ * read-only store whose last batches are not applied, store.c note 9),
+ * its entries are merged into `inodes` and `dentries` in key order, and
+ * the extents of an inode it deletes are left out. */
 #include "store_walk.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
 #include "mc_shm.h"
+#include "store_overlay.h"
 
 #define WALK_DENTRY_VAL 9u      /* u64 ino LE, u8 dtype (store.c) */
 #define WALK_EXT_KEY 16u        /* u64 ino, u64 start, big-endian (store_extent.c) */
@@ -74,17 +81,37 @@ static int walk_extent(store_walk_fn fn, void *arg, const MDB_val *k, const MDB_
 
 typedef int (*walk_decode_fn)(store_walk_fn fn, void *arg, const MDB_val *k, const MDB_val *v);
 
-static int walk_table(MDB_txn *txn, MDB_dbi dbi, walk_decode_fn dec, store_walk_fn fn,
-                      void *arg, int *fn_rc)
+/* Walk table dbi in key order with the overlay's entries of that table
+ * (ov[0..nov), sorted) in their places; NULL/0: the table alone. skip_ino:
+ * leave out the records of inodes the overlay deletes (extents). */
+static int walk_table(MDB_txn *txn, MDB_dbi dbi, walk_decode_fn dec, const struct ovl_ent **ov,
+                      size_t nov, const struct store_ovl *skip, store_walk_fn fn, void *arg,
+                      int *fn_rc)
 {
 	MDB_cursor *cur;
 	MDB_val k, v;
+	size_t i = 0;
 	int rc = mdb_cursor_open(txn, dbi, &cur);
 	if (rc)
 		return rc;
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		*fn_rc = dec(fn, arg, &k, &v);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while ((rc == 0 || i < nov) && (rc == 0 || rc == MDB_NOTFOUND)) {
+		int c = rc ? -1 : i < nov ? ovl_keycmp(ov[i], k.mv_data, k.mv_size) : 1;
+		if (c <= 0) {                   /* the overlay's entry first, or instead */
+			const struct ovl_ent *e = ov[i++];
+			MDB_val ok = { e->klen, (void *)e->data };
+			MDB_val ovv = { e->vlen, (void *)(e->data + e->klen) };
+			*fn_rc = e->deleted ? 0 : dec(fn, arg, &ok, &ovv);
+			if (c == 0)
+				rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+		} else {
+			const uint8_t *dv;
+			size_t dl;
+			bool gone = skip && k.mv_size >= 8 &&
+			            ovl_get(skip, OVL_INODES, k.mv_data, 8, &dv, &dl) == -ENOENT;
+			*fn_rc = gone ? 0 : dec(fn, arg, &k, &v);
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+		}
 		if (*fn_rc)
 			break;
 	}
@@ -93,13 +120,22 @@ static int walk_table(MDB_txn *txn, MDB_dbi dbi, walk_decode_fn dec, store_walk_
 }
 
 int store_walk_tables(MDB_txn *txn, MDB_dbi inodes, MDB_dbi dentries, MDB_dbi extents,
-                      store_walk_fn fn, void *arg, int *fn_rc)
+                      const struct store_ovl *ovl, store_walk_fn fn, void *arg, int *fn_rc)
 {
+	const struct ovl_ent **oi = NULL, **od = NULL;
+	size_t ni = 0, nd = 0;
 	*fn_rc = 0;
-	int rc = walk_table(txn, inodes, walk_inode, fn, arg, fn_rc);
+	if (ovl && (ovl_sorted(ovl, OVL_INODES, &oi, &ni) < 0 ||
+	            ovl_sorted(ovl, OVL_DENTRIES, &od, &nd) < 0)) {
+		free(oi);
+		return ENOMEM;                  /* an errno for store_errno */
+	}
+	int rc = walk_table(txn, inodes, walk_inode, oi, ni, NULL, fn, arg, fn_rc);
 	if (!rc && !*fn_rc)
-		rc = walk_table(txn, dentries, walk_dentry, fn, arg, fn_rc);
+		rc = walk_table(txn, dentries, walk_dentry, od, nd, NULL, fn, arg, fn_rc);
 	if (!rc && !*fn_rc)
-		rc = walk_table(txn, extents, walk_extent, fn, arg, fn_rc);
+		rc = walk_table(txn, extents, walk_extent, NULL, 0, ovl, fn, arg, fn_rc);
+	free(oi);
+	free(od);
 	return rc;
 }

@@ -171,6 +171,13 @@ void lmdb_close(struct client *c);
 int server_start(const char *path, const char **sock);
 /* Stop the server (SIGTERM) and remove its directory; no effect when none. */
 void server_stop(void);
+/* The started server's I/O so far (/proc/PID/io): bytes it had written to
+ * storage (page cache pages dirtied) and bytes it passed to write(2) and
+ * its kin (pwrite: the store's pages). 0, or -1 without a started server. */
+struct server_io {
+	uint64_t write_bytes, wchar;
+};
+int server_io(struct server_io *out);
 
 struct memsnap {
 	double bytes, pos, inodes;

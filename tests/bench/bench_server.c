@@ -222,6 +222,27 @@ int server_start(const char *path, const char **sock)
 	return -1;
 }
 
+int server_io(struct server_io *out)
+{
+	char path[64], line[128];
+	struct server_io io = { 0, 0 };
+	if (srv_pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)srv_pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "write_bytes:", 12) == 0)
+			io.write_bytes = strtoull(line + 12, NULL, 10);
+		else if (strncmp(line, "wchar:", 6) == 0)
+			io.wchar = strtoull(line + 6, NULL, 10);
+	}
+	fclose(f);
+	*out = io;
+	return 0;
+}
+
 void server_stop(void)
 {
 	int status;

@@ -217,6 +217,9 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 		}
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
+		/* durable: what the server writes per op, around the step */
+		struct server_io io0, io1;
+		bool io = steps[i].ph == PH_DURABLE && steps[i].tk == T_MC && server_io(&io0) == 0;
 		unsigned mark = sampler_mark(smp);
 		for (k = 0; k < nkids; k++) {
 			if (write_full(gos[k], "g", 1) < 0) {
@@ -239,6 +242,11 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 					t1 = m.t1_ns;
 			}
 		}
+		if (io && server_io(&io1) == 0 && res[i].ops)
+			fprintf(O.json ? stderr : stdout, "# durable, mcache: %.0f bytes written per op by "
+			        "mcached (write_bytes), %.0f passed to write(2) (wchar)\n",
+			        (double)(io1.write_bytes - io0.write_bytes) / (double)res[i].ops,
+			        (double)(io1.wchar - io0.wchar) / (double)res[i].ops);
 		if (steps[i].ph == PH_UNLINK || steps[i].ph == PH_RMTREE) {
 			FILE *wf = O.json ? stderr : stdout;
 			bool rt = steps[i].ph == PH_RMTREE;

@@ -1,0 +1,55 @@
+/* store_overlay.h - the namespace changes of committed batches that the
+ * `inodes` and `dentries` tables do not hold yet (store_log.c note 5): the
+ * newest value (or a deletion) per table key, in memory, for the store's
+ * point reads. Not for other modules; not thread-safe (the store locks). */
+#ifndef MC_STORE_OVERLAY_H
+#define MC_STORE_OVERLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "journal.h"
+
+enum ovl_table {
+	OVL_INODES,
+	OVL_DENTRIES,
+};
+
+/* One key's newest state: key and value bytes as the table holds them
+ * (store.h), or `deleted`. */
+struct ovl_ent {
+	struct ovl_ent *next;     /* hash chain */
+	uint64_t hash;
+	uint64_t k8;              /* the key's first 8 bytes, big-endian (keys have 8 at least) */
+	uint8_t table;            /* enum ovl_table */
+	bool deleted;
+	uint16_t klen, vlen;
+	uint8_t data[];           /* klen key bytes, then vlen value bytes */
+};
+
+struct store_ovl {
+	struct ovl_ent **tab;
+	size_t nbuckets;          /* a power of two, or 0 before the first add */
+	size_t n;                 /* entries */
+};
+
+/* Record what r does to the tables; extent records change nothing here
+ * (the extents table is read only once everything is applied). 0, or
+ * -ENOMEM (the overlay may then hold part of r's effect only). */
+int ovl_add(struct store_ovl *o, const struct journal_rec *r);
+/* 1 and *val, *vlen (pointing into the overlay, valid until the next add or
+ * clear) when the key has a value, -ENOENT when the key was deleted, 0 when
+ * the overlay knows nothing of it. */
+int ovl_get(const struct store_ovl *o, enum ovl_table t, const uint8_t *key, size_t klen,
+            const uint8_t **val, size_t *vlen);
+/* The entries of table t in the tables' key order (bytewise, a shorter
+ * prefix first), in a new array (*out, free() it; NULL when *n is 0).
+ * 0 or -ENOMEM. */
+int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent ***out,
+               size_t *n);
+/* Compare an entry's key with k the way the tables order keys. */
+int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen);
+void ovl_clear(struct store_ovl *o);
+
+#endif

@@ -1,0 +1,567 @@
+/* test-store_overlay.c - unit tests of the log-first commit (server/
+ * store_log.c note 5, store_overlay.c): what a commit writes, reads of
+ * batches not yet applied to the tables (point reads from the overlay,
+ * scans after an apply), recovery after a crash that left batches
+ * unapplied, a read-only walk that merges them, the format 1 store
+ * upgraded in place, and reads racing commits. */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <lmdb.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "journal.h"
+#include "mc_shm.h"
+#include "store.h"
+#include "store_read.h"
+#include "fixture.h"
+
+struct fixture {
+	char tmp[256];
+	char dir[300];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	fixture_template(f->tmp, sizeof(f->tmp), "test-store_overlay");
+	if (!mkdtemp(f->tmp)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->dir, sizeof(f->dir), "%s/d", f->tmp);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	fixture_rmtree(f->tmp);
+	free(f);
+	return 0;
+}
+
+static struct store *open_ok(const char *dir, const struct store_opts *o)
+{
+	struct store *s = NULL;
+	int rc = store_open(dir, o, &s);
+	if (rc != 0)
+		fail_msg("store_open(%s): %d", dir, rc);
+	return s;
+}
+
+static void commit_ok(struct store *s, const struct journal_batch *b)
+{
+	int rc = store_commit(s, b, NULL);
+	if (rc != 0)
+		fail_msg("store_commit(seq %llu): %d", (unsigned long long)b->seq, rc);
+}
+
+static struct mc_inode_rec file_rec(uint64_t ino, uint64_t size)
+{
+	return (struct mc_inode_rec){ .ino = ino, .mode = S_IFREG | 0644, .nlink = 1,
+	                              .size = size, .mtime_ns = (int64_t)ino };
+}
+
+/* Batch seq: n files created in directory 1, named "f<ino>" (16 bytes),
+ * inodes from *ino on, and the directory's own inode. */
+static void create_batch(struct journal_batch *b, uint64_t seq, unsigned n, uint64_t *ino)
+{
+	char name[32];
+	journal_batch_reset(b, seq);
+	for (unsigned i = 0; i < n; i++, (*ino)++) {
+		struct mc_inode_rec r = file_rec(*ino, 0);
+		snprintf(name, sizeof(name), "f%015llu", (unsigned long long)*ino);
+		assert_int_equal(journal_put_inode(b, &r, NULL, 0), 0);
+		assert_int_equal(journal_put_dentry(b, 1, name, 16, *ino, DT_REG), 0);
+	}
+	struct mc_inode_rec root = { .ino = 1, .mode = S_IFDIR | 0755, .nlink = 2,
+	                             .size = *ino, .mtime_ns = (int64_t)seq };
+	assert_int_equal(journal_put_inode(b, &root, NULL, 0), 0);
+	b->next_ino = *ino;
+}
+
+/* Bytes this process passed to write(2) and its kin so far. */
+static uint64_t wchar(void)
+{
+	FILE *fp = fopen("/proc/self/io", "r");
+	char line[128];
+	uint64_t v = 0;
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp))
+		if (strncmp(line, "wchar:", 6) == 0)
+			v = strtoull(line + 6, NULL, 10);
+	fclose(fp);
+	return v;
+}
+
+/* A commit writes the log (and meta), not the tables: 64 commits of 10
+ * creates each write at most 8 pages a commit on average, the group
+ * applies included (they wrote about 12 when every commit updated
+ * `inodes` and `dentries` too; raw LMDB puts of the dentries alone: 4). */
+static void test_commit_pages(void **state)
+{
+	struct fixture *f = *state;
+	enum { COMMITS = 64, N = 10 };
+	struct store *s = open_ok(f->dir, NULL);
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	uint64_t w0 = wchar();
+	for (uint64_t seq = 1; seq <= COMMITS; seq++) {
+		create_batch(&b, seq, N, &ino);
+		commit_ok(s, &b);
+	}
+	uint64_t per = (wchar() - w0) / COMMITS;
+	print_message("# %llu bytes written per commit of %d creates\n",
+	              (unsigned long long)per, N);
+	assert_true(per <= 8 * 4096);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+struct names {
+	char v[8][32];
+	int n;
+};
+
+static int names_cb(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	struct names *nm = arg;
+	(void)ino;
+	(void)dtype;
+	if (nm->n == 8 || namelen >= sizeof(nm->v[0]))
+		return -E2BIG;
+	memcpy(nm->v[nm->n], name, namelen + 1);
+	nm->n++;
+	return 0;
+}
+
+/* Batches committed but not applied: point reads answer from the overlay
+ * (a put, a deletion, a symlink target), scans and the walk apply them
+ * first, and the tables then hold them (applied_seq moves). */
+static void test_reads_before_apply(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	create_batch(&b, 1, 3, &ino);                   /* inodes 2, 3, 4 */
+	commit_ok(s, &b);
+	journal_batch_reset(&b, 2);
+	struct mc_inode_rec big = file_rec(3, 4096);
+	struct mc_inode_rec ln = { .ino = 5, .mode = S_IFLNK | 0777, .nlink = 1, .size = 6 };
+	assert_int_equal(journal_put_inode(&b, &big, NULL, 0), 0);
+	assert_int_equal(journal_del_dentry(&b, 1, "f000000000000002", 16), 0);
+	assert_int_equal(journal_del_inode(&b, 2), 0);
+	assert_int_equal(journal_put_inode(&b, &ln, "target", 6), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "link", 4, 5, DT_LNK), 0);
+	b.next_ino = 6;
+	commit_ok(s, &b);
+
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 2);
+	assert_int_equal(m.applied_seq, 0);
+	assert_int_equal(m.next_ino, 6);
+
+	struct mc_inode_rec r;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 0;
+	uint64_t i;
+	uint8_t dt;
+	bool have;
+	assert_int_equal(store_get_inode(s, 3, &r, NULL, NULL), 0);
+	assert_int_equal(r.size, 4096);
+	assert_int_equal(store_get_inode(s, 2, &r, NULL, NULL), -ENOENT);
+	assert_int_equal(store_get_dentry(s, 1, "f000000000000002", 16, &i, &dt), -ENOENT);
+	assert_int_equal(store_get_dentry(s, 1, "f000000000000004", 16, &i, &dt), 0);
+	assert_int_equal(i, 4);
+	assert_int_equal(store_get_inode(s, 5, &r, target, &tlen), 0);
+	assert_int_equal(tlen, 6);
+	assert_memory_equal(target, "target", 6);
+	assert_int_equal(store_get_entry(s, 1, "link", 4, &i, &dt, &r, target, &tlen, &have), 0);
+	assert_int_equal(i, 5);
+	assert_int_equal(dt, DT_LNK);
+	assert_true(have);
+	assert_int_equal(store_get_entry(s, 1, "f000000000000003", 16, &i, &dt, &r, target, &tlen,
+	                                 &have), 0);
+	assert_int_equal(r.size, 4096);
+	assert_int_equal(store_get_entry(s, 1, "f000000000000002", 16, &i, &dt, &r, target, &tlen,
+	                                 &have), -ENOENT);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.applied_seq, 0);             /* point reads applied nothing */
+
+	/* A scan sees both batches: f3, f4, link (f2 is gone). */
+	struct names nm = { .n = 0 };
+	assert_int_equal(store_scan_dir(s, 1, names_cb, &nm), 0);
+	assert_int_equal(nm.n, 3);
+	assert_string_equal(nm.v[0], "f000000000000003");
+	assert_string_equal(nm.v[1], "f000000000000004");
+	assert_string_equal(nm.v[2], "link");
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.applied_seq, 2);
+	assert_int_equal(store_get_inode(s, 2, &r, NULL, NULL), -ENOENT);
+	assert_int_equal(store_get_inode(s, 3, &r, NULL, NULL), 0);
+	assert_int_equal(r.size, 4096);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+/* In a child: commit `batches` batches of 4 creates that are not applied
+ * (apply_batches 1000), then die without store_close, as a crash would. */
+static void crash_after_commits(const char *dir, unsigned batches)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store_opts o = { .apply_batches = 1000 };
+		struct store *s;
+		struct journal_batch b;
+		uint64_t ino = 2;
+		if (store_open(dir, &o, &s) != 0)
+			_exit(2);
+		journal_batch_init(&b, 0);
+		for (unsigned seq = 1; seq <= batches; seq++) {
+			create_batch(&b, seq, 4, &ino);
+			if (store_commit(s, &b, NULL) != 0)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* After a crash that left batches unapplied, store_open replays the log:
+ * the tables hold every committed batch, applied_seq is last_seq. */
+static void test_recovery_replays(void **state)
+{
+	struct fixture *f = *state;
+	crash_after_commits(f->dir, 5);
+	struct store *s = open_ok(f->dir, NULL);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.last_seq, 5);
+	assert_int_equal(m.applied_seq, 5);
+	assert_int_equal(m.next_ino, 22);
+	struct names nm = { .n = 0 };
+	assert_int_equal(store_scan_dir_after(s, 1, "f000000000000013", 16, names_cb, &nm), 0);
+	assert_int_equal(nm.n, 8);                      /* f14 .. f21 */
+	assert_string_equal(nm.v[7], "f000000000000021");
+	struct mc_inode_rec r;
+	assert_int_equal(store_get_inode(s, 21, &r, NULL, NULL), 0);
+	assert_int_equal(store_get_inode(s, 1, &r, NULL, NULL), 0);
+	assert_int_equal(r.size, 22);
+	store_close(s);
+}
+
+struct walk_count {
+	unsigned inodes, dentries;
+	uint64_t last_ino;
+	bool ordered;
+};
+
+static int walk_cb(void *arg, const struct store_rec *r)
+{
+	struct walk_count *w = arg;
+	if (r->kind == STORE_REC_INODE) {
+		if (w->inodes && r->ino <= w->last_ino)
+			w->ordered = false;
+		w->last_ino = r->ino;
+		w->inodes++;
+	} else if (r->kind == STORE_REC_DENTRY) {
+		w->dentries++;
+	} else {
+		return -EIO;
+	}
+	return 0;
+}
+
+/* A read-only open (fsck --offline) cannot apply: the walk merges the
+ * batches not applied, in key order, and nothing is written. */
+static void test_readonly_walk_merges(void **state)
+{
+	struct fixture *f = *state;
+	crash_after_commits(f->dir, 3);
+	struct store_opts ro = { .existing = true };
+	struct store *s = open_ok(f->dir, &ro);
+	struct walk_count w = { .ordered = true };
+	assert_int_equal(store_walk(s, walk_cb, &w), 0);
+	assert_int_equal(w.inodes, 1 + 12);             /* the root and 12 files */
+	assert_int_equal(w.dentries, 12);
+	assert_true(w.ordered);
+	struct mc_inode_rec r;
+	assert_int_equal(store_get_inode(s, 13, &r, NULL, NULL), 0);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.applied_seq, 0);
+	assert_int_equal(m.last_seq, 3);
+	store_close(s);
+	/* Still unapplied on disk: a writable open applies them. */
+	s = open_ok(f->dir, NULL);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.applied_seq, 3);
+	store_close(s);
+}
+
+/* Rewrite meta as format 1 had it: no applied_seq. */
+static void make_format1(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta;
+	uint8_t f[4] = { 1, 0, 0, 0 };
+	MDB_val k = { 6, "format" }, v = { 4, f }, ak = { 11, "applied_seq" };
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 5), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+	assert_int_equal(mdb_put(txn, meta, &k, &v, 0), 0);
+	assert_int_equal(mdb_del(txn, meta, &ak, NULL), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/* Rewrite log[seq] with b's records behind a version 1 header (16 bytes:
+ * no next_ino), as format 1 wrote it. */
+static void v1_log_value(const char *dir, uint64_t seq, const struct journal_batch *b)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi log;
+	uint8_t key[8], val[16 + 4096];
+	assert_true(b->len <= 4096);
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t)(seq >> (56 - 8 * i));
+	memset(val, 0, 16);
+	val[0] = 0xC1;
+	val[1] = 1;
+	val[4] = (uint8_t)b->nrecs;
+	val[8] = 9;                                     /* commit time 9 ns */
+	memcpy(val + 16, b->buf, b->len);
+	MDB_val k = { 8, key }, v = { 16 + b->len, val };
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 5), 0);
+	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
+	assert_int_equal(mdb_put(txn, log, &k, &v, 0), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static int log_cb(void *arg, uint64_t seq, uint64_t time_ns, const uint8_t *recs, size_t len)
+{
+	size_t pos = 0, n = 0;
+	struct journal_rec r;
+	(void)seq;
+	while (journal_next(recs, len, &pos, &r) == 1)
+		n++;
+	*(size_t *)arg = time_ns == 9 && pos == len ? n : 0;
+	return 0;
+}
+
+/* A format 1 store (every batch applied at its commit, log headers of
+ * version 1) opens: read-only as it is, writable upgraded to format 2 with applied_seq = last_seq. A
+ * format 2 store without applied_seq is corrupt (-EINVAL). */
+static void test_format1_upgraded(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts eager = { .apply_batches = 1 };
+	struct store *s = open_ok(f->dir, &eager);
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	create_batch(&b, 1, 4, &ino);
+	commit_ok(s, &b);
+	store_close(s);
+	make_format1(f->dir);
+	v1_log_value(f->dir, 1, &b);
+
+	struct store_opts ro = { .existing = true };
+	struct store_meta m;
+	s = open_ok(f->dir, &ro);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.format, 1);
+	assert_int_equal(m.applied_seq, 1);
+	assert_int_equal(m.next_ino, 6);
+	size_t nrecs = 0;
+	assert_int_equal(store_scan_log(s, 1, NULL, log_cb, &nrecs), 0);
+	assert_int_equal(nrecs, 9);                     /* 4 files, 2 records each, the root */
+	store_close(s);
+
+	s = open_ok(f->dir, NULL);
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.format, STORE_FORMAT);
+	assert_int_equal(m.last_seq, 1);
+	assert_int_equal(m.applied_seq, 1);
+	create_batch(&b, 2, 4, &ino);
+	commit_ok(s, &b);
+	uint64_t i;
+	assert_int_equal(store_get_dentry(s, 1, "f000000000000009", 16, &i, NULL), 0);
+	store_close(s);
+
+	/* Format 2 whose applied_seq is missing. */
+	make_format1(f->dir);
+	{
+		MDB_env *env;
+		MDB_txn *txn;
+		MDB_dbi meta;
+		uint8_t fm[4] = { 2, 0, 0, 0 };
+		MDB_val k = { 6, "format" }, v = { 4, fm };
+		assert_int_equal(mdb_env_create(&env), 0);
+		assert_int_equal(mdb_env_set_maxdbs(env, 5), 0);
+		assert_int_equal(mdb_env_open(env, f->dir, 0, 0600), 0);
+		assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+		assert_int_equal(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+		assert_int_equal(mdb_put(txn, meta, &k, &v, 0), 0);
+		assert_int_equal(mdb_txn_commit(txn), 0);
+		mdb_env_close(env);
+	}
+	assert_int_equal(store_open(f->dir, NULL, &s), -EINVAL);
+	journal_batch_free(&b);
+}
+
+/* Retention never drops a batch that is not applied: with a bound of 2
+ * batches and applies due every 1000, the log still keeps to the bound
+ * (the store applies early instead), and a reopen finds everything. */
+static void test_retention_applies_first(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000, .log_retention = 2 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	struct store_info in;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= 9; seq++) {
+		create_batch(&b, seq, 2, &ino);
+		commit_ok(s, &b);
+		assert_int_equal(store_info(s, &in), 0);
+		assert_true(in.log_entries <= 2);
+	}
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_true(m.applied_seq >= 8);
+	store_close(s);
+	s = open_ok(f->dir, &o);
+	struct mc_inode_rec r;
+	for (uint64_t i = 2; i < ino; i++)
+		assert_int_equal(store_get_inode(s, i, &r, NULL, NULL), 0);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+/* Readers racing commits: once store_commit returned for batch k, every
+ * read finds k's names, whether the tables hold them yet or not (point
+ * reads, scans that apply first, both while applies come and go). */
+struct race {
+	struct store *s;
+	_Atomic uint64_t committed;     /* last batch whose commit returned */
+	_Atomic bool done;
+	int err;                        /* the writer's */
+};
+
+enum { RACE_BATCHES = 300, RACE_N = 2 };
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	for (uint64_t seq = 1; seq <= RACE_BATCHES && !r->err; seq++) {
+		create_batch(&b, seq, RACE_N, &ino);
+		r->err = store_commit(r->s, &b, NULL);
+		atomic_store(&r->committed, seq);
+	}
+	atomic_store(&r->done, true);
+	journal_batch_free(&b);
+	return NULL;
+}
+
+static int first_cb(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	(void)name;
+	(void)namelen;
+	(void)dtype;
+	*(uint64_t *)arg = ino;
+	return 1;
+}
+
+static void test_reads_race_commits(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 7 };
+	struct race r = { .s = open_ok(f->dir, &o) };
+	pthread_t t;
+	unsigned reads = 0, scans = 0, misses = 0;
+	assert_int_equal(pthread_create(&t, NULL, race_writer, &r), 0);
+	while (!atomic_load(&r.done)) {
+		uint64_t c = atomic_load(&r.committed);
+		if (c == 0)
+			continue;
+		/* The newest batch's first file: ino 2 + (c - 1) * RACE_N. */
+		uint64_t want = 2 + (c - 1) * RACE_N, ino = 0;
+		char name[32];
+		snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want);
+		if (store_get_dentry(r.s, 1, name, 16, &ino, NULL) != 0 || ino != want)
+			misses++;
+		struct mc_inode_rec rec;
+		if (store_get_inode(r.s, want, &rec, NULL, NULL) != 0)
+			misses++;
+		if (++reads % 8 == 0) {
+			/* The first name after the one before it is it. */
+			snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want - 1);
+			ino = 0;
+			int rc = store_scan_dir_after(r.s, 1, name, 16, first_cb, &ino);
+			if ((rc != 0 && rc != 1) || ino != want)
+				misses++;
+			scans++;
+		}
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	print_message("# %u point reads, %u scans during %d commits\n", reads, scans,
+	              RACE_BATCHES);
+	assert_int_equal(misses, 0);
+	assert_true(reads > 0);
+	store_close(r.s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_commit_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_before_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_replays, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readonly_walk_merges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_format1_upgraded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retention_applies_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_race_commits, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("store_overlay", tests, NULL, NULL);
+}
