@@ -295,8 +295,13 @@ static void test_journal_bound(void **state)
 		         (unsigned long long)(waits - waits0));
 
 	grow(f);
+	/* A sync that joins a retry started before the growth shares its
+	 * failure (EIO): the next one must succeed. */
 	double took;
-	assert_int_equal(sync_bounded(f, 10000, &took), 0);
+	int e = sync_bounded(f, 10000, &took);
+	if (e == EIO)
+		e = sync_bounded(f, 10000, &took);
+	assert_int_equal(e, 0);
 	assert_int_equal(create(c, n), 0);
 	assert_int_equal(mc_mkdir(c, "/e", 0755), 0);
 	mc_disconnect(c);
