@@ -119,9 +119,11 @@ struct mc_dir {
 struct mc_batch {
 	mc_client *c;
 	struct mc_batch *next, *prev;
-	Mcache__Op *ops;              /* queued ops, paths owned (malloc'd) */
+	Mcache__Op *ops;              /* queued ops; their paths live in pbuf */
 	struct stat **stats;          /* per queued op: where mc_batch_stat wants its attr */
 	size_t nops, cap;
+	char *pbuf;                   /* the queued paths, back to back (batch.c) */
+	size_t plen, pcap;
 	size_t packed;                /* bytes the queued ops add to a Request */
 	int *errs;                    /* results of the last run */
 	size_t nerrs;

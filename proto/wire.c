@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,15 @@ struct wire_plan {
 static struct wire_plan plan_op, plan_result;
 static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
 
+/* The members a batch's op sets (wire_op_size_basic): their fields in
+ * plan_op, in field order. */
+static const size_t op_basic_off[] = {
+	offsetof(Mcache__Op, code), offsetof(Mcache__Op, path),
+	offsetof(Mcache__Op, path2), offsetof(Mcache__Op, mode),
+};
+#define OP_BASIC (sizeof(op_basic_off) / sizeof(op_basic_off[0]))
+static unsigned op_basic[OP_BASIC], n_op_basic;
+
 static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes)
 {
 	if (f->label == PROTOBUF_C_LABEL_REPEATED)
@@ -134,6 +144,10 @@ static void wire_init(void)
 {
 	wire_plan_make(&plan_op, &mcache__op__descriptor, true);
 	wire_plan_make(&plan_result, &mcache__result__descriptor, false);
+	for (unsigned i = 0; plan_op.ok && i < plan_op.n; i++)
+		for (unsigned k = 0; k < OP_BASIC; k++)
+			if (plan_op.f[i].off == op_basic_off[k] && plan_op.f[i].kind <= WK_BYTES)
+				op_basic[n_op_basic++] = i;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -162,6 +176,40 @@ static inline bool wire_scalar(const struct wire_field *w, const uint8_t *msg, u
 	}
 }
 
+/* Add what field w of msg packs to to *n: false when it is not for the
+ * fast path. */
+static inline bool wire_field_size(const struct wire_field *w, const uint8_t *msg, size_t *n)
+{
+	const uint8_t *at = msg + w->off;
+	uint64_t v;
+
+	if (wire_scalar(w, msg, &v)) {
+		if (v)
+			*n += w->taglen + wire_varint_len(v);
+		return true;
+	}
+	switch (w->kind) {
+	case WK_BYTES: {
+		size_t len = ((const ProtobufCBinaryData *)at)->len;
+		if (len)
+			*n += w->taglen + wire_varint_len(len) + len;
+		return true;
+	}
+	case WK_EMPTY_BYTES:
+		return ((const ProtobufCBinaryData *)at)->len == 0;
+	case WK_EMPTY_PTR:
+		return *(void *const *)at == NULL;
+	case WK_EMPTY_STR: {
+		const char *str = *(const char *const *)at;
+		return !str || !*str;
+	}
+	case WK_EMPTY_REP:
+		return *(const size_t *)(msg + w->qoff) == 0;
+	default:
+		return false;
+	}
+}
+
 /* Packed size of msg under plan pl, or SIZE_MAX: not for the fast path. */
 static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage *m)
 {
@@ -170,45 +218,21 @@ static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage 
 
 	if (!pl->ok || m->n_unknown_fields)
 		return SIZE_MAX;
-	for (unsigned i = 0; i < pl->n; i++) {
-		const struct wire_field *w = &pl->f[i];
-		const uint8_t *at = msg + w->off;
-		uint64_t v;
-
-		if (wire_scalar(w, msg, &v)) {
-			if (v)
-				n += w->taglen + wire_varint_len(v);
-			continue;
-		}
-		switch (w->kind) {
-		case WK_BYTES: {
-			size_t len = ((const ProtobufCBinaryData *)at)->len;
-			if (len)
-				n += w->taglen + wire_varint_len(len) + len;
-			break;
-		}
-		case WK_EMPTY_BYTES:
-			if (((const ProtobufCBinaryData *)at)->len)
-				return SIZE_MAX;
-			break;
-		case WK_EMPTY_PTR:
-			if (*(void *const *)at)
-				return SIZE_MAX;
-			break;
-		case WK_EMPTY_STR: {
-			const char *str = *(const char *const *)at;
-			if (str && *str)
-				return SIZE_MAX;
-			break;
-		}
-		case WK_EMPTY_REP:
-			if (*(const size_t *)(msg + w->qoff))
-				return SIZE_MAX;
-			break;
-		default:
+	for (unsigned i = 0; i < pl->n; i++)
+		if (!wire_field_size(&pl->f[i], msg, &n))
 			return SIZE_MAX;
-		}
-	}
+	return n;
+}
+
+size_t wire_op_size_basic(const Mcache__Op *op)
+{
+	size_t n = 0;
+
+	pthread_once(&wire_once, wire_init);
+	if (n_op_basic != OP_BASIC)
+		return mcache__op__get_packed_size(op);
+	for (unsigned k = 0; k < OP_BASIC; k++)
+		wire_field_size(&plan_op.f[op_basic[k]], (const uint8_t *)op, &n);
 	return n;
 }
 

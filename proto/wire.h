@@ -31,6 +31,9 @@ Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p
 /* Packed size of req when it carries no Hello and its ops hold only
  * scalars and bytes (every op does), or SIZE_MAX: ask protobuf-c then. */
 size_t wire_request_size(const Mcache__Request *req);
+/* Packed size of op, which sets no member but code, path, path2 and mode
+ * (a batch's op), as protobuf-c's mcache__op__get_packed_size gives it. */
+size_t wire_op_size_basic(const Mcache__Op *op);
 /* Pack req, for which wire_request_size gave n != SIZE_MAX, at p, exactly
  * as protobuf-c would: n bytes, but p must have room for n +
  * WIRE_PACK_SLACK (each op is packed ahead of its length, then moved). */
