@@ -611,11 +611,11 @@ static const struct op_desc op_table[] = {
 	OP(STAT,         "stat",         op_stat,         OPF_PATH),
 	OP(LSTAT,        "lstat",        op_stat,         OPF_PATH),
 	OP(FSTAT,        "fstat",        op_fstat,        OPF_HANDLE),
-	OP(MKDIR,        "mkdir",        op_mkdir,        OPF_PATH | OPF_MUTATION),
-	OP(RMDIR,        "rmdir",        op_rmdir,        OPF_PATH | OPF_MUTATION),
+	OP(MKDIR,        "mkdir",        op_mkdir,        OPF_PATH | OPF_MUTATION | OPF_HOLD),
+	OP(RMDIR,        "rmdir",        op_rmdir,        OPF_PATH | OPF_MUTATION | OPF_HOLD),
 	OP(OPEN,         "open",         op_open,         OPF_PATH | OPF_MUTATION),
 	OP(CLOSE,        "close",        op_close,        OPF_HANDLE),
-	OP(UNLINK,       "unlink",       op_unlink,       OPF_PATH | OPF_MUTATION),
+	OP(UNLINK,       "unlink",       op_unlink,       OPF_PATH | OPF_MUTATION | OPF_HOLD),
 	OP(RENAME,       "rename",       op_rename,       OPF_PATH | OPF_PATH2 | OPF_MUTATION),
 	OP(LINK,         "link",         op_link,         OPF_PATH | OPF_PATH2 | OPF_MUTATION),
 	OP(SYMLINK,      "symlink",      op_symlink,      OPF_PATH | OPF_PATH2 | OPF_MUTATION),
@@ -629,7 +629,7 @@ static const struct op_desc op_table[] = {
 	OP(FSYNC,        "fsync",        op_sync,         OPF_HANDLE),
 	OP(SYNC,         "sync",         op_sync,         0),
 	OP(RMTREE,       "rmtree",       op_rmtree,       OPF_PATH | OPF_MUTATION),
-	OP(CREATE,       "create",       op_create,       OPF_PATH | OPF_MUTATION),
+	OP(CREATE,       "create",       op_create,       OPF_PATH | OPF_MUTATION | OPF_HOLD),
 	OP(STATS,        "stats",        op_stats,        0),
 	OP(RANGE_SET,    "range_set",    op_range_set,    OPF_FILE),
 	OP(RANGE_CLEAR,  "range_clear",  op_range_clear,  OPF_FILE),
@@ -681,6 +681,29 @@ static int ops_check(struct session *s, const struct op_desc *d, const Mcache__O
 	}
 	*hp = h;
 	return 0;
+}
+
+bool ops_holds(const struct session *s, const Mcache__Op *op)
+{
+	const struct op_desc *d = ops_find((unsigned)op->code);
+
+	/* Under --sync, ops_exec asks the namespace for the op's batch. */
+	return d && (d->flags & OPF_HOLD) && !s->m->cfg->sync;
+}
+
+void ops_hold_begin(struct session *s)
+{
+	ns_hold_begin(s->m->ns);
+}
+
+void ops_hold_yield(struct session *s)
+{
+	ns_hold_yield(s->m->ns);
+}
+
+void ops_hold_end(struct session *s)
+{
+	ns_hold_end(s->m->ns);
 }
 
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
