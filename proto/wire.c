@@ -83,6 +83,9 @@ static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
 
 /* The members a batch's op sets (wire_op_size_basic): their fields in
  * plan_op, in field order. */
+/* Result's err member: its field in plan_result, or -1. */
+static int result_err = -1;
+
 static const size_t op_basic_off[] = {
 	offsetof(Mcache__Op, code), offsetof(Mcache__Op, path),
 	offsetof(Mcache__Op, path2), offsetof(Mcache__Op, mode),
@@ -148,6 +151,10 @@ static void wire_init(void)
 		for (unsigned k = 0; k < OP_BASIC; k++)
 			if (plan_op.f[i].off == op_basic_off[k] && plan_op.f[i].kind <= WK_BYTES)
 				op_basic[n_op_basic++] = i;
+	for (unsigned i = 0; plan_result.ok && i < plan_result.n; i++)
+		if (plan_result.f[i].off == offsetof(Mcache__Result, err) &&
+		    plan_result.f[i].kind == WK_I32)
+			result_err = (int)i;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -273,6 +280,33 @@ void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
 {
 	(void)n;
 	wire_plan_pack(&plan_result, &r->base, p);
+}
+
+size_t wire_err_result_size(int32_t err)
+{
+	pthread_once(&wire_once, wire_init);
+	if (result_err < 0) {
+		Mcache__Result r = MCACHE__RESULT__INIT;
+		r.err = err;
+		return mcache__result__get_packed_size(&r);
+	}
+	const struct wire_field *w = &plan_result.f[result_err];
+	return err ? w->taglen + wire_varint_len((uint64_t)(int64_t)err) : 0;
+}
+
+void wire_err_result_pack(int32_t err, uint8_t *p)
+{
+	if (result_err < 0) {
+		Mcache__Result r = MCACHE__RESULT__INIT;
+		r.err = err;
+		mcache__result__pack(&r, p);
+		return;
+	}
+	const struct wire_field *w = &plan_result.f[result_err];
+	if (err) {
+		memcpy(p, w->tag, w->taglen);
+		wire_put_varint(p + w->taglen, (uint64_t)(int64_t)err);
+	}
 }
 
 size_t wire_request_size(const Mcache__Request *req)

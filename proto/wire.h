@@ -19,6 +19,10 @@ size_t wire_result_size(const Mcache__Result *r);
  * exactly as protobuf-c would. */
 void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
 
+/* The packed size of a Result whose only member is err (a mutation's),
+ * and its packing at p (that many bytes), exactly as protobuf-c's. */
+size_t wire_err_result_size(int32_t err);
+void wire_err_result_pack(int32_t err, uint8_t *p);
 /* Unpack the Request p[0..len), which request_scan found to hold nops
  * ops, with alloc, when it holds only its id and ops whose members are all
  * known scalars and bytes. NULL when it holds anything else (a Hello,

@@ -48,6 +48,9 @@ struct op_out {
 	/* Nonzero: the reply must wait until this journal batch is durable
 	 * (mc_sync, mc_fsync, or any mutation under --sync). */
 	uint64_t wait_seq;
+	/* res holds nothing but err (OPF_BARE, or the op never ran): request.c
+	 * sizes and packs it by hand. */
+	bool bare;
 };
 
 /* What the dispatch checks and does around an op's handler (op_desc.flags). */
@@ -57,6 +60,7 @@ struct op_out {
 #define OPF_HANDLE   (1u << 3)  /* handle must be one of the session's open handles (EBADF) */
 #define OPF_FILE     (1u << 4)  /* ... and a regular file's (EBADF, EISDIR) */
 #define OPF_HOLD     (1u << 5)  /* may run inside a run of ops under one namespace lock (ops_hold) */
+#define OPF_BARE     (1u << 6)  /* the handler fills nothing of the Result: err is all of it */
 
 struct handle;
 

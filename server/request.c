@@ -132,6 +132,16 @@ static size_t result_size(const Mcache__Result *r, bool *wired)
 	return *wired ? n : mcache__result__get_packed_size(r);
 }
 
+/* An op's result's packed size (as result_size). */
+static size_t out_size(const struct op_out *o, bool *wired)
+{
+	if (o->bare) {
+		*wired = true;
+		return wire_err_result_size(o->res.err);
+	}
+	return result_size(&o->res, wired);
+}
+
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
 static size_t result_cost(size_t sz)
 {
@@ -379,7 +389,7 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		if (code >= STATS_OPS)
 			code = 0;
 		bool wired;
-		size_t sz = result_size(&o->res, &wired);
+		size_t sz = out_size(o, &wired);
 		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
@@ -442,7 +452,9 @@ int request_job_finish(struct request_job *j, struct request_reply *out)
 	for (size_t i = 0; i < j->n; i++) {
 		*p++ = TAG_RESPONSE_RESULTS;
 		p = put_varint(p, j->rsz[i]);
-		if (j->wired[i]) {
+		if (j->wired[i] && j->outs[i].bare) {
+			wire_err_result_pack(j->resp[i]->err, p);
+		} else if (j->wired[i]) {
 			wire_result_pack(j->resp[i], p, j->rsz[i]);
 		} else {
 			size_t n = mcache__result__pack(j->resp[i], p);

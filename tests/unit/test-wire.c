@@ -190,6 +190,26 @@ static void test_basic_op_size(void **state)
 	}
 }
 
+/* A Result of nothing but err (any value, negative ones too) is sized and
+ * packed as protobuf-c does it. */
+static void test_err_results(void **state)
+{
+	(void)state;
+	uint8_t a[32], b[32];
+
+	for (int round = 0; round < 5000; round++) {
+		Mcache__Result r = MCACHE__RESULT__INIT;
+		r.err = round < 3 ? (int32_t[]){ 0, -1, INT32_MIN }[round] : (int32_t)rval();
+		size_t n = mcache__result__get_packed_size(&r);
+		assert_int_equal(wire_err_result_size(r.err), n);
+		memset(a, 0xee, sizeof(a));
+		memset(b, 0xee, sizeof(b));
+		mcache__result__pack(&r, a);
+		wire_err_result_pack(r.err, b);
+		assert_memory_equal(a, b, sizeof(a));   /* and nothing written past n */
+	}
+}
+
 /* A Hello, an unknown field, a field of the wrong wire type, bytes cut
  * short, a wrong op count: not for the fast path. */
 static void test_handed_back(void **state)
@@ -369,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_random_requests),
 		cmocka_unit_test(test_handed_back),
 		cmocka_unit_test(test_basic_op_size),
+		cmocka_unit_test(test_err_results),
 		cmocka_unit_test(test_scalar_results),
 		cmocka_unit_test(test_results_handed_back),
 		cmocka_unit_test(test_scalar_responses),
