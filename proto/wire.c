@@ -72,8 +72,14 @@ struct wire_field {
 
 struct wire_plan {
 	bool ok;                     /* all fields fit in f[] */
+	bool never;                  /* a field is WK_NEVER: never on the fast path */
 	unsigned n;
 	struct wire_field f[WIRE_MAX_FIELDS];
+	/* The fields grouped by kind: those of kind k are f[by_kind[j]] for
+	 * kstart[k] <= j < kstart[k + 1], so that sizing loops need no
+	 * dispatch per field. */
+	uint8_t by_kind[WIRE_MAX_FIELDS];
+	unsigned kstart[WK_NEVER + 2];
 	/* For decoding: the field of each number it decodes, else NULL. */
 	const ProtobufCFieldDescriptor *by_id[WIRE_MAX_ID];
 };
@@ -124,7 +130,8 @@ static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes
 /* bytes: whether bytes members are coded (else they must be empty). */
 static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescriptor *d, bool bytes)
 {
-	pl->ok = d->n_fields <= WIRE_MAX_FIELDS;
+	/* Below 64 fields: a mask of them (wire_plan_mask) is never ~0. */
+	pl->ok = d->n_fields < WIRE_MAX_FIELDS;
 	if (!pl->ok)
 		return;
 	pl->n = d->n_fields;
@@ -140,7 +147,17 @@ static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescripto
 		w->taglen = (uint8_t)(wire_put_varint(w->tag, ((uint64_t)f->id << 3) | wt) - w->tag);
 		if (f->id < WIRE_MAX_ID && k <= WK_BYTES)
 			pl->by_id[f->id] = f;
+		if (k == WK_NEVER)
+			pl->never = true;
 	}
+	unsigned j = 0;
+	for (unsigned k = 0; k <= WK_NEVER; k++) {
+		pl->kstart[k] = j;
+		for (unsigned i = 0; i < pl->n; i++)
+			if (pl->f[i].kind == k)
+				pl->by_kind[j++] = (uint8_t)i;
+	}
+	pl->kstart[WK_NEVER + 1] = j;
 }
 
 static void wire_init(void)
@@ -217,17 +234,73 @@ static inline bool wire_field_size(const struct wire_field *w, const uint8_t *ms
 	}
 }
 
+/* The bit (1 << i) of each field i of msg that packs to something, or
+ * ~0: not for the fast path (a member that must be empty is not, a
+ * WK_NEVER field, unknown fields). *size (when not NULL) gets the packed
+ * size. */
+static uint64_t wire_plan_mask(const struct wire_plan *pl, const ProtobufCMessage *m, size_t *size)
+{
+	const uint8_t *msg = (const uint8_t *)m;
+	uint64_t mask = 0;
+	size_t n = 0;
+
+	if (!pl->ok || pl->never || m->n_unknown_fields)
+		return ~(uint64_t)0;
+	for (unsigned j = pl->kstart[WK_I32]; j < pl->kstart[WK_I32 + 1]; j++) {
+		const struct wire_field *w = &pl->f[pl->by_kind[j]];
+		int32_t v = *(const int32_t *)(msg + w->off);
+		if (v) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += w->taglen + wire_varint_len((uint64_t)(int64_t)v);
+		}
+	}
+	for (unsigned j = pl->kstart[WK_U32]; j < pl->kstart[WK_U32 + 1]; j++) {
+		const struct wire_field *w = &pl->f[pl->by_kind[j]];
+		uint32_t v = *(const uint32_t *)(msg + w->off);
+		if (v) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += w->taglen + wire_varint_len(v);
+		}
+	}
+	for (unsigned j = pl->kstart[WK_U64]; j < pl->kstart[WK_U64 + 1]; j++) {
+		const struct wire_field *w = &pl->f[pl->by_kind[j]];
+		uint64_t v = *(const uint64_t *)(msg + w->off);
+		if (v) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += w->taglen + wire_varint_len(v);
+		}
+	}
+	for (unsigned j = pl->kstart[WK_BOOL]; j < pl->kstart[WK_BOOL + 1]; j++) {
+		const struct wire_field *w = &pl->f[pl->by_kind[j]];
+		if (*(const protobuf_c_boolean *)(msg + w->off)) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += w->taglen + 1u;
+		}
+	}
+	for (unsigned j = pl->kstart[WK_BYTES]; j < pl->kstart[WK_BYTES + 1]; j++) {
+		const struct wire_field *w = &pl->f[pl->by_kind[j]];
+		size_t len = ((const ProtobufCBinaryData *)(msg + w->off))->len;
+		if (len) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += w->taglen + wire_varint_len(len) + len;
+		}
+	}
+	/* The members that must be empty: the rest of the kinds. */
+	for (unsigned j = pl->kstart[WK_EMPTY_BYTES]; j < pl->kstart[WK_NEVER]; j++)
+		if (!wire_field_size(&pl->f[pl->by_kind[j]], msg, &n))
+			return ~(uint64_t)0;
+	if (size)
+		*size = n;
+	return mask;
+}
+
 /* Packed size of msg under plan pl, or SIZE_MAX: not for the fast path. */
 static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage *m)
 {
-	const uint8_t *msg = (const uint8_t *)m;
-	size_t n = 0;
+	size_t n;
 
-	if (!pl->ok || m->n_unknown_fields)
+	if (wire_plan_mask(pl, m, &n) == ~(uint64_t)0)
 		return SIZE_MAX;
-	for (unsigned i = 0; i < pl->n; i++)
-		if (!wire_field_size(&pl->f[i], msg, &n))
-			return SIZE_MAX;
 	return n;
 }
 
@@ -243,28 +316,27 @@ size_t wire_op_size_basic(const Mcache__Op *op)
 	return n;
 }
 
-/* Pack msg, for which wire_plan_size said yes, at p; the end. */
+/* Pack msg, for which wire_plan_size said yes, at p; the end. Only the
+ * fields that pack to something are visited, in field order. */
 static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
 {
 	const uint8_t *msg = (const uint8_t *)m;
+	uint64_t mask = wire_plan_mask(pl, m, NULL);
 
-	for (unsigned i = 0; i < pl->n; i++) {
-		const struct wire_field *w = &pl->f[i];
+	while (mask) {
+		const struct wire_field *w = &pl->f[__builtin_ctzll(mask)];
 		uint64_t v;
 
+		mask &= mask - 1;
+		memcpy(p, w->tag, w->taglen);
+		p += w->taglen;
 		if (wire_scalar(w, msg, &v)) {
-			if (v) {
-				memcpy(p, w->tag, w->taglen);
-				p = wire_put_varint(p + w->taglen, v);
-			}
-		} else if (w->kind == WK_BYTES) {
+			p = wire_put_varint(p, v);
+		} else {
 			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + w->off);
-			if (b->len) {
-				memcpy(p, w->tag, w->taglen);
-				p = wire_put_varint(p + w->taglen, b->len);
-				memcpy(p, b->data, b->len);
-				p += b->len;
-			}
+			p = wire_put_varint(p, b->len);
+			memcpy(p, b->data, b->len);
+			p += b->len;
 		}
 	}
 	return p;
