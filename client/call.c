@@ -73,21 +73,28 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
 }
 
 /* Frame req into a new buffer: by hand (wire.c) for requests of ops, the
- * same bytes protobuf-c would make. As frame_pack_request. */
+ * same bytes protobuf-c would make, in one pass. As frame_pack_request. */
 int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 {
-	size_t n = wire_request_size(req);
-	uint8_t *buf;
+	size_t bound = wire_request_bound(req);
+	uint8_t *buf, *end;
 
-	if (n == SIZE_MAX)
+	if (bound == SIZE_MAX)
 		return frame_pack_request(req, MC_FRAME_MAX, out, len);
-	if (n > MC_FRAME_MAX)
-		return -EMSGSIZE;
-	buf = malloc(MC_FRAME_HDR + n + WIRE_PACK_SLACK);
+	buf = malloc(MC_FRAME_HDR + bound);
 	if (!buf)
 		return -ENOMEM;
+	end = wire_request_pack(req, buf + MC_FRAME_HDR);
+	if (!end) {
+		free(buf);
+		return frame_pack_request(req, MC_FRAME_MAX, out, len);
+	}
+	size_t n = (size_t)(end - buf) - MC_FRAME_HDR;
+	if (n > MC_FRAME_MAX) {
+		free(buf);
+		return -EMSGSIZE;
+	}
 	frame_put_len(buf, (uint32_t)n);
-	wire_request_pack(req, buf + MC_FRAME_HDR);
 	*out = buf;
 	*len = MC_FRAME_HDR + n;
 	return 0;

@@ -79,6 +79,8 @@ struct wire_plan {
 	 * kstart[k] <= j < kstart[k + 1], so that sizing loops need no
 	 * dispatch per field. */
 	uint8_t by_kind[WIRE_MAX_FIELDS];
+	uint32_t koff[WIRE_MAX_FIELDS];  /* f[by_kind[j]].off */
+	uint8_t ktag[WIRE_MAX_FIELDS];   /* f[by_kind[j]].taglen */
 	unsigned kstart[WK_NEVER + 2];
 	/* For decoding: the field of each number it decodes, else NULL. */
 	const ProtobufCFieldDescriptor *by_id[WIRE_MAX_ID];
@@ -98,6 +100,8 @@ static const size_t op_basic_off[] = {
 };
 #define OP_BASIC (sizeof(op_basic_off) / sizeof(op_basic_off[0]))
 static unsigned op_basic[OP_BASIC], n_op_basic;
+/* The most an Op packs to beyond its bytes members' contents. */
+static size_t plan_op_fixed;
 
 static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes)
 {
@@ -154,8 +158,11 @@ static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescripto
 	for (unsigned k = 0; k <= WK_NEVER; k++) {
 		pl->kstart[k] = j;
 		for (unsigned i = 0; i < pl->n; i++)
-			if (pl->f[i].kind == k)
+			if (pl->f[i].kind == k) {
+				pl->koff[j] = pl->f[i].off;
+				pl->ktag[j] = pl->f[i].taglen;
 				pl->by_kind[j++] = (uint8_t)i;
+			}
 	}
 	pl->kstart[WK_NEVER + 1] = j;
 }
@@ -168,6 +175,8 @@ static void wire_init(void)
 		for (unsigned k = 0; k < OP_BASIC; k++)
 			if (plan_op.f[i].off == op_basic_off[k] && plan_op.f[i].kind <= WK_BYTES)
 				op_basic[n_op_basic++] = i;
+	for (unsigned i = 0; i < plan_op.n; i++)
+		plan_op_fixed += plan_op.f[i].taglen + 10u;   /* a varint, or a length */
 	for (unsigned i = 0; plan_result.ok && i < plan_result.n; i++)
 		if (plan_result.f[i].off == offsetof(Mcache__Result, err) &&
 		    plan_result.f[i].kind == WK_I32)
@@ -246,43 +255,25 @@ static uint64_t wire_plan_mask(const struct wire_plan *pl, const ProtobufCMessag
 
 	if (!pl->ok || pl->never || m->n_unknown_fields)
 		return ~(uint64_t)0;
-	for (unsigned j = pl->kstart[WK_I32]; j < pl->kstart[WK_I32 + 1]; j++) {
-		const struct wire_field *w = &pl->f[pl->by_kind[j]];
-		int32_t v = *(const int32_t *)(msg + w->off);
-		if (v) {
-			mask |= (uint64_t)1 << pl->by_kind[j];
-			n += w->taglen + wire_varint_len((uint64_t)(int64_t)v);
-		}
+	/* One loop per kind, over the kind's offsets: no dispatch per field. */
+#define WIRE_KIND_LOOP(kind, type, vlen)                                    \
+	for (unsigned j = pl->kstart[kind], e = pl->kstart[(kind) + 1]; j < e; j++) { \
+		type v = *(const type *)(msg + pl->koff[j]);                \
+		if (v) {                                                    \
+			mask |= (uint64_t)1 << pl->by_kind[j];               \
+			n += pl->ktag[j] + (vlen);                          \
+		}                                                           \
 	}
-	for (unsigned j = pl->kstart[WK_U32]; j < pl->kstart[WK_U32 + 1]; j++) {
-		const struct wire_field *w = &pl->f[pl->by_kind[j]];
-		uint32_t v = *(const uint32_t *)(msg + w->off);
-		if (v) {
-			mask |= (uint64_t)1 << pl->by_kind[j];
-			n += w->taglen + wire_varint_len(v);
-		}
-	}
-	for (unsigned j = pl->kstart[WK_U64]; j < pl->kstart[WK_U64 + 1]; j++) {
-		const struct wire_field *w = &pl->f[pl->by_kind[j]];
-		uint64_t v = *(const uint64_t *)(msg + w->off);
-		if (v) {
-			mask |= (uint64_t)1 << pl->by_kind[j];
-			n += w->taglen + wire_varint_len(v);
-		}
-	}
-	for (unsigned j = pl->kstart[WK_BOOL]; j < pl->kstart[WK_BOOL + 1]; j++) {
-		const struct wire_field *w = &pl->f[pl->by_kind[j]];
-		if (*(const protobuf_c_boolean *)(msg + w->off)) {
-			mask |= (uint64_t)1 << pl->by_kind[j];
-			n += w->taglen + 1u;
-		}
-	}
-	for (unsigned j = pl->kstart[WK_BYTES]; j < pl->kstart[WK_BYTES + 1]; j++) {
-		const struct wire_field *w = &pl->f[pl->by_kind[j]];
-		size_t len = ((const ProtobufCBinaryData *)(msg + w->off))->len;
+	WIRE_KIND_LOOP(WK_I32, int32_t, wire_varint_len((uint64_t)(int64_t)v))
+	WIRE_KIND_LOOP(WK_U32, uint32_t, wire_varint_len(v))
+	WIRE_KIND_LOOP(WK_U64, uint64_t, wire_varint_len(v))
+	WIRE_KIND_LOOP(WK_BOOL, protobuf_c_boolean, 1u)
+#undef WIRE_KIND_LOOP
+	for (unsigned j = pl->kstart[WK_BYTES], e = pl->kstart[WK_BYTES + 1]; j < e; j++) {
+		size_t len = ((const ProtobufCBinaryData *)(msg + pl->koff[j]))->len;
 		if (len) {
 			mask |= (uint64_t)1 << pl->by_kind[j];
-			n += w->taglen + wire_varint_len(len) + len;
+			n += pl->ktag[j] + wire_varint_len(len) + len;
 		}
 	}
 	/* The members that must be empty: the rest of the kinds. */
@@ -316,12 +307,12 @@ size_t wire_op_size_basic(const Mcache__Op *op)
 	return n;
 }
 
-/* Pack msg, for which wire_plan_size said yes, at p; the end. Only the
- * fields that pack to something are visited, in field order. */
-static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+/* Pack the fields of mask (wire_plan_mask, not ~0) of msg at p; the end.
+ * Only the fields that pack to something are visited, in field order. */
+static uint8_t *wire_plan_pack_mask(const struct wire_plan *pl, const ProtobufCMessage *m,
+                                    uint64_t mask, uint8_t *p)
 {
 	const uint8_t *msg = (const uint8_t *)m;
-	uint64_t mask = wire_plan_mask(pl, m, NULL);
 
 	while (mask) {
 		const struct wire_field *w = &pl->f[__builtin_ctzll(mask)];
@@ -340,6 +331,11 @@ static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessag
 		}
 	}
 	return p;
+}
+
+static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+{
+	return wire_plan_pack_mask(pl, m, wire_plan_mask(pl, m, NULL), p);
 }
 
 size_t wire_result_size(const Mcache__Result *r)
@@ -381,45 +377,40 @@ void wire_err_result_pack(int32_t err, uint8_t *p)
 	}
 }
 
-size_t wire_request_size(const Mcache__Request *req)
+size_t wire_request_bound(const Mcache__Request *req)
 {
-	size_t n = 0;
+	size_t n = 1 + 10 + WIRE_PACK_SLACK;
 
 	pthread_once(&wire_once, wire_init);
-	if (req->hello || req->base.n_unknown_fields)
+	if (req->hello || req->base.n_unknown_fields || !plan_op.ok)
 		return SIZE_MAX;
-	if (req->id)
-		n += 1 + wire_varint_len(req->id);
 	for (size_t i = 0; i < req->n_ops; i++) {
-		size_t sz = wire_plan_size(&plan_op, &req->ops[i]->base);
+		const uint8_t *msg = (const uint8_t *)req->ops[i];
 
-		if (sz == SIZE_MAX)
-			return SIZE_MAX;
-		n += 1 + wire_varint_len(sz) + sz;
+		n += 1 + 10 + plan_op_fixed;
+		for (unsigned j = plan_op.kstart[WK_BYTES]; j < plan_op.kstart[WK_BYTES + 1]; j++)
+			n += ((const ProtobufCBinaryData *)(msg + plan_op.koff[j]))->len;
 	}
 	return n;
 }
 
-void wire_request_pack(const Mcache__Request *req, uint8_t *p)
+uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p)
 {
 	if (req->id) {
 		*p++ = (1u << 3) | 0;
 		p = wire_put_varint(p, req->id);
 	}
 	for (size_t i = 0; i < req->n_ops; i++) {
-		/* The op's bytes first, room left for the longest length its
-		 * size can have; moved back when the length is shorter. */
-		uint8_t *body = p + 1 + 5, *end;
-		size_t sz, ll;
+		size_t sz;
+		uint64_t mask = wire_plan_mask(&plan_op, &req->ops[i]->base, &sz);
 
-		end = wire_plan_pack(&plan_op, &req->ops[i]->base, body);
-		sz = (size_t)(end - body);
-		ll = wire_varint_len(sz);
+		if (mask == ~(uint64_t)0)
+			return NULL;
 		*p++ = (3u << 3) | 2;
-		wire_put_varint(p, sz);
-		memmove(p + ll, body, sz);
-		p += ll + sz;
+		p = wire_put_varint(p, sz);
+		p = wire_plan_pack_mask(&plan_op, &req->ops[i]->base, mask, p);
 	}
+	return p;
 }
 
 /* ---- decoding ---------------------------------------------------------- */
