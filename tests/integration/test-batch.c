@@ -1,7 +1,9 @@
 /* test-batch.c - batches against a real server: the queued paths of a
  * batch whose path storage moves many times while it fills (long names,
  * renames carrying two paths, stats) reach the server intact and in
- * order. */
+ * order; large batches of creates and unlinks from two clients, which
+ * the server runs under one taking of the namespace lock per run of ops,
+ * all succeed while another client's syncs are committed. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -82,6 +87,88 @@ static void test_paths_move(void **state)
 	mc_disconnect(c);
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A child streaming batches of 2000 creates, then 2000 unlinks, of its own
+ * files for ms milliseconds; exits 0 when every op succeeded. */
+static void stream_child(int id, long ms)
+{
+	mc_client *c = mc_connect(srv.socket);
+	char dir[32], p[64];
+	if (!c)
+		_exit(2);
+	snprintf(dir, sizeof(dir), "/st%d", id);
+	if (mc_mkdir(c, dir, 0755) < 0)
+		_exit(3);
+	mc_batch *b = mc_batch_new(c);
+	double end = now_ms() + (double)ms;
+	for (unsigned round = 0; now_ms() < end; round++) {
+		for (int k = 0; k < 2000; k++) {
+			snprintf(p, sizeof(p), "%s/f%d", dir, k);
+			if (round % 2 == 0)
+				mc_batch_create(b, p, 0644);
+			else
+				mc_batch_unlink(b, p);
+		}
+		if (mc_batch_run(b) < 0 || mc_batch_count(b) != 2000)
+			_exit(4);
+		for (size_t k = 0; k < 2000; k++)
+			if (mc_batch_error(b, k))
+				_exit(5);
+	}
+	mc_batch_free(b);
+	mc_disconnect(c);
+	_exit(0);
+}
+
+static void test_streams_let_committer_in(void **state)
+{
+	(void)state;
+	enum { RUN_MS = 1500 };
+	mc_client *c = harness_client(&srv);
+	pid_t kids[2];
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			stream_child(i, RUN_MS);
+	}
+	assert_int_equal(mc_mkdir(c, "/stsync", 0755), 0);
+	uint64_t c0 = harness_stat_u64(c, "commits", "count");
+	double worst = 0, end = now_ms() + RUN_MS - 200;
+	unsigned syncs = 0;
+	while (now_ms() < end) {
+		/* A change of its own, then wait for it to be durable. */
+		assert_int_equal(mc_chmod(c, "/stsync", syncs % 2 ? 0750 : 0700), 0);
+		double t = now_ms();
+		assert_int_equal(mc_sync(c), 0);
+		t = now_ms() - t;
+		if (t > worst)
+			worst = t;
+		syncs++;
+		usleep(20000);
+	}
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	uint64_t commits = harness_stat_u64(c, "commits", "count") - c0;
+	print_message("# %u syncs, slowest %.1f ms; %llu commits\n", syncs, worst,
+	              (unsigned long long)commits);
+	/* Commits went on while the streams ran: each sync saw its change
+	 * committed (the slowest is printed: on a loaded machine a commit's
+	 * fsync alone may take hundreds of milliseconds). */
+	assert_true(syncs >= 2);
+	assert_true(commits >= syncs);
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -98,6 +185,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths_move),
+		cmocka_unit_test(test_streams_let_committer_in),
 	};
 	return cmocka_run_group_tests_name("batch", tests, group_setup, group_teardown);
 }
