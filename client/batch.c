@@ -200,6 +200,44 @@ int mc_batch_stat(mc_batch *b, const char *path, struct stat *st)
 	return batch_add(b, MCACHE__OP_CODE__OP_STAT, path, NULL, 0, st);
 }
 
+/* Op i's result r: its errno, and its attr for a stat. */
+static void batch_result(struct mc_batch *b, int *errs, size_t i, const Mcache__Result *r)
+{
+	errs[i] = r->err;
+	if (r->err == 0 && b->stats[i]) {
+		if (r->attr)
+			attr_to_stat(r->attr, b->stats[i]);
+		else
+			errs[i] = EPROTO;
+	}
+}
+
+/* Pipelining (client_call_pipelined): a batch of at least twice
+ * BATCH_PIPE_MIN ops to send goes in four chunks of at least that many,
+ * and at most BATCH_PIPE_MAX: a batch's op has a result under the
+ * server's RESULT_SMALL (256 bytes), so 200 of them fit the smallest
+ * reply limit a server takes (--max-reply 64K) and no op of a chunk is
+ * ever answered EMSGSIZE, which would have to be sent again after a
+ * later chunk ran. */
+#define BATCH_PIPE_MIN 16u
+#define BATCH_PIPE_MAX 200u
+
+struct batch_take {
+	struct mc_batch *b;
+	int *errs;
+	const size_t *sent;          /* sent[k]: the batch index of the k-th op sent */
+};
+
+/* The response of the ops sent from off on. */
+static void batch_take(void *arg, size_t off, Mcache__Response *rsp)
+{
+	struct batch_take *t = arg;
+
+	for (size_t k = 0; k < rsp->n_results; k++)
+		batch_result(t->b, t->errs, t->sent[off + k], rsp->results[k]);
+	mcache__response__free_unpacked(rsp, NULL);
+}
+
 int mc_batch_run(mc_batch *b)
 {
 	Mcache__Op **ptrs = NULL;
@@ -248,6 +286,20 @@ int mc_batch_run(mc_batch *b)
 		sent[nsend] = i;
 		ptrs[nsend++] = &b->ops[i];
 	}
+	if (nsend >= 2 * BATCH_PIPE_MIN) {
+		/* Large enough to pipeline: chunks whose replies always fit
+		 * (BATCH_PIPE_MAX), two in flight. */
+		size_t chunk = (nsend + 3) / 4;
+		if (chunk < BATCH_PIPE_MIN)
+			chunk = BATCH_PIPE_MIN;
+		if (chunk > BATCH_PIPE_MAX)
+			chunk = BATCH_PIPE_MAX;
+		struct batch_take t = { b, errs, sent };
+		err = client_call_pipelined(b->c, ptrs, nsend, chunk, batch_take, &t);
+		if (err < 0)
+			goto fail;
+		nsend = 0;               /* all answered */
+	}
 	/* The server runs a request's ops while their results fit its reply
 	 * limit; the first that does not, and every later one, answer
 	 * EMSGSIZE without running: send those again, from where it stopped
@@ -260,15 +312,9 @@ int mc_batch_run(mc_batch *b)
 		for (size_t k = 0; k < nsend - off; k++) {
 			size_t i = sent[off + k];
 			const Mcache__Result *r = rsp->results[k];
-			errs[i] = r->err;
+			batch_result(b, errs, i, r);
 			if (r->err == EMSGSIZE && next == nsend)
 				next = off + (k > 0 ? k : 1);
-			if (r->err == 0 && b->stats[i]) {
-				if (r->attr)
-					attr_to_stat(r->attr, b->stats[i]);
-				else
-					errs[i] = EPROTO;
-			}
 		}
 		mcache__response__free_unpacked(rsp, NULL);
 		off = next;

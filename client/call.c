@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "client_impl.h"
@@ -16,17 +17,19 @@
 #define CLIENT_RBUF (64u << 10)
 
 /* Receive one response frame into c->rbuf: one recv when the whole frame
- * has arrived (the common case), more only for what had not. With one
+ * has arrived (the common case), more only for what had not. Bytes after
+ * the frame are the next response's when more says one follows (kept in
+ * rbuf[rnext..+rleft) for the next call), else a protocol error: with one
  * request in flight (invariant 1) nothing may follow the frame. 0 with
  * *payload (in c->rbuf, valid until the next call) and *len set; -ENOMEM,
  * -EMSGSIZE (announced length over MC_FRAME_MAX), -EPROTO (bytes after
  * the frame), -ECONNRESET (EOF), or the socket's errno. */
-int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
+int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool more)
 {
 	size_t have = 0, need = MC_FRAME_HDR;
 	bool sized = false;
 
-	if (c->rcap > 4 * CLIENT_RBUF) {
+	if (c->rcap > 4 * CLIENT_RBUF && c->rleft == 0) {
 		/* A large reply came before: do not keep its buffer. */
 		free(c->rbuf);
 		c->rbuf = NULL;
@@ -38,16 +41,13 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
 			return -ENOMEM;
 		c->rcap = CLIENT_RBUF;
 	}
-	while (have < need) {
-		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		have += (size_t)n;
+	if (c->rleft > 0) {
+		/* The start of this response came with the previous one. */
+		memmove(c->rbuf, c->rbuf + c->rnext, c->rleft);
+		have = c->rleft;
+		c->rleft = 0;
+	}
+	for (;;) {
 		if (!sized && have >= MC_FRAME_HDR) {
 			uint32_t fl = frame_get_len(c->rbuf);
 
@@ -64,9 +64,24 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
 				c->rcap = need;
 			}
 		}
+		if (sized && have >= need)
+			break;
+		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		have += (size_t)n;
 	}
-	if (have > need)
-		return -EPROTO;
+	if (have > need) {
+		if (!more)
+			return -EPROTO;
+		c->rnext = need;
+		c->rleft = have - need;
+	}
 	*payload = c->rbuf + MC_FRAME_HDR;
 	*len = need - MC_FRAME_HDR;
 	return 0;

@@ -583,11 +583,10 @@ int client_view_result(mc_client *c, int err)
 /* ---- the call ---------------------------------------------------------- */
 
 /* One request with ops[0..n), one response with as many results. */
-static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+/* Send one request with ops[0..n) (mu held); *id gets its id. */
+static int call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
 {
 	Mcache__Request req = MCACHE__REQUEST__INIT;
-	Mcache__Response *rsp = NULL;
-	const uint8_t *payload = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
 	int err;
@@ -604,10 +603,22 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 		return err == -EMSGSIZE ? -E2BIG : err;
 	err = frame_write(c->sock, buf, len, -1);
 	free(buf);
-	buf = NULL;
 	if (err < 0)
 		return transport_error(c, err);
-	err = client_frame_recv(c, &payload, &len);
+	*id = req.id;
+	return 0;
+}
+
+/* Receive the response to request id of n ops (mu held); more: another
+ * response follows it (its bytes may come along). */
+static int call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out)
+{
+	Mcache__Response *rsp = NULL;
+	const uint8_t *payload = NULL;
+	size_t len;
+	int err;
+
+	err = client_frame_recv(c, &payload, &len, more);
 	if (err < 0)
 		return transport_error(c, err);
 	rsp = wire_response_unpack(payload, len);
@@ -624,7 +635,7 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 		c->broken = true;
 		goto fail;
 	}
-	if (rsp->id != req.id) {
+	if (rsp->id != id) {
 		c->broken = true;
 		err = -EPROTO;
 		goto fail;
@@ -647,6 +658,66 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 	return 0;
 fail:
 	mcache__response__free_unpacked(rsp, NULL);
+	return err;
+}
+
+static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
+{
+	uint64_t id;
+	int err = call_send(c, ops, n, &id);
+	return err < 0 ? err : call_recv(c, id, n, false, out);
+}
+
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
+                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg)
+{
+	Mcache__Cred *as = cred_current();
+	size_t sent = 0, got = 0, nin = 0;
+	uint64_t ids[2];
+	int err = 0;
+
+	if (c->max_ops && chunk > c->max_ops)
+		chunk = c->max_ops;
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = as;
+	for (size_t i = 0; c->path_max && i < n; i++)
+		ops[i]->path_max = c->path_max;
+	client_lock(c);
+	if (c->nclose > 0 && client_check(c) == 0)
+		err = do_flush_closes(c);
+	/* Invariant 1, relaxed here alone: two requests in flight at most,
+	 * their responses read in order under mu. */
+	while (err == 0 && got < n) {
+		if (sent < n && nin < 2) {
+			size_t k = n - sent < chunk ? n - sent : chunk;
+			err = call_send(c, ops + sent, k, &ids[(sent / chunk) % 2]);
+			if (err < 0)
+				break;
+			sent += k;
+			nin++;
+			if (nin < 2 && sent < n)
+				continue;       /* the next one out before this one's answer */
+		}
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		err = call_recv(c, ids[(got / chunk) % 2], k, sent > got + k, &rsp);
+		if (err < 0)
+			break;
+		fn(arg, got, rsp);
+		got += k;
+		nin--;
+	}
+	if (err < 0 && nin > 0 && !c->broken) {
+		/* A request could not be sent (packing) while one is out: its
+		 * answer is read and given, so the stream stays in step. */
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		if (call_recv(c, ids[(got / chunk) % 2], k, false, &rsp) == 0)
+			fn(arg, got, rsp);
+	}
+	client_unlock(c);
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = NULL;
 	return err;
 }
 

@@ -3,8 +3,12 @@
  * renames carrying two paths, stats) reach the server intact and in
  * order; large batches of creates and unlinks from two clients, which
  * the server runs under one taking of the namespace lock per run of ops,
- * all succeed while another client's syncs are committed. */
+ * all succeed while another client's syncs are committed; a large
+ * batch, sent as pipelined requests, keeps the order of its ops across
+ * them and fails cleanly when the server dies while requests are out. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,6 +89,109 @@ static void test_paths_move(void **state)
 	mc_batch_free(b);
 	assert_int_equal(mc_rmtree(c, "/bp"), 0);
 	mc_disconnect(c);
+}
+
+/* Four phases of N ops, each depending on the one before (a large batch
+ * goes out as four pipelined requests, one phase each): creates, renames
+ * of what was created, stats of the new names, and creates of the old
+ * names again with a duplicate and an unlink of a missing name. */
+static void test_pipelined_order(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	enum { N = 100 };
+	char p[64], q[64];
+	static struct stat st[N];
+	assert_int_equal(mc_mkdir(c, "/po", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	for (int i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		assert_int_equal(mc_batch_create(b, p, 0600), i);
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		snprintf(q, sizeof(q), "/po/b%d", i);
+		assert_int_equal(mc_batch_rename(b, p, q), N + i);
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(q, sizeof(q), "/po/b%d", i);
+		assert_int_equal(mc_batch_stat(b, q, &st[i]), 2 * N + i);
+	}
+	for (int i = 0; i < N - 2; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		assert_int_equal(mc_batch_create(b, p, 0644), 3 * N + i);
+	}
+	assert_int_equal(mc_batch_create(b, "/po/a0", 0644), 4 * N - 2);   /* EEXIST */
+	assert_int_equal(mc_batch_unlink(b, "/po/a99"), 4 * N - 1);         /* ENOENT */
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_count(b), 4 * N);
+	for (int i = 0; i < 4 * N - 2; i++)
+		assert_int_equal(mc_batch_error(b, (size_t)i), 0);
+	assert_int_equal(mc_batch_error(b, 4 * N - 2), EEXIST);
+	assert_int_equal(mc_batch_error(b, 4 * N - 1), ENOENT);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(st[i].st_mode, S_IFREG | 0600);
+	mc_batch_free(b);
+	assert_int_equal(mc_rmtree(c, "/po"), 0);
+	mc_disconnect(c);
+}
+
+struct killer {
+	struct mc_server *s;
+	unsigned ms;
+};
+
+static void *killer_main(void *arg)
+{
+	struct killer *k = arg;
+	usleep(k->ms * 1000u);
+	kill(k->s->pid, SIGKILL);
+	return NULL;
+}
+
+/* The server is killed while a client runs large batches (several
+ * requests out at once): mc_batch_run fails with ENOTCONN, it does not
+ * hang, and every later call fails the same way. */
+static void test_server_dies_mid_batch(void **state)
+{
+	(void)state;
+	struct mc_server s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(server_start(&s, NULL), 0);
+	mc_client *c = mc_connect(s.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/kd", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	struct killer k = { &s, 30 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, killer_main, &k), 0);
+	char p[64];
+	int rc = 0;
+	for (unsigned round = 0; rc == 0 && round < 100000; round++) {
+		for (int i = 0; i < 4000; i++) {
+			snprintf(p, sizeof(p), "/kd/f%d", i);
+			if (round % 2 == 0)
+				assert_true(mc_batch_create(b, p, 0644) >= 0);
+			else
+				assert_true(mc_batch_unlink(b, p) >= 0);
+		}
+		rc = mc_batch_run(b);
+		for (size_t i = 0; rc == 0 && i < mc_batch_count(b); i++)
+			assert_int_equal(mc_batch_error(b, i), 0);
+	}
+	assert_int_equal(rc, -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(mc_batch_count(b), 0);
+	assert_int_equal(mc_batch_create(b, "/kd/late", 0644), 0);
+	assert_int_equal(mc_batch_run(b), -1);
+	assert_int_equal(errno, ENOTCONN);
+	pthread_join(th, NULL);
+	mc_batch_free(b);
+	mc_disconnect(c);
+	server_stop(&s, SIGKILL);
+	server_cleanup(&s);
 }
 
 static double now_ms(void)
@@ -185,6 +292,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths_move),
+		cmocka_unit_test(test_pipelined_order),
+		cmocka_unit_test(test_server_dies_mid_batch),
 		cmocka_unit_test(test_streams_let_committer_in),
 	};
 	return cmocka_run_group_tests_name("batch", tests, group_setup, group_teardown);
