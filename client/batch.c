@@ -213,8 +213,10 @@ static void batch_result(struct mc_batch *b, int *errs, size_t i, const Mcache__
 }
 
 /* Pipelining (client_call_pipelined): a batch of at least twice
- * BATCH_PIPE_MIN ops to send goes in four chunks of at least that many,
- * and at most BATCH_PIPE_MAX: a batch's op has a result under the
+ * BATCH_PIPE_MIN ops to send goes in two halves, or in chunks of
+ * BATCH_PIPE_MAX when larger: one more request per batch is what the
+ * overlap costs (a write, a wakeup and a read on each side), so as few
+ * as overlap the work. A batch's op has a result under the
  * server's RESULT_SMALL (256 bytes), so 200 of them fit the smallest
  * reply limit a server takes (--max-reply 64K) and no op of a chunk is
  * ever answered EMSGSIZE, which would have to be sent again after a
@@ -287,9 +289,9 @@ int mc_batch_run(mc_batch *b)
 		ptrs[nsend++] = &b->ops[i];
 	}
 	if (nsend >= 2 * BATCH_PIPE_MIN) {
-		/* Large enough to pipeline: chunks whose replies always fit
-		 * (BATCH_PIPE_MAX), two in flight. */
-		size_t chunk = (nsend + 3) / 4;
+		/* Large enough to pipeline: halves (BATCH_PIPE_MAX ops at
+		 * most, their replies always fit), two in flight. */
+		size_t chunk = (nsend + 1) / 2;
 		if (chunk < BATCH_PIPE_MIN)
 			chunk = BATCH_PIPE_MIN;
 		if (chunk > BATCH_PIPE_MAX)

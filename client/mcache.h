@@ -278,9 +278,10 @@ MC_EXPORT int mc_path_max_set(mc_client *c, size_t max);
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
  * each result with mc_batch_error(). Operations run in order on the server;
  * one failing does not stop the others. A batch of 32 operations or more
- * goes as four requests, each written before the answer to the one before
- * is read, so that the library's work overlaps the server's; the order is
- * the same, and other calls on the client wait for the whole batch. Queueing fails only with ENOMEM,
+ * goes as two requests or more, each written before the answer to the one
+ * before is read, so that the library's work overlaps the server's; the
+ * order is the same, and other calls on the client wait for the whole
+ * batch. Queueing fails only with ENOMEM,
  * ENAMETOOLONG, EINVAL (bad path) or E2BIG (the batch would exceed the frame
  * limit, or hold more operations than the server takes in one request, its
  * --max-ops); it returns the index of the queued operation. A batch whose

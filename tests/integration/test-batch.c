@@ -91,10 +91,10 @@ static void test_paths_move(void **state)
 	mc_disconnect(c);
 }
 
-/* Four phases of N ops, each depending on the one before (a large batch
- * goes out as four pipelined requests, one phase each): creates, renames
- * of what was created, stats of the new names, and creates of the old
- * names again with a duplicate and an unlink of a missing name. */
+/* Four phases of N ops, each depending on the one before (the batch goes
+ * out as two pipelined requests of two phases each): creates, renames of
+ * what was created, stats of the new names, and creates of the old names
+ * again with a duplicate and an unlink of a missing name. */
 static void test_pipelined_order(void **state)
 {
 	(void)state;
