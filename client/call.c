@@ -1,9 +1,11 @@
-/* call.c - the bytes of one call on the socket: a request framed (by hand
- * for requests of ops, through wire.c) and a response received whole with
- * one recv in the common case. The call itself (ids, closes riding along,
- * what a broken stream means) is client.c's. */
+/* call.c - the bytes of a call on the socket: a request framed (by hand
+ * for requests of ops, through wire.c) and sent, a response received whole
+ * with one recv in the common case and checked against its request, and
+ * a run of requests pipelined two in flight (client_call_pipelined). What
+ * a call means (closes riding along, the one-call path) is client.c's. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,4 +115,134 @@ int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 	*out = buf;
 	*len = MC_FRAME_HDR + n;
 	return 0;
+}
+
+/* ---- requests out, responses in ---------------------------------------- */
+
+int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
+{
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	err = client_check(c);
+	if (err < 0)
+		return err;
+	client_count(c, offsetof(struct mc_client_slot, rpcs));
+	req.id = c->next_id++;
+	req.n_ops = n;
+	req.ops = ops;
+	err = client_frame_pack(&req, &buf, &len);
+	if (err < 0)
+		return err == -EMSGSIZE ? -E2BIG : err;
+	err = frame_write(c->sock, buf, len, -1);
+	free(buf);
+	if (err < 0)
+		return client_transport_error(c, err);
+	*id = req.id;
+	return 0;
+}
+
+int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out)
+{
+	Mcache__Response *rsp = NULL;
+	const uint8_t *payload = NULL;
+	size_t len;
+	int err;
+
+	err = client_frame_recv(c, &payload, &len, more);
+	if (err < 0)
+		return client_transport_error(c, err);
+	rsp = wire_response_unpack(payload, len);
+	if (!rsp)
+		rsp = mcache__response__unpack(NULL, len, payload);
+	if (!rsp) {
+		/* The frame boundary held, but we cannot tell whose answer it was. */
+		c->broken = true;
+		return -EPROTO;
+	}
+	if (rsp->err > 0) {
+		/* Whole-request error: the server closes the connection. */
+		err = -rsp->err;
+		c->broken = true;
+		goto fail;
+	}
+	if (rsp->id != id) {
+		c->broken = true;
+		err = -EPROTO;
+		goto fail;
+	}
+	/* An answer of the wrong shape: the server did something with the
+	 * request, but we cannot tell what. */
+	if (rsp->n_results != n) {
+		c->broken = true;
+		err = -EPROTO;
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rsp->results[i] || rsp->results[i]->err < 0) {
+			c->broken = true;
+			err = -EPROTO;
+			goto fail;
+		}
+	}
+	*out = rsp;
+	return 0;
+fail:
+	mcache__response__free_unpacked(rsp, NULL);
+	return err;
+}
+
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
+                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg)
+{
+	Mcache__Cred *as = cred_current();
+	size_t sent = 0, got = 0, nin = 0;
+	uint64_t ids[2];
+	int err = 0;
+
+	if (c->max_ops && chunk > c->max_ops)
+		chunk = c->max_ops;
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = as;
+	for (size_t i = 0; c->path_max && i < n; i++)
+		ops[i]->path_max = c->path_max;
+	client_lock(c);
+	if (c->nclose > 0 && client_check(c) == 0)
+		err = do_client_flush_closes(c);
+	/* Invariant 1, relaxed here alone: two requests in flight at most,
+	 * their responses read in order under mu. */
+	while (err == 0 && got < n) {
+		if (sent < n && nin < 2) {
+			size_t k = n - sent < chunk ? n - sent : chunk;
+			err = client_call_send(c, ops + sent, k, &ids[(sent / chunk) % 2]);
+			if (err < 0)
+				break;
+			sent += k;
+			nin++;
+			if (nin < 2 && sent < n)
+				continue;       /* the next one out before this one's answer */
+		}
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		err = client_call_recv(c, ids[(got / chunk) % 2], k, sent > got + k, &rsp);
+		if (err < 0)
+			break;
+		fn(arg, got, rsp);
+		got += k;
+		nin--;
+	}
+	if (err < 0 && nin > 0 && !c->broken) {
+		/* A request could not be sent (packing) while one is out: its
+		 * answer is read and given, so the stream stays in step. */
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		if (client_call_recv(c, ids[(got / chunk) % 2], k, false, &rsp) == 0)
+			fn(arg, got, rsp);
+	}
+	client_unlock(c);
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = NULL;
+	return err;
 }

@@ -163,6 +163,19 @@ int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out
  * request may already run when an earlier answer arrives. */
 int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
                           void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg);
+/* A transport error from frame_*: the stream may be out of step (broken
+ * set). Returns what the call fails with: -ENOMEM and -EPROTO as they
+ * are, -EMSGSIZE as -EPROTO, anything else as -ENOTCONN. */
+int client_transport_error(mc_client *c, int err);
+/* Send the queued closes alone, at most max_ops in a request (mu held). */
+int do_client_flush_closes(mc_client *c);
+/* call.c, mu held. Send one request with ops[0..n): 0 and *id its id, or
+ * as client_call(). Receive the response to request id of n ops, checked
+ * (its id, n results, no whole-request error): 0 and *out, or as
+ * client_call(); more: another response follows it (its bytes may come
+ * along). */
+int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id);
+int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out);
 /* call.c. Frame req into a new buffer (caller frees), the same bytes
  * frame_pack_request makes: 0, -ENOMEM or -EMSGSIZE (over MC_FRAME_MAX). */
 int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len);
