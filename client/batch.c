@@ -2,8 +2,9 @@
  * request, answered with one result per operation.
  *
  * Invariants of an mc_batch (struct mc_batch in client_impl.h):
- *  1. ops[0..nops) are the queued operations; each owns its path and path2
- *     (malloc'd copies); stats[i] is where op i's attr goes (NULL if none).
+ *  1. ops[0..nops) are the queued operations; their path and path2 are
+ *     copies in pbuf[0..plen), each NUL-terminated, re-pointed whenever
+ *     pbuf moves; stats[i] is where op i's attr goes (NULL if none).
  *  2. packed is an upper bound of the bytes ops[0..nops) add to a Request
  *     frame, so queueing can refuse with E2BIG before the frame limit.
  *  3. errs[0..nerrs) are the results of the last run; the queue and the
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "wire.h"
 
 /* Frame header plus the Request's id field (tag + 10-byte varint). */
 #define BATCH_BASE (MC_FRAME_HDR + 11u)
@@ -29,15 +31,12 @@ static size_t varint_len(size_t v)
 	return n;
 }
 
-/* Free the queued ops (not the results). */
+/* Drop the queued ops (not the results). */
 static void batch_clear(struct mc_batch *b)
 {
-	for (size_t i = 0; i < b->nops; i++) {
-		free(b->ops[i].path.data);
-		free(b->ops[i].path2.data);
-	}
 	b->nops = 0;
 	b->packed = 0;
+	b->plen = 0;
 }
 
 void batch_free(struct mc_batch *b)
@@ -46,6 +45,7 @@ void batch_free(struct mc_batch *b)
 	batch_clear(b);
 	free(b->ops);
 	free(b->stats);
+	free(b->pbuf);
 	free(b->errs);
 	free(b);
 }
@@ -72,24 +72,48 @@ void mc_batch_free(mc_batch *b)
 		batch_free(b);
 }
 
-static int batch_path(const char *path)
+/* A path argument: 0 and *len, -EINVAL (a bad path) or -ENAMETOOLONG. */
+static int batch_path(const char *path, size_t *len)
 {
-	int err = path_check(path, NULL);
+	int err = path_check(path, len);
 	/* The header promises EINVAL for a bad path, ENAMETOOLONG for a long one. */
 	return err == -ENAMETOOLONG ? err : err < 0 ? -EINVAL : 0;
 }
 
-static int batch_dup(ProtobufCBinaryData *f, const char *path)
+/* Room for n more path bytes in pbuf, moving the queued ops' paths along
+ * (invariant 1). 0 or -ENOMEM. */
+static int batch_room(struct mc_batch *b, size_t n)
 {
-	if (!path)
+	if (b->pcap - b->plen >= n)
 		return 0;
-	size_t len = strlen(path);
-	f->data = malloc(len ? len : 1);
-	if (!f->data)
+	size_t cap = b->pcap ? b->pcap : 4096;
+	while (cap - b->plen < n)
+		cap *= 2;
+	char *nb = malloc(cap);
+	if (!nb)
 		return -ENOMEM;
-	memcpy(f->data, path, len);
-	f->len = len;
+	if (b->plen)
+		memcpy(nb, b->pbuf, b->plen);
+	for (size_t i = 0; i < b->nops; i++) {
+		Mcache__Op *op = &b->ops[i];
+		op->path.data = (uint8_t *)nb + ((char *)op->path.data - b->pbuf);
+		if (op->path2.data)
+			op->path2.data = (uint8_t *)nb + ((char *)op->path2.data - b->pbuf);
+	}
+	free(b->pbuf);
+	b->pbuf = nb;
+	b->pcap = cap;
 	return 0;
+}
+
+/* Copy len bytes of path, NUL added, to pbuf (room made): its place. */
+static uint8_t *batch_copy(struct mc_batch *b, const char *path, size_t len)
+{
+	char *at = b->pbuf + b->plen;
+	memcpy(at, path, len);
+	at[len] = '\0';
+	b->plen += len + 1;
+	return (uint8_t *)at;
 }
 
 /* Queue one op. Returns its index, or -1 with errno. */
@@ -97,13 +121,14 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
                      const char *path2, mode_t mode, struct stat *st)
 {
 	Mcache__Op op = MCACHE__OP__INIT;
+	size_t len = 0, len2 = 0;
 	int err;
 
 	if (!b)
 		return client_fail(-EINVAL);
-	err = batch_path(path);
+	err = batch_path(path, &len);
 	if (err == 0 && code == MCACHE__OP_CODE__OP_RENAME)
-		err = batch_path(path2);
+		err = batch_path(path2, &len2);
 	if (err < 0)
 		return client_fail(err);
 	if (b->nops >= (size_t)INT32_MAX || (b->c->max_ops && b->nops >= b->c->max_ops))
@@ -111,13 +136,10 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 
 	op.code = code;
 	op.mode = (uint32_t)mode;
-	op.path.len = strlen(path);
-	op.path2.len = path2 ? strlen(path2) : 0;
-	/* The size with borrowed pointers: get_packed_size reads only lengths
-	 * and values. */
-	op.path.data = (uint8_t *)path;
-	op.path2.data = (uint8_t *)path2;
-	size_t sz = mcache__op__get_packed_size(&op);
+	op.path.len = len;
+	op.path2.len = len2;
+	/* The size from the lengths: the op sets nothing but these four. */
+	size_t sz = wire_op_size_basic(&op);
 	sz += 1 + varint_len(sz);
 	if (BATCH_BASE + b->packed + sz > MC_FRAME_MAX)
 		return client_fail(-E2BIG);
@@ -134,16 +156,12 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 		b->stats = stats;
 		b->cap = n;
 	}
-	op.path.data = NULL;
-	op.path2.data = NULL;
-	op.path.len = op.path2.len = 0;
-	err = batch_dup(&op.path, path);
-	if (err == 0)
-		err = batch_dup(&op.path2, path2);
-	if (err < 0) {
-		free(op.path.data);
+	err = batch_room(b, len + 1 + (path2 ? len2 + 1 : 0));
+	if (err < 0)
 		return client_fail(err);
-	}
+	op.path.data = batch_copy(b, path, len);
+	if (path2)
+		op.path2.data = batch_copy(b, path2, len2);
 	b->ops[b->nops] = op;
 	b->stats[b->nops] = st;
 	b->packed += sz;
@@ -180,6 +198,46 @@ int mc_batch_stat(mc_batch *b, const char *path, struct stat *st)
 	if (b && !st)
 		return client_fail(-EINVAL);
 	return batch_add(b, MCACHE__OP_CODE__OP_STAT, path, NULL, 0, st);
+}
+
+/* Op i's result r: its errno, and its attr for a stat. */
+static void batch_result(struct mc_batch *b, int *errs, size_t i, const Mcache__Result *r)
+{
+	errs[i] = r->err;
+	if (r->err == 0 && b->stats[i]) {
+		if (r->attr)
+			attr_to_stat(r->attr, b->stats[i]);
+		else
+			errs[i] = EPROTO;
+	}
+}
+
+/* Pipelining (client_call_pipelined): a batch of at least twice
+ * BATCH_PIPE_MIN ops to send goes in two halves, or in chunks of
+ * BATCH_PIPE_MAX when larger: one more request per batch is what the
+ * overlap costs (a write, a wakeup and a read on each side), so as few
+ * as overlap the work. A batch's op has a result under the
+ * server's RESULT_SMALL (256 bytes), so 200 of them fit the smallest
+ * reply limit a server takes (--max-reply 64K) and no op of a chunk is
+ * ever answered EMSGSIZE, which would have to be sent again after a
+ * later chunk ran. */
+#define BATCH_PIPE_MIN 16u
+#define BATCH_PIPE_MAX 200u
+
+struct batch_take {
+	struct mc_batch *b;
+	int *errs;
+	const size_t *sent;          /* sent[k]: the batch index of the k-th op sent */
+};
+
+/* The response of the ops sent from off on. */
+static void batch_take(void *arg, size_t off, Mcache__Response *rsp)
+{
+	struct batch_take *t = arg;
+
+	for (size_t k = 0; k < rsp->n_results; k++)
+		batch_result(t->b, t->errs, t->sent[off + k], rsp->results[k]);
+	mcache__response__free_unpacked(rsp, NULL);
 }
 
 int mc_batch_run(mc_batch *b)
@@ -230,6 +288,20 @@ int mc_batch_run(mc_batch *b)
 		sent[nsend] = i;
 		ptrs[nsend++] = &b->ops[i];
 	}
+	if (nsend >= 2 * BATCH_PIPE_MIN) {
+		/* Large enough to pipeline: halves (BATCH_PIPE_MAX ops at
+		 * most, their replies always fit), two in flight. */
+		size_t chunk = (nsend + 1) / 2;
+		if (chunk < BATCH_PIPE_MIN)
+			chunk = BATCH_PIPE_MIN;
+		if (chunk > BATCH_PIPE_MAX)
+			chunk = BATCH_PIPE_MAX;
+		struct batch_take t = { b, errs, sent };
+		err = client_call_pipelined(b->c, ptrs, nsend, chunk, batch_take, &t);
+		if (err < 0)
+			goto fail;
+		nsend = 0;               /* all answered */
+	}
 	/* The server runs a request's ops while their results fit its reply
 	 * limit; the first that does not, and every later one, answer
 	 * EMSGSIZE without running: send those again, from where it stopped
@@ -242,15 +314,9 @@ int mc_batch_run(mc_batch *b)
 		for (size_t k = 0; k < nsend - off; k++) {
 			size_t i = sent[off + k];
 			const Mcache__Result *r = rsp->results[k];
-			errs[i] = r->err;
+			batch_result(b, errs, i, r);
 			if (r->err == EMSGSIZE && next == nsend)
 				next = off + (k > 0 ? k : 1);
-			if (r->err == 0 && b->stats[i]) {
-				if (r->attr)
-					attr_to_stat(r->attr, b->stats[i]);
-				else
-					errs[i] = EPROTO;
-			}
 		}
 		mcache__response__free_unpacked(rsp, NULL);
 		off = next;

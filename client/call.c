@@ -1,11 +1,14 @@
-/* call.c - the bytes of one call on the socket: a request framed (by hand
- * for requests of ops, through wire.c) and a response received whole with
- * one recv in the common case. The call itself (ids, closes riding along,
- * what a broken stream means) is client.c's. */
+/* call.c - the bytes of a call on the socket: a request framed (by hand
+ * for requests of ops, through wire.c) and sent, a response received whole
+ * with one recv in the common case and checked against its request, and
+ * a run of requests pipelined two in flight (client_call_pipelined). What
+ * a call means (closes riding along, the one-call path) is client.c's. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "client_impl.h"
@@ -16,17 +19,19 @@
 #define CLIENT_RBUF (64u << 10)
 
 /* Receive one response frame into c->rbuf: one recv when the whole frame
- * has arrived (the common case), more only for what had not. With one
+ * has arrived (the common case), more only for what had not. Bytes after
+ * the frame are the next response's when more says one follows (kept in
+ * rbuf[rnext..+rleft) for the next call), else a protocol error: with one
  * request in flight (invariant 1) nothing may follow the frame. 0 with
  * *payload (in c->rbuf, valid until the next call) and *len set; -ENOMEM,
  * -EMSGSIZE (announced length over MC_FRAME_MAX), -EPROTO (bytes after
  * the frame), -ECONNRESET (EOF), or the socket's errno. */
-int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
+int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool more)
 {
 	size_t have = 0, need = MC_FRAME_HDR;
 	bool sized = false;
 
-	if (c->rcap > 4 * CLIENT_RBUF) {
+	if (c->rcap > 4 * CLIENT_RBUF && c->rleft == 0) {
 		/* A large reply came before: do not keep its buffer. */
 		free(c->rbuf);
 		c->rbuf = NULL;
@@ -38,16 +43,13 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
 			return -ENOMEM;
 		c->rcap = CLIENT_RBUF;
 	}
-	while (have < need) {
-		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		have += (size_t)n;
+	if (c->rleft > 0) {
+		/* The start of this response came with the previous one. */
+		memmove(c->rbuf, c->rbuf + c->rnext, c->rleft);
+		have = c->rleft;
+		c->rleft = 0;
+	}
+	for (;;) {
 		if (!sized && have >= MC_FRAME_HDR) {
 			uint32_t fl = frame_get_len(c->rbuf);
 
@@ -64,31 +66,183 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len)
 				c->rcap = need;
 			}
 		}
+		if (sized && have >= need)
+			break;
+		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		have += (size_t)n;
 	}
-	if (have > need)
-		return -EPROTO;
+	if (have > need) {
+		if (!more)
+			return -EPROTO;
+		c->rnext = need;
+		c->rleft = have - need;
+	}
 	*payload = c->rbuf + MC_FRAME_HDR;
 	*len = need - MC_FRAME_HDR;
 	return 0;
 }
 
 /* Frame req into a new buffer: by hand (wire.c) for requests of ops, the
- * same bytes protobuf-c would make. As frame_pack_request. */
+ * same bytes protobuf-c would make, in one pass. As frame_pack_request. */
 int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 {
-	size_t n = wire_request_size(req);
-	uint8_t *buf;
+	size_t bound = wire_request_bound(req);
+	uint8_t *buf, *end;
 
-	if (n == SIZE_MAX)
+	if (bound == SIZE_MAX)
 		return frame_pack_request(req, MC_FRAME_MAX, out, len);
-	if (n > MC_FRAME_MAX)
-		return -EMSGSIZE;
-	buf = malloc(MC_FRAME_HDR + n + WIRE_PACK_SLACK);
+	buf = malloc(MC_FRAME_HDR + bound);
 	if (!buf)
 		return -ENOMEM;
+	end = wire_request_pack(req, buf + MC_FRAME_HDR);
+	if (!end) {
+		free(buf);
+		return frame_pack_request(req, MC_FRAME_MAX, out, len);
+	}
+	size_t n = (size_t)(end - buf) - MC_FRAME_HDR;
+	if (n > MC_FRAME_MAX) {
+		free(buf);
+		return -EMSGSIZE;
+	}
 	frame_put_len(buf, (uint32_t)n);
-	wire_request_pack(req, buf + MC_FRAME_HDR);
 	*out = buf;
 	*len = MC_FRAME_HDR + n;
 	return 0;
+}
+
+/* ---- requests out, responses in ---------------------------------------- */
+
+int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
+{
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	err = client_check(c);
+	if (err < 0)
+		return err;
+	client_count(c, offsetof(struct mc_client_slot, rpcs));
+	req.id = c->next_id++;
+	req.n_ops = n;
+	req.ops = ops;
+	err = client_frame_pack(&req, &buf, &len);
+	if (err < 0)
+		return err == -EMSGSIZE ? -E2BIG : err;
+	err = frame_write(c->sock, buf, len, -1);
+	free(buf);
+	if (err < 0)
+		return client_transport_error(c, err);
+	*id = req.id;
+	return 0;
+}
+
+int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out)
+{
+	Mcache__Response *rsp = NULL;
+	const uint8_t *payload = NULL;
+	size_t len;
+	int err;
+
+	err = client_frame_recv(c, &payload, &len, more);
+	if (err < 0)
+		return client_transport_error(c, err);
+	rsp = wire_response_unpack(payload, len);
+	if (!rsp)
+		rsp = mcache__response__unpack(NULL, len, payload);
+	if (!rsp) {
+		/* The frame boundary held, but we cannot tell whose answer it was. */
+		c->broken = true;
+		return -EPROTO;
+	}
+	if (rsp->err > 0) {
+		/* Whole-request error: the server closes the connection. */
+		err = -rsp->err;
+		c->broken = true;
+		goto fail;
+	}
+	if (rsp->id != id) {
+		c->broken = true;
+		err = -EPROTO;
+		goto fail;
+	}
+	/* An answer of the wrong shape: the server did something with the
+	 * request, but we cannot tell what. */
+	if (rsp->n_results != n) {
+		c->broken = true;
+		err = -EPROTO;
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rsp->results[i] || rsp->results[i]->err < 0) {
+			c->broken = true;
+			err = -EPROTO;
+			goto fail;
+		}
+	}
+	*out = rsp;
+	return 0;
+fail:
+	mcache__response__free_unpacked(rsp, NULL);
+	return err;
+}
+
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
+                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg)
+{
+	Mcache__Cred *as = cred_current();
+	size_t sent = 0, got = 0, nin = 0;
+	uint64_t ids[2];
+	int err = 0;
+
+	if (c->max_ops && chunk > c->max_ops)
+		chunk = c->max_ops;
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = as;
+	for (size_t i = 0; c->path_max && i < n; i++)
+		ops[i]->path_max = c->path_max;
+	client_lock(c);
+	if (c->nclose > 0 && client_check(c) == 0)
+		err = do_client_flush_closes(c);
+	/* Invariant 1, relaxed here alone: two requests in flight at most,
+	 * their responses read in order under mu. */
+	while (err == 0 && got < n) {
+		if (sent < n && nin < 2) {
+			size_t k = n - sent < chunk ? n - sent : chunk;
+			err = client_call_send(c, ops + sent, k, &ids[(sent / chunk) % 2]);
+			if (err < 0)
+				break;
+			sent += k;
+			nin++;
+			if (nin < 2 && sent < n)
+				continue;       /* the next one out before this one's answer */
+		}
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		err = client_call_recv(c, ids[(got / chunk) % 2], k, sent > got + k, &rsp);
+		if (err < 0)
+			break;
+		fn(arg, got, rsp);
+		got += k;
+		nin--;
+	}
+	if (err < 0 && nin > 0 && !c->broken) {
+		/* A request could not be sent (packing) while one is out: its
+		 * answer is read and given, so the stream stays in step. */
+		size_t k = n - got < chunk ? n - got : chunk;
+		Mcache__Response *rsp;
+		if (client_call_recv(c, ids[(got / chunk) % 2], k, false, &rsp) == 0)
+			fn(arg, got, rsp);
+	}
+	client_unlock(c);
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = NULL;
+	return err;
 }

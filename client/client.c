@@ -68,8 +68,7 @@ int client_check(const mc_client *c)
 
 /* ---- connect ----------------------------------------------------------- */
 
-/* A transport error from frame_*: the stream may be out of step. */
-static int transport_error(mc_client *c, int err)
+int client_transport_error(mc_client *c, int err)
 {
 	c->broken = true;
 	if (err == -ENOMEM || err == -EPROTO)
@@ -88,14 +87,14 @@ struct hello_out {
 };
 
 /* The handshake's own failures: a timeout (SO_RCVTIMEO/SO_SNDTIMEO ran
- * out) is -ETIMEDOUT, anything else as transport_error(). */
+ * out) is -ETIMEDOUT, anything else as client_transport_error(). */
 static int hello_error(mc_client *c, int err)
 {
 	if (err == -EAGAIN || err == -EWOULDBLOCK) {
 		c->broken = true;
 		return -ETIMEDOUT;
 	}
-	return transport_error(c, err);
+	return client_transport_error(c, err);
 }
 
 static int client_hello(mc_client *c, struct hello_out *h)
@@ -409,7 +408,7 @@ static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response *
 /* Send the queued closes in front of ops[0..n) and drop their results
  * (mu held). */
 /* Send the queued closes alone, at most max_ops in a request. */
-static int do_flush_closes(mc_client *c)
+int do_client_flush_closes(mc_client *c)
 {
 	while (c->nclose > 0) {
 		size_t k = c->nclose;
@@ -448,7 +447,7 @@ static int do_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **
 		return call_raw(c, ops, n, out);
 	if (c->max_ops && k + n > c->max_ops) {
 		/* The closes would push the request past the server's op limit. */
-		int err = do_flush_closes(c);
+		int err = do_client_flush_closes(c);
 		return err < 0 ? err : call_raw(c, ops, n, out);
 	}
 	Mcache__Op *cl = calloc(k, sizeof(*cl));
@@ -585,69 +584,9 @@ int client_view_result(mc_client *c, int err)
 /* One request with ops[0..n), one response with as many results. */
 static int call_raw(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
-	Mcache__Request req = MCACHE__REQUEST__INIT;
-	Mcache__Response *rsp = NULL;
-	const uint8_t *payload = NULL;
-	uint8_t *buf = NULL;
-	size_t len;
-	int err;
-
-	err = client_check(c);
-	if (err < 0)
-		return err;
-	client_count(c, offsetof(struct mc_client_slot, rpcs));
-	req.id = c->next_id++;
-	req.n_ops = n;
-	req.ops = ops;
-	err = client_frame_pack(&req, &buf, &len);
-	if (err < 0)
-		return err == -EMSGSIZE ? -E2BIG : err;
-	err = frame_write(c->sock, buf, len, -1);
-	free(buf);
-	buf = NULL;
-	if (err < 0)
-		return transport_error(c, err);
-	err = client_frame_recv(c, &payload, &len);
-	if (err < 0)
-		return transport_error(c, err);
-	rsp = wire_response_unpack(payload, len);
-	if (!rsp)
-		rsp = mcache__response__unpack(NULL, len, payload);
-	if (!rsp) {
-		/* The frame boundary held, but we cannot tell whose answer it was. */
-		c->broken = true;
-		return -EPROTO;
-	}
-	if (rsp->err > 0) {
-		/* Whole-request error: the server closes the connection. */
-		err = -rsp->err;
-		c->broken = true;
-		goto fail;
-	}
-	if (rsp->id != req.id) {
-		c->broken = true;
-		err = -EPROTO;
-		goto fail;
-	}
-	/* An answer of the wrong shape: the server did something with the
-	 * request, but we cannot tell what. */
-	if (rsp->n_results != n) {
-		c->broken = true;
-		err = -EPROTO;
-		goto fail;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!rsp->results[i] || rsp->results[i]->err < 0) {
-			c->broken = true;
-			err = -EPROTO;
-			goto fail;
-		}
-	}
-	*out = rsp;
-	return 0;
-fail:
-	mcache__response__free_unpacked(rsp, NULL);
-	return err;
+	uint64_t id;
+	int err = client_call_send(c, ops, n, &id);
+	return err < 0 ? err : client_call_recv(c, id, n, false, out);
 }
 
 int client_op(mc_client *c, Mcache__Op *op, Mcache__Response **out)

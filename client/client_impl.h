@@ -85,6 +85,7 @@ struct mc_client {
 	struct mc_batch *batches;
 	uint8_t *rbuf;                /* responses are received here (call.c) */
 	size_t rcap;
+	size_t rnext, rleft;          /* rbuf[rnext..+rleft): the next response's first bytes */
 	uint32_t path_max;            /* mc_path_max_set; 0: MC_CLIENT_PATH_MAX + 1 */
 };
 
@@ -119,9 +120,11 @@ struct mc_dir {
 struct mc_batch {
 	mc_client *c;
 	struct mc_batch *next, *prev;
-	Mcache__Op *ops;              /* queued ops, paths owned (malloc'd) */
+	Mcache__Op *ops;              /* queued ops; their paths live in pbuf */
 	struct stat **stats;          /* per queued op: where mc_batch_stat wants its attr */
 	size_t nops, cap;
+	char *pbuf;                   /* the queued paths, back to back (batch.c) */
+	size_t plen, pcap;
 	size_t packed;                /* bytes the queued ops add to a Request */
 	int *errs;                    /* results of the last run */
 	size_t nerrs;
@@ -149,16 +152,41 @@ bool client_forked(const mc_client *c);
  * (transport failed or broken), -EPROTO (bad response), -E2BIG (frame too
  * big), -ENOMEM, or the server's whole-request error. */
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out);
+/* Send ops[0..n) as consecutive requests of at most chunk ops (and the
+ * server's max_ops), the next one written before the previous one's
+ * response is read (two in flight at most), so that the packing of one
+ * and the reading of another overlap the server's work; the ops run in
+ * order, as in one request. fn(arg, off, rsp) gets the response of
+ * ops[off..) in order and owns it. Queued closes are sent first, alone.
+ * Errors as client_call(); the responses read before one are given to fn.
+ * Only for ops whose results always fit a reply (no EMSGSIZE): a later
+ * request may already run when an earlier answer arrives. */
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
+                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg);
+/* A transport error from frame_*: the stream may be out of step (broken
+ * set). Returns what the call fails with: -ENOMEM and -EPROTO as they
+ * are, -EMSGSIZE as -EPROTO, anything else as -ENOTCONN. */
+int client_transport_error(mc_client *c, int err);
+/* Send the queued closes alone, at most max_ops in a request (mu held). */
+int do_client_flush_closes(mc_client *c);
+/* call.c, mu held. Send one request with ops[0..n): 0 and *id its id, or
+ * as client_call(). Receive the response to request id of n ops, checked
+ * (its id, n results, no whole-request error): 0 and *out, or as
+ * client_call(); more: another response follows it (its bytes may come
+ * along). */
+int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id);
+int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out);
 /* call.c. Frame req into a new buffer (caller frees), the same bytes
  * frame_pack_request makes: 0, -ENOMEM or -EMSGSIZE (over MC_FRAME_MAX). */
 int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len);
 /* Receive one response frame into c->rbuf (mu held): one recv when the
- * whole frame has arrived, more only for what had not; with one request
- * in flight (invariant 1) nothing may follow it. 0 with *payload (valid
- * until the next call) and *len set; -ENOMEM, -EMSGSIZE (announced length
- * over MC_FRAME_MAX), -EPROTO (bytes after the frame), -ECONNRESET (EOF),
- * or the socket's errno. */
-int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len);
+ * whole frame has arrived, more only for what had not; nothing may follow
+ * it unless more says another response follows (client_call_pipelined),
+ * whose first bytes are then kept. 0 with *payload (valid until the next
+ * call) and *len set; -ENOMEM, -EMSGSIZE (announced length over
+ * MC_FRAME_MAX), -EPROTO (bytes after the frame), -ECONNRESET (EOF), or
+ * the socket's errno. */
+int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool more);
 
 /* Release a server handle (mc_close, mc_closedir). No round trip of its
  * own: the close travels in front of the next request, or with others once

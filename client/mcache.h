@@ -274,10 +274,14 @@ MC_EXPORT int mc_cred_set(const struct mc_cred *cred);
 #define MC_LONG_PATH_MAX 65536
 MC_EXPORT int mc_path_max_set(mc_client *c, size_t max);
 
-/* Batches: many operations, one round trip, one result per operation.
+/* Batches: many operations, one result per operation, few round trips.
  * Queue operations with mc_batch_*(), send them with mc_batch_run(), then read
  * each result with mc_batch_error(). Operations run in order on the server;
- * one failing does not stop the others. Queueing fails only with ENOMEM,
+ * one failing does not stop the others. A batch of 32 operations or more
+ * goes as two requests or more, each written before the answer to the one
+ * before is read, so that the library's work overlaps the server's; the
+ * order is the same, and other calls on the client wait for the whole
+ * batch. Queueing fails only with ENOMEM,
  * ENAMETOOLONG, EINVAL (bad path) or E2BIG (the batch would exceed the frame
  * limit, or hold more operations than the server takes in one request, its
  * --max-ops); it returns the index of the queued operation. A batch whose
@@ -296,9 +300,13 @@ MC_EXPORT int mc_batch_rename(mc_batch *b, const char *oldpath, const char *newp
  * a stat may have written st even when mc_batch_run() then fails. */
 MC_EXPORT int mc_batch_stat(mc_batch *b, const char *path, struct stat *st);
 /* Send every queued operation and wait for the results. Returns 0 when the
- * server answered (see mc_batch_error for each), -1 with errno on transport
- * failure (the operations may or may not have run). Either way the queue is
- * then empty; results stay until the next run, which replaces them. */
+ * server answered (see mc_batch_error for each), -1 with errno on failure:
+ * EINVAL (b is NULL), ECHILD (called in a forked child), ENOTCONN (the
+ * connection failed or the server went away), EPROTO (a malformed answer),
+ * ENOMEM, or E2BIG (a request over the frame limit). After ENOTCONN or
+ * EPROTO the operations may or may not have run: those that did are the
+ * first ones, in order. Either way the queue is then empty; results stay
+ * until the next run, which replaces them. */
 MC_EXPORT int mc_batch_run(mc_batch *b);
 /* Number of operations in the last run. */
 MC_EXPORT size_t mc_batch_count(const mc_batch *b);

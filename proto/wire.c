@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,14 +72,36 @@ struct wire_field {
 
 struct wire_plan {
 	bool ok;                     /* all fields fit in f[] */
+	bool never;                  /* a field is WK_NEVER: never on the fast path */
 	unsigned n;
 	struct wire_field f[WIRE_MAX_FIELDS];
+	/* The fields grouped by kind: those of kind k are f[by_kind[j]] for
+	 * kstart[k] <= j < kstart[k + 1], so that sizing loops need no
+	 * dispatch per field. */
+	uint8_t by_kind[WIRE_MAX_FIELDS];
+	uint32_t koff[WIRE_MAX_FIELDS];  /* f[by_kind[j]].off */
+	uint8_t ktag[WIRE_MAX_FIELDS];   /* f[by_kind[j]].taglen */
+	unsigned kstart[WK_NEVER + 2];
 	/* For decoding: the field of each number it decodes, else NULL. */
 	const ProtobufCFieldDescriptor *by_id[WIRE_MAX_ID];
 };
 
 static struct wire_plan plan_op, plan_result;
 static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
+
+/* The members a batch's op sets (wire_op_size_basic): their fields in
+ * plan_op, in field order. */
+/* Result's err member: its field in plan_result, or -1. */
+static int result_err = -1;
+
+static const size_t op_basic_off[] = {
+	offsetof(Mcache__Op, code), offsetof(Mcache__Op, path),
+	offsetof(Mcache__Op, path2), offsetof(Mcache__Op, mode),
+};
+#define OP_BASIC (sizeof(op_basic_off) / sizeof(op_basic_off[0]))
+static unsigned op_basic[OP_BASIC], n_op_basic;
+/* The most an Op packs to beyond its bytes members' contents. */
+static size_t plan_op_fixed;
 
 static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes)
 {
@@ -111,7 +134,8 @@ static enum wire_kind wire_kind_of(const ProtobufCFieldDescriptor *f, bool bytes
 /* bytes: whether bytes members are coded (else they must be empty). */
 static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescriptor *d, bool bytes)
 {
-	pl->ok = d->n_fields <= WIRE_MAX_FIELDS;
+	/* Below 64 fields: a mask of them (wire_plan_mask) is never ~0. */
+	pl->ok = d->n_fields < WIRE_MAX_FIELDS;
 	if (!pl->ok)
 		return;
 	pl->n = d->n_fields;
@@ -127,13 +151,36 @@ static void wire_plan_make(struct wire_plan *pl, const ProtobufCMessageDescripto
 		w->taglen = (uint8_t)(wire_put_varint(w->tag, ((uint64_t)f->id << 3) | wt) - w->tag);
 		if (f->id < WIRE_MAX_ID && k <= WK_BYTES)
 			pl->by_id[f->id] = f;
+		if (k == WK_NEVER)
+			pl->never = true;
 	}
+	unsigned j = 0;
+	for (unsigned k = 0; k <= WK_NEVER; k++) {
+		pl->kstart[k] = j;
+		for (unsigned i = 0; i < pl->n; i++)
+			if (pl->f[i].kind == k) {
+				pl->koff[j] = pl->f[i].off;
+				pl->ktag[j] = pl->f[i].taglen;
+				pl->by_kind[j++] = (uint8_t)i;
+			}
+	}
+	pl->kstart[WK_NEVER + 1] = j;
 }
 
 static void wire_init(void)
 {
 	wire_plan_make(&plan_op, &mcache__op__descriptor, true);
 	wire_plan_make(&plan_result, &mcache__result__descriptor, false);
+	for (unsigned i = 0; plan_op.ok && i < plan_op.n; i++)
+		for (unsigned k = 0; k < OP_BASIC; k++)
+			if (plan_op.f[i].off == op_basic_off[k] && plan_op.f[i].kind <= WK_BYTES)
+				op_basic[n_op_basic++] = i;
+	for (unsigned i = 0; i < plan_op.n; i++)
+		plan_op_fixed += plan_op.f[i].taglen + 10u;   /* a varint, or a length */
+	for (unsigned i = 0; plan_result.ok && i < plan_result.n; i++)
+		if (plan_result.f[i].off == offsetof(Mcache__Result, err) &&
+		    plan_result.f[i].kind == WK_I32)
+			result_err = (int)i;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -162,81 +209,133 @@ static inline bool wire_scalar(const struct wire_field *w, const uint8_t *msg, u
 	}
 }
 
+/* Add what field w of msg packs to to *n: false when it is not for the
+ * fast path. */
+static inline bool wire_field_size(const struct wire_field *w, const uint8_t *msg, size_t *n)
+{
+	const uint8_t *at = msg + w->off;
+	uint64_t v;
+
+	if (wire_scalar(w, msg, &v)) {
+		if (v)
+			*n += w->taglen + wire_varint_len(v);
+		return true;
+	}
+	switch (w->kind) {
+	case WK_BYTES: {
+		size_t len = ((const ProtobufCBinaryData *)at)->len;
+		if (len)
+			*n += w->taglen + wire_varint_len(len) + len;
+		return true;
+	}
+	case WK_EMPTY_BYTES:
+		return ((const ProtobufCBinaryData *)at)->len == 0;
+	case WK_EMPTY_PTR:
+		return *(void *const *)at == NULL;
+	case WK_EMPTY_STR: {
+		const char *str = *(const char *const *)at;
+		return !str || !*str;
+	}
+	case WK_EMPTY_REP:
+		return *(const size_t *)(msg + w->qoff) == 0;
+	default:
+		return false;
+	}
+}
+
+/* The bit (1 << i) of each field i of msg that packs to something, or
+ * ~0: not for the fast path (a member that must be empty is not, a
+ * WK_NEVER field, unknown fields). *size (when not NULL) gets the packed
+ * size. */
+static uint64_t wire_plan_mask(const struct wire_plan *pl, const ProtobufCMessage *m, size_t *size)
+{
+	const uint8_t *msg = (const uint8_t *)m;
+	uint64_t mask = 0;
+	size_t n = 0;
+
+	if (!pl->ok || pl->never || m->n_unknown_fields)
+		return ~(uint64_t)0;
+	/* One loop per kind, over the kind's offsets: no dispatch per field. */
+#define WIRE_KIND_LOOP(kind, type, vlen)                                    \
+	for (unsigned j = pl->kstart[kind], e = pl->kstart[(kind) + 1]; j < e; j++) { \
+		type v = *(const type *)(msg + pl->koff[j]);                \
+		if (v) {                                                    \
+			mask |= (uint64_t)1 << pl->by_kind[j];               \
+			n += pl->ktag[j] + (vlen);                          \
+		}                                                           \
+	}
+	WIRE_KIND_LOOP(WK_I32, int32_t, wire_varint_len((uint64_t)(int64_t)v))
+	WIRE_KIND_LOOP(WK_U32, uint32_t, wire_varint_len(v))
+	WIRE_KIND_LOOP(WK_U64, uint64_t, wire_varint_len(v))
+	WIRE_KIND_LOOP(WK_BOOL, protobuf_c_boolean, 1u)
+#undef WIRE_KIND_LOOP
+	for (unsigned j = pl->kstart[WK_BYTES], e = pl->kstart[WK_BYTES + 1]; j < e; j++) {
+		size_t len = ((const ProtobufCBinaryData *)(msg + pl->koff[j]))->len;
+		if (len) {
+			mask |= (uint64_t)1 << pl->by_kind[j];
+			n += pl->ktag[j] + wire_varint_len(len) + len;
+		}
+	}
+	/* The members that must be empty: the rest of the kinds. */
+	for (unsigned j = pl->kstart[WK_EMPTY_BYTES]; j < pl->kstart[WK_NEVER]; j++)
+		if (!wire_field_size(&pl->f[pl->by_kind[j]], msg, &n))
+			return ~(uint64_t)0;
+	if (size)
+		*size = n;
+	return mask;
+}
+
 /* Packed size of msg under plan pl, or SIZE_MAX: not for the fast path. */
 static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage *m)
 {
-	const uint8_t *msg = (const uint8_t *)m;
-	size_t n = 0;
+	size_t n;
 
-	if (!pl->ok || m->n_unknown_fields)
+	if (wire_plan_mask(pl, m, &n) == ~(uint64_t)0)
 		return SIZE_MAX;
-	for (unsigned i = 0; i < pl->n; i++) {
-		const struct wire_field *w = &pl->f[i];
-		const uint8_t *at = msg + w->off;
-		uint64_t v;
-
-		if (wire_scalar(w, msg, &v)) {
-			if (v)
-				n += w->taglen + wire_varint_len(v);
-			continue;
-		}
-		switch (w->kind) {
-		case WK_BYTES: {
-			size_t len = ((const ProtobufCBinaryData *)at)->len;
-			if (len)
-				n += w->taglen + wire_varint_len(len) + len;
-			break;
-		}
-		case WK_EMPTY_BYTES:
-			if (((const ProtobufCBinaryData *)at)->len)
-				return SIZE_MAX;
-			break;
-		case WK_EMPTY_PTR:
-			if (*(void *const *)at)
-				return SIZE_MAX;
-			break;
-		case WK_EMPTY_STR: {
-			const char *str = *(const char *const *)at;
-			if (str && *str)
-				return SIZE_MAX;
-			break;
-		}
-		case WK_EMPTY_REP:
-			if (*(const size_t *)(msg + w->qoff))
-				return SIZE_MAX;
-			break;
-		default:
-			return SIZE_MAX;
-		}
-	}
 	return n;
 }
 
-/* Pack msg, for which wire_plan_size said yes, at p; the end. */
-static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+size_t wire_op_size_basic(const Mcache__Op *op)
+{
+	size_t n = 0;
+
+	pthread_once(&wire_once, wire_init);
+	if (n_op_basic != OP_BASIC)
+		return mcache__op__get_packed_size(op);
+	for (unsigned k = 0; k < OP_BASIC; k++)
+		wire_field_size(&plan_op.f[op_basic[k]], (const uint8_t *)op, &n);
+	return n;
+}
+
+/* Pack the fields of mask (wire_plan_mask, not ~0) of msg at p; the end.
+ * Only the fields that pack to something are visited, in field order. */
+static uint8_t *wire_plan_pack_mask(const struct wire_plan *pl, const ProtobufCMessage *m,
+                                    uint64_t mask, uint8_t *p)
 {
 	const uint8_t *msg = (const uint8_t *)m;
 
-	for (unsigned i = 0; i < pl->n; i++) {
-		const struct wire_field *w = &pl->f[i];
+	while (mask) {
+		const struct wire_field *w = &pl->f[__builtin_ctzll(mask)];
 		uint64_t v;
 
+		mask &= mask - 1;
+		memcpy(p, w->tag, w->taglen);
+		p += w->taglen;
 		if (wire_scalar(w, msg, &v)) {
-			if (v) {
-				memcpy(p, w->tag, w->taglen);
-				p = wire_put_varint(p + w->taglen, v);
-			}
-		} else if (w->kind == WK_BYTES) {
+			p = wire_put_varint(p, v);
+		} else {
 			const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + w->off);
-			if (b->len) {
-				memcpy(p, w->tag, w->taglen);
-				p = wire_put_varint(p + w->taglen, b->len);
-				memcpy(p, b->data, b->len);
-				p += b->len;
-			}
+			p = wire_put_varint(p, b->len);
+			memcpy(p, b->data, b->len);
+			p += b->len;
 		}
 	}
 	return p;
+}
+
+static uint8_t *wire_plan_pack(const struct wire_plan *pl, const ProtobufCMessage *m, uint8_t *p)
+{
+	return wire_plan_pack_mask(pl, m, wire_plan_mask(pl, m, NULL), p);
 }
 
 size_t wire_result_size(const Mcache__Result *r)
@@ -251,45 +350,67 @@ void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n)
 	wire_plan_pack(&plan_result, &r->base, p);
 }
 
-size_t wire_request_size(const Mcache__Request *req)
+size_t wire_err_result_size(int32_t err)
 {
-	size_t n = 0;
+	pthread_once(&wire_once, wire_init);
+	if (result_err < 0) {
+		Mcache__Result r = MCACHE__RESULT__INIT;
+		r.err = err;
+		return mcache__result__get_packed_size(&r);
+	}
+	const struct wire_field *w = &plan_result.f[result_err];
+	return err ? w->taglen + wire_varint_len((uint64_t)(int64_t)err) : 0;
+}
+
+void wire_err_result_pack(int32_t err, uint8_t *p)
+{
+	if (result_err < 0) {
+		Mcache__Result r = MCACHE__RESULT__INIT;
+		r.err = err;
+		mcache__result__pack(&r, p);
+		return;
+	}
+	const struct wire_field *w = &plan_result.f[result_err];
+	if (err) {
+		memcpy(p, w->tag, w->taglen);
+		wire_put_varint(p + w->taglen, (uint64_t)(int64_t)err);
+	}
+}
+
+size_t wire_request_bound(const Mcache__Request *req)
+{
+	size_t n = 1 + 10 + WIRE_PACK_SLACK;
 
 	pthread_once(&wire_once, wire_init);
-	if (req->hello || req->base.n_unknown_fields)
+	if (req->hello || req->base.n_unknown_fields || !plan_op.ok)
 		return SIZE_MAX;
-	if (req->id)
-		n += 1 + wire_varint_len(req->id);
 	for (size_t i = 0; i < req->n_ops; i++) {
-		size_t sz = wire_plan_size(&plan_op, &req->ops[i]->base);
+		const uint8_t *msg = (const uint8_t *)req->ops[i];
 
-		if (sz == SIZE_MAX)
-			return SIZE_MAX;
-		n += 1 + wire_varint_len(sz) + sz;
+		n += 1 + 10 + plan_op_fixed;
+		for (unsigned j = plan_op.kstart[WK_BYTES]; j < plan_op.kstart[WK_BYTES + 1]; j++)
+			n += ((const ProtobufCBinaryData *)(msg + plan_op.koff[j]))->len;
 	}
 	return n;
 }
 
-void wire_request_pack(const Mcache__Request *req, uint8_t *p)
+uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p)
 {
 	if (req->id) {
 		*p++ = (1u << 3) | 0;
 		p = wire_put_varint(p, req->id);
 	}
 	for (size_t i = 0; i < req->n_ops; i++) {
-		/* The op's bytes first, room left for the longest length its
-		 * size can have; moved back when the length is shorter. */
-		uint8_t *body = p + 1 + 5, *end;
-		size_t sz, ll;
+		size_t sz;
+		uint64_t mask = wire_plan_mask(&plan_op, &req->ops[i]->base, &sz);
 
-		end = wire_plan_pack(&plan_op, &req->ops[i]->base, body);
-		sz = (size_t)(end - body);
-		ll = wire_varint_len(sz);
+		if (mask == ~(uint64_t)0)
+			return NULL;
 		*p++ = (3u << 3) | 2;
-		wire_put_varint(p, sz);
-		memmove(p + ll, body, sz);
-		p += ll + sz;
+		p = wire_put_varint(p, sz);
+		p = wire_plan_pack_mask(&plan_op, &req->ops[i]->base, mask, p);
 	}
+	return p;
 }
 
 /* ---- decoding ---------------------------------------------------------- */

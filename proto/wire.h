@@ -19,6 +19,10 @@ size_t wire_result_size(const Mcache__Result *r);
  * exactly as protobuf-c would. */
 void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
 
+/* The packed size of a Result whose only member is err (a mutation's),
+ * and its packing at p (that many bytes), exactly as protobuf-c's. */
+size_t wire_err_result_size(int32_t err);
+void wire_err_result_pack(int32_t err, uint8_t *p);
 /* Unpack the Request p[0..len), which request_scan found to hold nops
  * ops, with alloc, when it holds only its id and ops whose members are all
  * known scalars and bytes. NULL when it holds anything else (a Hello,
@@ -28,15 +32,19 @@ void wire_result_pack(const Mcache__Result *r, uint8_t *p, size_t n);
 Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
                                      size_t nops);
 
-/* Packed size of req when it carries no Hello and its ops hold only
- * scalars and bytes (every op does), or SIZE_MAX: ask protobuf-c then. */
-size_t wire_request_size(const Mcache__Request *req);
-/* Pack req, for which wire_request_size gave n != SIZE_MAX, at p, exactly
- * as protobuf-c would: n bytes, but p must have room for n +
- * WIRE_PACK_SLACK (each op is packed ahead of its length, then moved). */
+/* Packed size of op, which sets no member but code, path, path2 and mode
+ * (a batch's op), as protobuf-c's mcache__op__get_packed_size gives it. */
+size_t wire_op_size_basic(const Mcache__Op *op);
+/* Room for packing req by hand (wire_request_pack): an upper bound of
+ * its packed size plus WIRE_PACK_SLACK, or SIZE_MAX when it carries a
+ * Hello or unknown fields (protobuf-c's then). */
 #define WIRE_PACK_SLACK 8u
-void wire_request_pack(const Mcache__Request *req, uint8_t *p);
-
+size_t wire_request_bound(const Mcache__Request *req);
+/* Pack req at p (room for wire_request_bound(req) bytes), exactly as
+ * protobuf-c would: the end of what was packed, or NULL when an op holds
+ * something but scalars and bytes (protobuf-c's then; p's contents are
+ * undefined). */
+uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p);
 /* Unpack the Response p[0..len) when it holds only its id and results of
  * scalars (every mutation's reply), laid out as protobuf-c's unpack with
  * the default allocator would: free it with

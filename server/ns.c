@@ -30,6 +30,7 @@
  *     the attempt fails whole, eviction runs between attempts, and the
  *     attempt runs again. do_*() functions are called with the lock held.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,33 @@
 #include "extent_ns.h"
 #include "log.h"
 #include "ns_impl.h"
+
+/* ---- runs of operations under one lock (ns_hold_begin) ------------------- */
+
+_Thread_local struct ns *ns_held;
+
+void ns_hold_begin(struct ns *ns)
+{
+	assert(ns_held == NULL);
+	ns_lock_op(ns);
+	ns_held = ns;
+}
+
+void ns_hold_yield(struct ns *ns)
+{
+	assert(ns_held == ns);
+	if (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed))
+		return;
+	pthread_mutex_unlock(&ns->lock);
+	ns_lock_op(ns);
+}
+
+void ns_hold_end(struct ns *ns)
+{
+	assert(ns_held == ns);
+	ns_held = NULL;
+	pthread_mutex_unlock(&ns->lock);
+}
 
 /* ---- holds: inodes kept by open handles ---------------------------------- */
 
@@ -353,7 +381,7 @@ int ns_create_path(struct ns *ns, const struct cred *c, const char *path, size_t
 	struct reclaim r;
 	mc_off_t d, off;
 	int rc;
-	pthread_mutex_lock(&ns->lock);
+	bool took = ns_lock_unless_held(ns);
 	reclaim_begin(ns, &r);
 	do {
 		nd_init(&nd, ns, c);
@@ -372,7 +400,8 @@ int ns_create_path(struct ns *ns, const struct cred *c, const char *path, size_t
 			inode_rec(ns->shm, off, out);
 		nd_free(&nd);
 	} while (do_reclaim_retry(ns, rc, &r));
-	pthread_mutex_unlock(&ns->lock);
+	if (took)
+		pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
 
@@ -496,7 +525,7 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
 	int rc;
 	if ((flags & O_CREAT) && (flags & O_DIRECTORY))
 		return -EINVAL;
-	pthread_mutex_lock(&ns->lock);
+	bool took = ns_lock_unless_held(ns);
 	reclaim_begin(ns, &r);
 	do {
 		nd_init(&nd, ns, c);
@@ -513,7 +542,8 @@ int ns_open(struct ns *ns, const struct cred *c, const char *path, size_t len, i
 			inode_rec(ns->shm, off, out);
 		nd_free(&nd);
 	} while (do_reclaim_retry(ns, rc, &r));
-	pthread_mutex_unlock(&ns->lock);
+	if (took)
+		pthread_mutex_unlock(&ns->lock);
 	return rc;
 }
 

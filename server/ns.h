@@ -66,6 +66,16 @@ typedef struct mc_inode_rec ns_attr;
 
 int ns_stat(struct ns *ns, const struct cred *c, const char *path, size_t len, bool follow,
             ns_attr *out);
+/* A run of operations under one taking of the namespace lock (a batch's
+ * creates and removals). Between ns_hold_begin() and ns_hold_end() the
+ * calling thread holds the lock, and ns_open(), ns_mkdir(), ns_unlink()
+ * and ns_rmdir() do not take it again; no other ns_*() call may be made
+ * meanwhile. ns_hold_yield(), between two operations, lets a committer
+ * that waits for the lock (ns_swap, ns_publish) go first, as every
+ * operation's own locking does. */
+void ns_hold_begin(struct ns *ns);
+void ns_hold_yield(struct ns *ns);
+void ns_hold_end(struct ns *ns);
 int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
              ns_attr *out);
 int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len);

@@ -161,15 +161,30 @@ static inline void ns_lock_op(struct ns *ns)
 	pthread_mutex_lock(&ns->lock);
 }
 
+/* The namespace whose lock this thread holds for a run of operations
+ * (ns_hold_begin), or NULL. */
+extern _Thread_local struct ns *ns_held;
+
+/* ns_lock_op(), unless this thread holds the lock for a run of operations
+ * (ns_hold_begin): true when it took the lock (and must release it). */
+static inline bool ns_lock_unless_held(struct ns *ns)
+{
+	if (ns_held == ns)
+		return false;
+	ns_lock_op(ns);
+	return true;
+}
+
 #define NS_LOCKED(ns, rc, attempt)                                  \
 	do {                                                        \
 		struct reclaim r_;                                  \
-		ns_lock_op(ns);                                     \
+		bool took_ = ns_lock_unless_held(ns);               \
 		reclaim_begin((ns), &r_);                           \
 		do                                                  \
 			(rc) = (attempt);                           \
 		while (do_reclaim_retry((ns), (rc), &r_));          \
-		pthread_mutex_unlock(&(ns)->lock);                  \
+		if (took_)                                          \
+			pthread_mutex_unlock(&(ns)->lock);          \
 	} while (0)
 /* After an attempt that returned rc, lock held: true when it failed for
  * want of segment space and reclaim (evicting, or forcing a commit when

@@ -611,25 +611,25 @@ static const struct op_desc op_table[] = {
 	OP(STAT,         "stat",         op_stat,         OPF_PATH),
 	OP(LSTAT,        "lstat",        op_stat,         OPF_PATH),
 	OP(FSTAT,        "fstat",        op_fstat,        OPF_HANDLE),
-	OP(MKDIR,        "mkdir",        op_mkdir,        OPF_PATH | OPF_MUTATION),
-	OP(RMDIR,        "rmdir",        op_rmdir,        OPF_PATH | OPF_MUTATION),
+	OP(MKDIR,        "mkdir",        op_mkdir,        OPF_PATH | OPF_MUTATION | OPF_HOLD | OPF_BARE),
+	OP(RMDIR,        "rmdir",        op_rmdir,        OPF_PATH | OPF_MUTATION | OPF_HOLD | OPF_BARE),
 	OP(OPEN,         "open",         op_open,         OPF_PATH | OPF_MUTATION),
 	OP(CLOSE,        "close",        op_close,        OPF_HANDLE),
-	OP(UNLINK,       "unlink",       op_unlink,       OPF_PATH | OPF_MUTATION),
-	OP(RENAME,       "rename",       op_rename,       OPF_PATH | OPF_PATH2 | OPF_MUTATION),
-	OP(LINK,         "link",         op_link,         OPF_PATH | OPF_PATH2 | OPF_MUTATION),
-	OP(SYMLINK,      "symlink",      op_symlink,      OPF_PATH | OPF_PATH2 | OPF_MUTATION),
+	OP(UNLINK,       "unlink",       op_unlink,       OPF_PATH | OPF_MUTATION | OPF_HOLD | OPF_BARE),
+	OP(RENAME,       "rename",       op_rename,       OPF_PATH | OPF_PATH2 | OPF_MUTATION | OPF_BARE),
+	OP(LINK,         "link",         op_link,         OPF_PATH | OPF_PATH2 | OPF_MUTATION | OPF_BARE),
+	OP(SYMLINK,      "symlink",      op_symlink,      OPF_PATH | OPF_PATH2 | OPF_MUTATION | OPF_BARE),
 	OP(READLINK,     "readlink",     op_readlink,     OPF_PATH),
-	OP(CHMOD,        "chmod",        op_chmod,        OPF_PATH | OPF_MUTATION),
-	OP(CHOWN,        "chown",        op_chown,        OPF_PATH | OPF_MUTATION),
-	OP(UTIMENS,      "utimens",      op_utimens,      OPF_PATH | OPF_MUTATION),
-	OP(TRUNCATE,     "truncate",     op_truncate,     OPF_PATH | OPF_MUTATION),
+	OP(CHMOD,        "chmod",        op_chmod,        OPF_PATH | OPF_MUTATION | OPF_BARE),
+	OP(CHOWN,        "chown",        op_chown,        OPF_PATH | OPF_MUTATION | OPF_BARE),
+	OP(UTIMENS,      "utimens",      op_utimens,      OPF_PATH | OPF_MUTATION | OPF_BARE),
+	OP(TRUNCATE,     "truncate",     op_truncate,     OPF_PATH | OPF_MUTATION | OPF_BARE),
 	OP(FTRUNCATE,    "ftruncate",    op_ftruncate,    OPF_HANDLE | OPF_MUTATION),
 	OP(READDIR,      "readdir",      op_readdir,      OPF_HANDLE),
 	OP(FSYNC,        "fsync",        op_sync,         OPF_HANDLE),
 	OP(SYNC,         "sync",         op_sync,         0),
-	OP(RMTREE,       "rmtree",       op_rmtree,       OPF_PATH | OPF_MUTATION),
-	OP(CREATE,       "create",       op_create,       OPF_PATH | OPF_MUTATION),
+	OP(RMTREE,       "rmtree",       op_rmtree,       OPF_PATH | OPF_MUTATION | OPF_BARE),
+	OP(CREATE,       "create",       op_create,       OPF_PATH | OPF_MUTATION | OPF_HOLD | OPF_BARE),
 	OP(STATS,        "stats",        op_stats,        0),
 	OP(RANGE_SET,    "range_set",    op_range_set,    OPF_FILE),
 	OP(RANGE_CLEAR,  "range_clear",  op_range_clear,  OPF_FILE),
@@ -643,7 +643,7 @@ static const struct op_desc op_table[] = {
 	OP(SLOWLOG,      "slowlog",      op_slowlog,      0),
 	OP(LOG,          "log",          op_log,          0),
 	OP(FSCK,         "fsck",         op_fsck,         0),
-	OP(MKNOD,        "mknod",        op_mknod,        OPF_PATH | OPF_MUTATION),
+	OP(MKNOD,        "mknod",        op_mknod,        OPF_PATH | OPF_MUTATION | OPF_BARE),
 };
 
 #undef OP
@@ -683,6 +683,29 @@ static int ops_check(struct session *s, const struct op_desc *d, const Mcache__O
 	return 0;
 }
 
+bool ops_holds(const struct session *s, const Mcache__Op *op)
+{
+	const struct op_desc *d = ops_find((unsigned)op->code);
+
+	/* Under --sync, ops_exec asks the namespace for the op's batch. */
+	return d && (d->flags & OPF_HOLD) && !s->m->cfg->sync;
+}
+
+void ops_hold_begin(struct session *s)
+{
+	ns_hold_begin(s->m->ns);
+}
+
+void ops_hold_yield(struct session *s)
+{
+	ns_hold_yield(s->m->ns);
+}
+
+void ops_hold_end(struct session *s)
+{
+	ns_hold_end(s->m->ns);
+}
+
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	const struct op_desc *d = ops_find((unsigned)op->code);
@@ -698,11 +721,14 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 		peer = s->cred;
 		rc = cred_acting(&peer, op->cred, &s->cred);   /* changes nothing on failure */
 	}
+	out->bare = true;
 	if (rc == 0) {
 		if (!d)
 			rc = -EOPNOTSUPP;
-		else if ((rc = ops_check(s, d, op, &h)) == 0)
+		else if ((rc = ops_check(s, d, op, &h)) == 0) {
+			out->bare = d->flags & OPF_BARE;
 			rc = d->run(s, op, h, out);
+		}
 	}
 	if (op->cred)
 		s->cred = peer;

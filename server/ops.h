@@ -7,6 +7,7 @@
 #ifndef MC_OPS_H
 #define MC_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,6 +48,9 @@ struct op_out {
 	/* Nonzero: the reply must wait until this journal batch is durable
 	 * (mc_sync, mc_fsync, or any mutation under --sync). */
 	uint64_t wait_seq;
+	/* res holds nothing but err (OPF_BARE, or the op never ran): request.c
+	 * sizes and packs it by hand. */
+	bool bare;
 };
 
 /* What the dispatch checks and does around an op's handler (op_desc.flags). */
@@ -55,6 +59,8 @@ struct op_out {
 #define OPF_PATH2    (1u << 2)  /* path2 as well, checked first */
 #define OPF_HANDLE   (1u << 3)  /* handle must be one of the session's open handles (EBADF) */
 #define OPF_FILE     (1u << 4)  /* ... and a regular file's (EBADF, EISDIR) */
+#define OPF_HOLD     (1u << 5)  /* may run inside a run of ops under one namespace lock (ops_hold) */
+#define OPF_BARE     (1u << 6)  /* the handler fills nothing of the Result: err is all of it */
 
 struct handle;
 
@@ -70,6 +76,17 @@ struct op_desc {
 
 /* The table's row for code, or NULL when the server has no such op. */
 const struct op_desc *ops_find(unsigned code);
+
+/* Runs of ops under one taking of the namespace lock (ns_hold_begin):
+ * ops_holds() tells whether op may run inside one (its row has OPF_HOLD,
+ * and nothing it does after its handler takes the lock: not under
+ * --sync). A request's run begins with ops_hold_begin(), lets a waiting
+ * committer in between ops with ops_hold_yield(), and ends with
+ * ops_hold_end() before any other op runs. */
+bool ops_holds(const struct session *s, const Mcache__Op *op);
+void ops_hold_begin(struct session *s);
+void ops_hold_yield(struct session *s);
+void ops_hold_end(struct session *s);
 
 /* Run op for session s. Never fails as a whole: errors go to out->res.err.
  * Call op_out_release() after the reply is packed. */

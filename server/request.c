@@ -18,6 +18,13 @@
  *     result's packed size is kept (rsz) and request_job_finish writes the
  *     Response itself, packing each result once into its place.
  *
+ * Locking (request_job_step):
+ *  5. Consecutive ops that may (ops_holds: creates, mkdirs, unlinks,
+ *     rmdirs) run under one taking of the namespace lock, REQUEST_HOLD_OPS
+ *     at most, letting a waiting committer in between ops; the lock is
+ *     never held across another op, the end of a slice or the end of the
+ *     step. Each op is still applied and journaled whole before the next.
+ *
  * Memory: a job, its unpacked request and its results' fixed parts come
  * from one arena (usually one block, sized from the frame), freed with the
  * job: decoding, running and encoding a batch allocate nothing per op
@@ -123,6 +130,16 @@ static size_t result_size(const Mcache__Result *r, bool *wired)
 
 	*wired = n != SIZE_MAX;
 	return *wired ? n : mcache__result__get_packed_size(r);
+}
+
+/* An op's result's packed size (as result_size). */
+static size_t out_size(const struct op_out *o, bool *wired)
+{
+	if (o->bare) {
+		*wired = true;
+		return wire_err_result_size(o->res.err);
+	}
+	return result_size(&o->res, wired);
 }
 
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
@@ -323,10 +340,15 @@ static void request_job_slow(struct request_job *j, const Mcache__Op *op, uint64
 	slowlog_add(j->slow, &so);
 }
 
+/* Ops run under one taking of the namespace lock at most (invariant 5). */
+#define REQUEST_HOLD_OPS 64u
+
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
                       uint64_t slice_us)
 {
 	uint64_t start = mono_us(), t0 = start;
+	unsigned held = 0;           /* ops run in the current hold; 0: none */
+	bool done = true;
 
 	for (; j->next < j->n; j->next++) {
 		size_t i = j->next, cost_err = result_cost(j->sz_err);
@@ -347,13 +369,27 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			j->used += cost_err;
 			continue;
 		}
-		if (t0 - start >= slice_us)
-			return false;       /* op i runs in the next slice */
+		if (t0 - start >= slice_us) {
+			done = false;       /* op i runs in the next slice */
+			break;
+		}
+		bool holds = ops_holds(s, j->req->ops[i]);
+		if (held && (!holds || held == REQUEST_HOLD_OPS)) {
+			ops_hold_end(s);
+			held = 0;
+		}
+		if (held) {
+			ops_hold_yield(s);
+			held++;
+		} else if (holds && i + 1 < j->n) {
+			ops_hold_begin(s);
+			held = 1;
+		}
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
 		bool wired;
-		size_t sz = result_size(&o->res, &wired);
+		size_t sz = out_size(o, &wired);
 		if (j->used + result_cost(sz) + tail > j->max_reply) {
 			/* Only a read's data makes a result this large. */
 			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
@@ -377,7 +413,9 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		if (o->wait_seq > j->wait_seq)
 			j->wait_seq = o->wait_seq;
 	}
-	return true;
+	if (held)
+		ops_hold_end(s);
+	return done;
 }
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
@@ -414,7 +452,9 @@ int request_job_finish(struct request_job *j, struct request_reply *out)
 	for (size_t i = 0; i < j->n; i++) {
 		*p++ = TAG_RESPONSE_RESULTS;
 		p = put_varint(p, j->rsz[i]);
-		if (j->wired[i]) {
+		if (j->wired[i] && j->outs[i].bare) {
+			wire_err_result_pack(j->resp[i]->err, p);
+		} else if (j->wired[i]) {
 			wire_result_pack(j->resp[i], p, j->rsz[i]);
 		} else {
 			size_t n = mcache__result__pack(j->resp[i], p);

@@ -30,6 +30,7 @@
 #include "shm.h"
 #include "stats.h"
 #include "store.h"
+#include "wire.h"
 #include "fixture.h"
 
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
@@ -105,6 +106,10 @@ static Mcache__Op mkop(Mcache__OpCode code, const char *path, const char *path2)
 static int run_in(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	ops_exec(s, op, out);
+	/* A bare result (OPF_BARE) is packed as its err alone: nothing else set. */
+	if (out->bare)
+		assert_int_equal(mcache__result__get_packed_size(&out->res),
+		                 wire_err_result_size(out->res.err));
 	return out->res.err;
 }
 

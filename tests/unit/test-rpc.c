@@ -77,8 +77,48 @@ void session_free(struct session *s)
 	free(s);
 }
 
+/* Runs of ops under one lock (ops.h): the stand-in checks that they nest
+ * properly and hold only the ops that may run inside one. */
+static _Thread_local int holding;
+static atomic_uint holds_begun;
+
+static bool stand_in_holds(const Mcache__Op *op)
+{
+	return op->code == MCACHE__OP_CODE__OP_CREATE || op->code == MCACHE__OP_CODE__OP_UNLINK ||
+	       op->code == MCACHE__OP_CODE__OP_MKDIR || op->code == MCACHE__OP_CODE__OP_RMDIR;
+}
+
+bool ops_holds(const struct session *s, const Mcache__Op *op)
+{
+	(void)s;
+	return stand_in_holds(op);
+}
+
+void ops_hold_begin(struct session *s)
+{
+	(void)s;
+	assert_int_equal(holding, 0);
+	holding = 1;
+	atomic_fetch_add(&holds_begun, 1);
+}
+
+void ops_hold_yield(struct session *s)
+{
+	(void)s;
+	assert_int_equal(holding, 1);
+}
+
+void ops_hold_end(struct session *s)
+{
+	(void)s;
+	assert_int_equal(holding, 1);
+	holding = 0;
+}
+
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
+	/* Nothing but those ops runs inside a run. */
+	assert_true(!holding || stand_in_holds(op));
 	memset(out, 0, sizeof(*out));
 	mcache__result__init(&out->res);
 	mcache__attr__init(&out->attr);
@@ -814,6 +854,46 @@ static void test_batch_100(void **state)
 	close(fd);
 }
 
+/* Creates and removals run under one taking of the namespace lock per
+ * run, at most 64 ops each, never across another op (the stand-in's
+ * checks) nor past a slice; every op is still answered in order. */
+static void test_batch_holds(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	enum { N = 300 };
+	Mcache__Request req = MCACHE__REQUEST__INIT;
+	static Mcache__Op ops[N];
+	static Mcache__Op *opp[N];
+	unsigned before = atomic_load(&holds_begun);
+
+	for (int i = 0; i < N; i++) {
+		Mcache__OpCode code = i % 100 == 99 ? MCACHE__OP_CODE__OP_STAT
+		                    : i == 150      ? MCACHE__OP_CODE__OP_RMTREE
+		                    : i % 2         ? MCACHE__OP_CODE__OP_UNLINK
+		                                    : MCACHE__OP_CODE__OP_CREATE;
+		op_set(&ops[i], code, "/f");
+		if (i == 150)
+			ops[i].size = 1500;      /* the stand-in sleeps: past a slice */
+		opp[i] = &ops[i];
+	}
+	req.id = 78;
+	req.n_ops = N;
+	req.ops = opp;
+	cli_send(fd, &req);
+	Mcache__Response *rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 78);
+	assert_int_equal(rsp->n_results, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(rsp->results[i]->err,
+		                 i % 100 == 99 || i == 150 ? 0 : ENOSYS);
+	mcache__response__free_unpacked(rsp, NULL);
+	/* Runs 0-98 (two holds: 64 ops at most), 100-149, 151-198 (or
+	 * more, when a slice ended inside one), 200-298 (two). */
+	assert_true(atomic_load(&holds_begun) - before >= 6);
+	close(fd);
+}
+
 static void test_empty_request(void **state)
 {
 	struct fx *f = *state;
@@ -1414,6 +1494,7 @@ int main(void)
 		T(test_hello_twice),
 		T(test_pipelined_in_order),
 		T(test_batch_100),
+		T(test_batch_holds),
 		T(test_replies_sent_at_once),
 		T(test_reply_bytes_canonical),
 		T(test_request_unknown_fields),

@@ -1,0 +1,300 @@
+/* test-batch.c - batches against a real server: the queued paths of a
+ * batch whose path storage moves many times while it fills (long names,
+ * renames carrying two paths, stats) reach the server intact and in
+ * order; large batches of creates and unlinks from two clients, which
+ * the server runs under one taking of the namespace lock per run of ops,
+ * all succeed while another client's syncs are committed; a large
+ * batch, sent as pipelined requests, keeps the order of its ops across
+ * them and fails cleanly when the server dies while requests are out. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "mcache.h"
+
+static struct mc_server srv;
+
+/* Path i of set s: /bp/ then a long name unique to (s, i). */
+static void long_path(char *p, size_t n, char s, int i)
+{
+	char name[230];
+	memset(name, s, sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(p, n, "/bp/%04d%s", i, name + 4);
+}
+
+static void test_paths_move(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/bp", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+
+	/* 400 creates of 235-byte paths (about 94 KiB of paths: the storage
+	 * moves several times), each third one renamed at once, each fifth
+	 * one stat'ed: every op's paths must be the ones queued. */
+	enum { N = 400 };
+	char p[256], q[256];
+	struct stat st[N];
+	int idx[N][3];
+	for (int i = 0; i < N; i++) {
+		long_path(p, sizeof(p), 'a', i);
+		idx[i][0] = mc_batch_create(b, p, 0600 | (i & 7));
+		idx[i][1] = idx[i][2] = -1;
+		if (i % 3 == 0) {
+			long_path(q, sizeof(q), 'b', i);
+			idx[i][1] = mc_batch_rename(b, p, q);
+		}
+		if (i % 5 == 0)
+			idx[i][2] = mc_batch_stat(b, i % 3 == 0 ? q : p, &st[i]);
+		for (int k = 0; k < 3; k++)
+			assert_true(k > 0 || idx[i][k] >= 0);
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	for (int i = 0; i < N; i++) {
+		for (int k = 0; k < 3; k++)
+			if (idx[i][k] >= 0)
+				assert_int_equal(mc_batch_error(b, (size_t)idx[i][k]), 0);
+		struct stat sa, sb;
+		long_path(p, sizeof(p), 'a', i);
+		long_path(q, sizeof(q), 'b', i);
+		int ra = mc_lstat(c, p, &sa), rb = mc_lstat(c, q, &sb);
+		if (i % 3 == 0) {
+			assert_int_equal(ra, -1);
+			assert_int_equal(rb, 0);
+			sa = sb;
+		} else {
+			assert_int_equal(ra, 0);
+			assert_int_equal(rb, -1);
+		}
+		assert_int_equal(sa.st_mode, S_IFREG | 0600 | (i & 7));
+		if (idx[i][2] >= 0)
+			assert_int_equal(st[i].st_ino, sa.st_ino);
+	}
+	mc_batch_free(b);
+	assert_int_equal(mc_rmtree(c, "/bp"), 0);
+	mc_disconnect(c);
+}
+
+/* Four phases of N ops, each depending on the one before (the batch goes
+ * out as two pipelined requests of two phases each): creates, renames of
+ * what was created, stats of the new names, and creates of the old names
+ * again with a duplicate and an unlink of a missing name. */
+static void test_pipelined_order(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	enum { N = 100 };
+	char p[64], q[64];
+	static struct stat st[N];
+	assert_int_equal(mc_mkdir(c, "/po", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	for (int i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		assert_int_equal(mc_batch_create(b, p, 0600), i);
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		snprintf(q, sizeof(q), "/po/b%d", i);
+		assert_int_equal(mc_batch_rename(b, p, q), N + i);
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(q, sizeof(q), "/po/b%d", i);
+		assert_int_equal(mc_batch_stat(b, q, &st[i]), 2 * N + i);
+	}
+	for (int i = 0; i < N - 2; i++) {
+		snprintf(p, sizeof(p), "/po/a%d", i);
+		assert_int_equal(mc_batch_create(b, p, 0644), 3 * N + i);
+	}
+	assert_int_equal(mc_batch_create(b, "/po/a0", 0644), 4 * N - 2);   /* EEXIST */
+	assert_int_equal(mc_batch_unlink(b, "/po/a99"), 4 * N - 1);         /* ENOENT */
+	assert_int_equal(mc_batch_run(b), 0);
+	assert_int_equal(mc_batch_count(b), 4 * N);
+	for (int i = 0; i < 4 * N - 2; i++)
+		assert_int_equal(mc_batch_error(b, (size_t)i), 0);
+	assert_int_equal(mc_batch_error(b, 4 * N - 2), EEXIST);
+	assert_int_equal(mc_batch_error(b, 4 * N - 1), ENOENT);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(st[i].st_mode, S_IFREG | 0600);
+	mc_batch_free(b);
+	assert_int_equal(mc_rmtree(c, "/po"), 0);
+	mc_disconnect(c);
+}
+
+struct killer {
+	struct mc_server *s;
+	unsigned ms;
+};
+
+static void *killer_main(void *arg)
+{
+	struct killer *k = arg;
+	usleep(k->ms * 1000u);
+	kill(k->s->pid, SIGKILL);
+	return NULL;
+}
+
+/* The server is killed while a client runs large batches (several
+ * requests out at once): mc_batch_run fails with ENOTCONN, it does not
+ * hang, and every later call fails the same way. */
+static void test_server_dies_mid_batch(void **state)
+{
+	(void)state;
+	struct mc_server s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(server_start(&s, NULL), 0);
+	mc_client *c = mc_connect(s.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/kd", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	struct killer k = { &s, 30 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, killer_main, &k), 0);
+	char p[64];
+	int rc = 0;
+	for (unsigned round = 0; rc == 0 && round < 100000; round++) {
+		for (int i = 0; i < 4000; i++) {
+			snprintf(p, sizeof(p), "/kd/f%d", i);
+			if (round % 2 == 0)
+				assert_true(mc_batch_create(b, p, 0644) >= 0);
+			else
+				assert_true(mc_batch_unlink(b, p) >= 0);
+		}
+		rc = mc_batch_run(b);
+		for (size_t i = 0; rc == 0 && i < mc_batch_count(b); i++)
+			assert_int_equal(mc_batch_error(b, i), 0);
+	}
+	assert_int_equal(rc, -1);
+	assert_int_equal(errno, ENOTCONN);
+	assert_int_equal(mc_batch_count(b), 0);
+	assert_int_equal(mc_batch_create(b, "/kd/late", 0644), 0);
+	assert_int_equal(mc_batch_run(b), -1);
+	assert_int_equal(errno, ENOTCONN);
+	pthread_join(th, NULL);
+	mc_batch_free(b);
+	mc_disconnect(c);
+	server_stop(&s, SIGKILL);
+	server_cleanup(&s);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A child streaming batches of 2000 creates, then 2000 unlinks, of its own
+ * files for ms milliseconds; exits 0 when every op succeeded. */
+static void stream_child(int id, long ms)
+{
+	mc_client *c = mc_connect(srv.socket);
+	char dir[32], p[64];
+	if (!c)
+		_exit(2);
+	snprintf(dir, sizeof(dir), "/st%d", id);
+	if (mc_mkdir(c, dir, 0755) < 0)
+		_exit(3);
+	mc_batch *b = mc_batch_new(c);
+	double end = now_ms() + (double)ms;
+	for (unsigned round = 0; now_ms() < end; round++) {
+		for (int k = 0; k < 2000; k++) {
+			snprintf(p, sizeof(p), "%s/f%d", dir, k);
+			if (round % 2 == 0)
+				mc_batch_create(b, p, 0644);
+			else
+				mc_batch_unlink(b, p);
+		}
+		if (mc_batch_run(b) < 0 || mc_batch_count(b) != 2000)
+			_exit(4);
+		for (size_t k = 0; k < 2000; k++)
+			if (mc_batch_error(b, k))
+				_exit(5);
+	}
+	mc_batch_free(b);
+	mc_disconnect(c);
+	_exit(0);
+}
+
+static void test_streams_let_committer_in(void **state)
+{
+	(void)state;
+	enum { RUN_MS = 1500 };
+	mc_client *c = harness_client(&srv);
+	pid_t kids[2];
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			stream_child(i, RUN_MS);
+	}
+	assert_int_equal(mc_mkdir(c, "/stsync", 0755), 0);
+	uint64_t c0 = harness_stat_u64(c, "commits", "count");
+	double worst = 0, end = now_ms() + RUN_MS - 200;
+	unsigned syncs = 0;
+	while (now_ms() < end) {
+		/* A change of its own, then wait for it to be durable. */
+		assert_int_equal(mc_chmod(c, "/stsync", syncs % 2 ? 0750 : 0700), 0);
+		double t = now_ms();
+		assert_int_equal(mc_sync(c), 0);
+		t = now_ms() - t;
+		if (t > worst)
+			worst = t;
+		syncs++;
+		usleep(20000);
+	}
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	uint64_t commits = harness_stat_u64(c, "commits", "count") - c0;
+	print_message("# %u syncs, slowest %.1f ms; %llu commits\n", syncs, worst,
+	              (unsigned long long)commits);
+	/* Commits went on while the streams ran: each sync saw its change
+	 * committed (the slowest is printed: on a loaded machine a commit's
+	 * fsync alone may take hundreds of milliseconds). */
+	assert_true(syncs >= 2);
+	assert_true(commits >= syncs);
+	mc_disconnect(c);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return server_start(&srv, NULL) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	return server_finish(&srv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_paths_move),
+		cmocka_unit_test(test_pipelined_order),
+		cmocka_unit_test(test_server_dies_mid_batch),
+		cmocka_unit_test(test_streams_let_committer_in),
+	};
+	return cmocka_run_group_tests_name("batch", tests, group_setup, group_teardown);
+}
