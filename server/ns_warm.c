@@ -101,7 +101,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 	struct shm *s = ns->shm;
 	int rc = 0;
 	*res = (struct ns_warm_res){ 0 };
-	pthread_mutex_lock(&ns->lock);
+	ns_lock_op(ns); /* a waiting committer goes first */
 	uint64_t used0 = shm_bytes_used(s);
 	mc_off_t dir = warm_dir_find(ns, dir_ino);
 	if (!dir) {
@@ -120,7 +120,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			res->bytes += shm_bytes_used(s) - used0;
 			uint64_t gone = dentries_dropped(ns);
 			pthread_mutex_unlock(&ns->lock);
-			pthread_mutex_lock(&ns->lock);
+			ns_lock_op(ns);
 			used0 = shm_bytes_used(s);
 			held = 0;
 			if (!(dir = warm_dir_find(ns, dir_ino))) {

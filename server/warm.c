@@ -26,17 +26,29 @@
  *     no thread is in a step; read-ahead items queued later do not undo it.
  *  4. An item's resume name is the last entry it processed: a directory is
  *     read in name order, once, across its steps.
+ *  5. The threads run at nice WARM_NICE (they are named "mcached-warm"):
+ *     the committer, the connection threads and the clients on the same
+ *     machine go first, so a commit is not delayed by warmers that keep
+ *     every core busy. Not SCHED_IDLE: on a busy machine an idle-class
+ *     thread may wait for a CPU for a long time, and a warmer holding the
+ *     commit semaphore or the namespace lock would make the committer and
+ *     the clients wait with it; nice 19 still gets a small share.
+ *  6. A step that stopped for the committer gives the CPU up
+ *     (sched_yield) once the semaphore is let go, so the woken committer
+ *     runs before the warmer takes another step.
  */
 #include "warm.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -47,6 +59,8 @@
 #include "store_read.h"
 
 #define WARM_BATCH 256u
+/* The warmers' nice value (note 5). */
+#define WARM_NICE 19
 
 struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
@@ -174,6 +188,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 			rc = 1;
 	}
 	commit_sem_read_unlock(w->sem);
+	if (t->yielded)
+		sched_yield(); /* note 6 */
 	add(&t->busy_ns, mono_ns() - t0);
 	add(&t->entries, res.added);
 	add(&w->entries, res.added);
@@ -216,6 +232,10 @@ static void *warm_main(void *arg)
 {
 	struct warm_thread *t = arg;
 	struct warm *w = t->w;
+	/* Note 5; on failure the thread just runs at the server's priority. */
+	pthread_setname_np(pthread_self(), "mcached-warm");
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), WARM_NICE) < 0)
+		log_warn("warm: cannot lower the warmer's priority: %s", strerror(errno));
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stop && TAILQ_EMPTY(&w->queue)) {

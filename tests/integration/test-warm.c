@@ -4,6 +4,7 @@
  * back; they let a waiting commit through instead of holding it for their
  * batch. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows their store reads
  * so that the races happen while warm-up runs. */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -363,6 +364,75 @@ static void test_warm_stops_at_low_watermark(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* The nice value of thread tid of the server (field 19 of its stat); its
+ * name in comm. */
+static int thread_nice(pid_t tid, char *comm, size_t size)
+{
+	char path[96], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)srv.pid, (int)tid);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	if (!fgets(comm, (int)size, f))
+		comm[0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)srv.pid, (int)tid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	/* After "pid (comm) ": state is field 3, nice field 19. */
+	const char *p = strrchr(buf, ')');
+	assert_non_null(p);
+	p += 2;
+	for (int field = 3; field < 19; field++) {
+		p = strchr(p, ' ');
+		assert_non_null(p);
+		p++;
+	}
+	return atoi(p);
+}
+
+/* The warmers run at nice 19 (the committer and the clients go first)
+ * and still finish the warm-up; the rest of the server keeps its
+ * priority. */
+static void test_warmers_run_at_low_priority(void **state)
+{
+	(void)state;
+	const char *const warm[] = { "--warmers", "2", NULL };
+	mc_client *c = slow_warm_start("1000", warm);
+	char path[64], comm[32];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)srv.pid);
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	int main_nice = thread_nice(srv.pid, comm, sizeof(comm));
+	unsigned warmers = 0, others = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		int nice = thread_nice((pid_t)atoi(e->d_name), comm, sizeof(comm));
+		if (strcmp(comm, "mcached-warm") == 0) {
+			assert_int_equal(nice, 19);
+			warmers++;
+		} else {
+			assert_int_equal(nice, main_nice);
+			others++;
+		}
+	}
+	closedir(d);
+	assert_int_equal(warmers, 2);
+	assert_true(others >= 2);
+	assert_int_equal(warm_stat(c, "done"), 0);
+	wait_warmed(c);
+	uint64_t r0 = requests(c);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/d11/sub/g059", &st), 0);
+	assert_int_equal(requests(c), r0 + 1);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A failed test leaves its server running: stop it, start afresh. */
 static int teardown(void **state)
 {
@@ -384,6 +454,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
 		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
+		cmocka_unit_test_teardown(test_warmers_run_at_low_priority, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
