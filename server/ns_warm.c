@@ -3,12 +3,16 @@
  *
  * Invariants (why a warmer never resurrects a removed name nor overwrites
  * a newer one):
- *  1. A warmer reads v from a snapshot S taken while it holds the commit
- *     semaphore for reading, and inserts v before letting go of it. The
- *     publish of a commit takes the semaphore for writing, so no publish
- *     happens between S and the insert: every entry that is clean in the
- *     cache, or was evicted clean, was committed in a batch at most the
- *     published sequence, which S contains.
+ *  1. A warmer reads v from a snapshot S and inserts v holding the commit
+ *     semaphore for reading, and no publish happens between S and the
+ *     insert: either it held the semaphore since before S, or it read the
+ *     published sequence q before S (ns_published_seq) and reads q again
+ *     once it holds the semaphore (warm.c note 1). A publish takes the
+ *     semaphore for writing and is the only thing that advances the
+ *     sequence; S contains every batch up to q (a batch is published after
+ *     it is written). So every entry that is clean in the cache, or was
+ *     evicted clean, was committed in a batch at most the published
+ *     sequence, which S contains.
  *  2. Any change made after S is still dirty, hence pinned in the cache: a
  *     created or changed name is a cached positive dentry, a removed name
  *     a cached negative one (ns.c note 3), or -- in a complete directory --
@@ -35,6 +39,11 @@
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
 	return &ns->csem;
+}
+
+uint64_t ns_published_seq(struct ns *ns)
+{
+	return atomic_load_explicit(&ns->shm->hdr->committed_seq, memory_order_acquire);
 }
 
 void ns_set_miss_hook(struct ns *ns, void (*fn)(void *arg, uint64_t dir_ino), void *arg)
