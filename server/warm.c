@@ -34,7 +34,10 @@
  *  3. The start-up warm-up is over (`warmed`) when the queue is empty and
  *     no thread is in a step; read-ahead items queued later do not undo it.
  *  4. An item's resume name is the last entry it processed: a directory is
- *     read in name order, once, across its steps.
+ *     read in name order, once, across its steps. A warm-up item reads its
+ *     directory to the end even when it became complete meanwhile (a
+ *     listing, a read-ahead item): its subdirectories are queued by it
+ *     alone.
  *  5. The threads run at nice WARM_NICE (they are named "mcached-warm"):
  *     the committer, the connection threads and the clients on the same
  *     machine go first, so a commit is not delayed by warmers that keep
@@ -211,7 +214,9 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
 	if (rc == 0 && res.processed < t->n)
 		t->yielded = true; /* ns_warm_dir stopped for the committer */
-	if (rc == 0 && !res.complete && (t->yielded || !at_end))
+	/* A complete directory: read-ahead is done; the warm-up reads on to
+	 * the end, inserting nothing, to queue every subdirectory (note 4). */
+	if (rc == 0 && (t->yielded || !at_end) && !(res.complete && it->readahead))
 		rc = 1;
 	commit_sem_read_unlock(w->sem);
 	if (t->yielded)

@@ -313,6 +313,57 @@ static void test_commit_not_delayed_by_store_reads(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* A directory made complete by someone else while the warm-up reads it
+ * (here a listing through the server; a miss's read-ahead does the same)
+ * still has all its subdirectories queued: the warm-up reads on to the
+ * end, inserting nothing. 600 subdirectories in the root, a file in each;
+ * the root's first batch (256 entries of 1 ms) is still being read when
+ * the listing makes the root complete. */
+static void test_warm_queues_subdirs_of_complete_dir(void **state)
+{
+	(void)state;
+	enum { NSUB = 600 };
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int d = 0; d < NSUB; d++) {
+		snprintf(p, sizeof(p), "/s%03d", d);
+		mc_batch_mkdir(b, p, 0755);
+		snprintf(p, sizeof(p), "/s%03d/f", d);
+		mc_batch_create(b, p, 0644);
+	}
+	run_checked(b);
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+
+	const char *const warm[] = { "--warmers", "1", NULL };
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	MC_DIR *dir = mc_opendir(c, "/");
+	assert_non_null(dir);
+	int n = 0;
+	while (mc_readdir(dir))
+		n++;
+	assert_int_equal(mc_closedir(dir), 0);
+	assert_int_equal(n, NSUB);
+	assert_int_equal(warm_stat(c, "dirs_done"), 0);
+	wait_warmed(c);
+	uint64_t dirs = warm_stat(c, "dirs_done");
+	uint64_t complete = harness_stat_u64(c, "\"dentries\"", "complete_dirs");
+	print_message("# %llu directories done, %llu complete\n", (unsigned long long)dirs,
+	              (unsigned long long)complete);
+	assert_int_equal(dirs, 1 + NSUB);
+	assert_int_equal(complete, 1 + NSUB);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A commit that waits for the semaphore is let through between two entries:
  * with warmers whose batch takes ~250 ms (256 entries of 1 ms), the publish
  * phase stays far below it, and the warmers count their yields. The warm-up
@@ -528,6 +579,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_never_resurrects, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects_dropped_negatives, teardown),
+		cmocka_unit_test_teardown(test_warm_queues_subdirs_of_complete_dir, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
