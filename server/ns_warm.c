@@ -104,12 +104,24 @@ static mc_off_t warm_dir_find(struct ns *ns, uint64_t dir_ino)
 	return dir;
 }
 
+/* Before the lock: the hash buckets the inserts of v[0..n) will touch,
+ * random lines of large tables (a cache and TLB miss each), are loaded
+ * meanwhile rather than one by one under the lock. */
+static void warm_prefetch(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		inode_prefetch(ns->shm, v[k].ino);
+		dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
+	}
+}
+
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
                 bool at_end, struct ns_warm_res *res)
 {
 	struct shm *s = ns->shm;
 	int rc = 0;
 	*res = (struct ns_warm_res){ 0 };
+	warm_prefetch(ns, dir_ino, v, n < NS_WARM_SLICE ? n : NS_WARM_SLICE);
 	ns_lock_op(ns); /* a waiting committer goes first */
 	uint64_t used0 = shm_bytes_used(s);
 	mc_off_t dir = warm_dir_find(ns, dir_ino);
@@ -129,6 +141,9 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			res->bytes += shm_bytes_used(s) - used0;
 			uint64_t gone = dentries_dropped(ns);
 			pthread_mutex_unlock(&ns->lock);
+			size_t left = n - res->processed;
+			warm_prefetch(ns, dir_ino, v + res->processed,
+			              left < NS_WARM_SLICE ? left : NS_WARM_SLICE);
 			ns_lock_op(ns);
 			used0 = shm_bytes_used(s);
 			held = 0;
