@@ -21,8 +21,8 @@
  *     without the semaphore, so a committer never waits for a scan: it
  *     notes the published sequence before the snapshot, and once it holds
  *     the semaphore it inserts only if the sequence has not moved. A batch
- *     found stale is thrown away, read again, and the next step of that
- *     thread takes the semaphore before its snapshot (polling
+ *     found stale is thrown away and read again: the item's next step
+ *     takes the semaphore before its snapshot (polling
  *     committer_waiting between entries), as the old way did, so warming
  *     goes on under a steady stream of commits. The snapshot is released
  *     before the namespace lock is taken, since a store reader (a miss)
@@ -79,6 +79,7 @@ struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
 	uint64_t ino;
 	bool readahead;            /* queued by a miss: this directory only */
+	bool stale;                /* its last batch was stale: hold next step (note 1) */
 	uint16_t after_len;
 	char after[MC_NAME_MAX];
 };
@@ -92,7 +93,6 @@ struct warm_thread {
 	struct ns_warm_ent *buf;   /* WARM_BATCH entries */
 	size_t n;                  /* entries in buf */
 	bool held;                 /* the scan holds the commit semaphore (note 1) */
-	bool stale;                /* its last batch was stale: hold it next step */
 	bool yielded;              /* the scan stopped for the committer */
 	_Atomic uint64_t entries, busy_ns;
 };
@@ -189,8 +189,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	uint64_t t0 = mono_ns();
 	t->n = 0;
 	t->yielded = false;
-	t->held = t->stale;
-	t->stale = false;
+	t->held = it->stale;
+	it->stale = false;
 	if (t->held)
 		commit_sem_read_lock(w->sem);
 	uint64_t seq = ns_published_seq(w->ns);
@@ -205,7 +205,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	if (!t->held) {
 		commit_sem_read_lock(w->sem);
 		if (rc == 0 && ns_published_seq(w->ns) != seq) {
-			t->stale = true; /* note 1: read it again, holding */
+			it->stale = true; /* note 1: read it again, holding */
 			t->yielded = true;
 			rc = 1;
 		}
