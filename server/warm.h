@@ -1,8 +1,8 @@
 /* warm.h - the warmers: threads that load the namespace from LMDB into
  * the cache at start, in parallel and upper levels first, while the server
  * serves; afterwards they read ahead the directories where lookups miss.
- * They yield to the committer (commit_sem.h) and never make the cache
- * older than it is (ns_warm.c). */
+ * They run at low priority, yield to the committer (commit_sem.h) and
+ * never make the cache older than it is (ns_warm.c). */
 #ifndef MC_WARM_H
 #define MC_WARM_H
 
