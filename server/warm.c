@@ -38,13 +38,15 @@
  *     directory to the end even when it became complete meanwhile (a
  *     listing, a read-ahead item): its subdirectories are queued by it
  *     alone.
- *  5. The threads run at nice WARM_NICE (they are named "mcached-warm"):
- *     the committer, the connection threads and the clients on the same
- *     machine go first, so a commit is not delayed by warmers that keep
- *     every core busy. Not SCHED_IDLE: on a busy machine an idle-class
- *     thread may wait for a CPU for a long time, and a warmer holding the
- *     commit semaphore or the namespace lock would make the committer and
- *     the clients wait with it; nice 19 still gets a small share.
+ *  5. The threads run at nice --warm-nice, 19 by default (they are named
+ *     "mcached-warm"): the committer, the connection threads and the
+ *     clients on the same machine go first, so a commit is not delayed by
+ *     warmers that keep every core busy. Not SCHED_IDLE: on a busy
+ *     machine an idle-class thread may wait for a CPU for a long time, and
+ *     a warmer holding the namespace lock (or the commit semaphore, for an
+ *     insert) would make the committer and the clients wait with it; nice
+ *     19 still gets a small share. A machine saturated by other work may
+ *     be better served by a lower value, for that same reason.
  *  6. A step that stopped for the committer (or found its batch stale:
  *     the committer published meanwhile) gives the CPU up
  *     (sched_yield) once the semaphore is let go, so the woken committer
@@ -72,8 +74,6 @@
 #include "store_read.h"
 
 #define WARM_BATCH 256u
-/* The warmers' nice value (note 5). */
-#define WARM_NICE 19
 
 struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
@@ -110,6 +110,7 @@ struct warm {
 	uint64_t start_ns, end_ns;
 	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
+	int nice;                  /* the threads' nice value (note 5) */
 	unsigned n;
 	struct warm_thread t[];
 };
@@ -265,7 +266,7 @@ static void *warm_main(void *arg)
 	struct warm *w = t->w;
 	/* Note 5; on failure the thread just runs at the server's priority. */
 	pthread_setname_np(pthread_self(), "mcached-warm");
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), WARM_NICE) < 0)
+	if (w->nice && setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
 		log_warn("warm: cannot lower the warmer's priority: %s", strerror(errno));
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -336,7 +337,8 @@ void warm_stop(struct warm *w)
 	free(w);
 }
 
-int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct warm **out)
+int warm_start(struct ns *ns, struct store *st, unsigned n, int nice, bool warm_up,
+               struct warm **out)
 {
 	*out = NULL;
 	if (n == 0)
@@ -347,6 +349,7 @@ int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct
 	w->ns = ns;
 	w->sem = ns_commit_sem(ns);
 	w->n = n;
+	w->nice = nice;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	TAILQ_INIT(&w->queue);
