@@ -1,9 +1,12 @@
 /* commit_sem.h - the commit semaphore: readers are the warmers inserting a
- * batch read from an LMDB snapshot (warm.c); the writer is the committer
- * publishing a commit (ns_publish: entries become clean, committed_seq
- * advances). A pthread rwlock cannot tell its readers that a writer waits,
- * so the writer raises `committer_waiting` before it blocks, and readers
- * poll it between entries and let go at once when it is set.
+ * batch read from an LMDB snapshot (warm.c) and misses read outside the
+ * namespace lock (ns_miss.c); the writer is the committer publishing a
+ * commit (ns_publish: entries become clean, committed_seq advances). A
+ * warmer usually reads its batch without the semaphore and takes it only
+ * to insert, after checking that committed_seq did not move (warm.c note
+ * 1). A pthread rwlock cannot tell its readers that a writer waits, so the
+ * writer raises `committer_waiting` before it blocks, and readers poll it
+ * between entries and let go at once when it is set.
  *
  * Invariants:
  *  1. A reader that holds the semaphore sees no publish: every entry made

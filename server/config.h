@@ -43,6 +43,7 @@ struct mcd_config {
 	unsigned slowlog_ms;        /* --slowlog-threshold-ms; default 10 */
 	unsigned slowlog_len;       /* --slowlog-max-len; entries kept; default 128 */
 	unsigned warmers;           /* --warmers; warmer threads, 0: none; default 2 */
+	unsigned warm_nice;         /* --warm-nice; their nice value, 0..19; default 19 */
 	char *shm_path;             /* --shm-path; the segment's file, NULL: a memfd */
 };
 

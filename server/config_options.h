@@ -122,6 +122,11 @@
 	  "start (upper levels first, up to the --cache-low watermark) while\n" \
 	  "the server serves, then read ahead directories where lookups miss;\n" \
 	  "0 loads entries only when they are looked up.") \
+	X(WARM_NICE, "warm-nice", 0, CK_UINT, F(warm_nice), "N", 0, 19, "19", \
+	  "Nice value of the warmer threads: at 19 the committer, the\n" \
+	  "connections and the clients on the machine get a CPU first. On a\n" \
+	  "machine kept busy by other work a lower value may serve better: a\n" \
+	  "warmer waiting for a CPU may hold the namespace lock meanwhile.") \
 	X(SHM_PATH, "shm-path", 0, CK_PATH, F(shm_path), "PATH", 0, 0, NULL, \
 	  "Keep the shared-memory segment in this file (under /dev/shm) instead\n" \
 	  "of an anonymous memfd: it outlives a clean stop, and the next start\n" \

@@ -29,6 +29,11 @@ static struct mc_bucket *dbucket(const struct shm *s, uint64_t parent_ino, const
 	return &s->dbuckets[h & s->hdr->dbucket_mask];
 }
 
+void dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name, size_t len)
+{
+	__builtin_prefetch(dbucket(s, parent_ino, name, len), 1);
+}
+
 const char *dcache_name(const struct shm *s, mc_off_t d)
 {
 	const struct mc_dentry *e = dentry_at(s, d);

@@ -20,6 +20,11 @@ mc_off_t inode_find(const struct shm *s, uint64_t ino)
 	return 0;
 }
 
+void inode_prefetch(const struct shm *s, uint64_t ino)
+{
+	__builtin_prefetch(ibucket(s, ino), 1);
+}
+
 mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
                    size_t target_len)
 {

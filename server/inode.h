@@ -15,6 +15,10 @@ static inline struct mc_inode *inode_at(const struct shm *s, mc_off_t off)
 
 /* The slot of ino, or 0 when it is not cached. */
 mc_off_t inode_find(const struct shm *s, uint64_t ino);
+/* Start loading ino's hash bucket into the CPU cache (no lock needed: it
+ * reads nothing), so that a later inode_find or inode_add under the lock
+ * does not wait for it. */
+void inode_prefetch(const struct shm *s, uint64_t ino);
 /* Cache an inode (and a symlink's target). 0 when the segment is full. */
 mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
                    size_t target_len);

@@ -145,7 +145,8 @@ int main(int argc, char **argv)
 		log_error("cannot start: out of memory");
 		goto out;
 	}
-	rc = warm_start(m.ns, m.store, cfg.warmers, !m.reattached || !warmed, &m.warm);
+	rc = warm_start(m.ns, m.store, cfg.warmers, (int)cfg.warm_nice, !m.reattached || !warmed,
+	                &m.warm);
 	if (rc < 0) {
 		log_error("cannot start the warmers: %s", strerror(-rc));
 		goto out;

@@ -188,12 +188,17 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out);
 
 /* ---- warming (ns_warm.c) -------------------------------------------------
  * The warmers (warm.c) fill the cache from LMDB snapshots while the server
- * serves. ns_publish takes the commit semaphore (commit_sem.h) for writing;
- * a warmer holds it for reading from the moment it takes its snapshot until
- * its entries are inserted, so no publish falls in between (ns_warm.c
+ * serves. ns_publish takes the commit semaphore (commit_sem.h) for writing
+ * and advances the published sequence; a warmer inserts what it read from
+ * a snapshot holding the semaphore for reading, and either took the
+ * snapshot holding it too, or checks that the published sequence did not
+ * move since before the snapshot: no publish falls in between (ns_warm.c
  * invariants). */
 struct commit_sem;
 struct commit_sem *ns_commit_sem(struct ns *ns);
+/* The sequence of the last published commit (the segment's committed_seq,
+ * read with acquire): every batch up to it is in a snapshot taken after. */
+uint64_t ns_published_seq(struct ns *ns);
 /* Called (with the namespace lock held; it must not block nor take that
  * lock) with the inode number of a directory whose miss went to the store.
  * NULL: none. */

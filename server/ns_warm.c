@@ -3,12 +3,16 @@
  *
  * Invariants (why a warmer never resurrects a removed name nor overwrites
  * a newer one):
- *  1. A warmer reads v from a snapshot S taken while it holds the commit
- *     semaphore for reading, and inserts v before letting go of it. The
- *     publish of a commit takes the semaphore for writing, so no publish
- *     happens between S and the insert: every entry that is clean in the
- *     cache, or was evicted clean, was committed in a batch at most the
- *     published sequence, which S contains.
+ *  1. A warmer reads v from a snapshot S and inserts v holding the commit
+ *     semaphore for reading, and no publish happens between S and the
+ *     insert: either it held the semaphore since before S, or it read the
+ *     published sequence q before S (ns_published_seq) and reads q again
+ *     once it holds the semaphore (warm.c note 1). A publish takes the
+ *     semaphore for writing and is the only thing that advances the
+ *     sequence; S contains every batch up to q (a batch is published after
+ *     it is written). So every entry that is clean in the cache, or was
+ *     evicted clean, was committed in a batch at most the published
+ *     sequence, which S contains.
  *  2. Any change made after S is still dirty, hence pinned in the cache: a
  *     created or changed name is a cached positive dentry, a removed name
  *     a cached negative one (ns.c note 3), or -- in a complete directory --
@@ -35,6 +39,11 @@
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
 	return &ns->csem;
+}
+
+uint64_t ns_published_seq(struct ns *ns)
+{
+	return atomic_load_explicit(&ns->shm->hdr->committed_seq, memory_order_acquire);
 }
 
 void ns_set_miss_hook(struct ns *ns, void (*fn)(void *arg, uint64_t dir_ino), void *arg)
@@ -95,13 +104,25 @@ static mc_off_t warm_dir_find(struct ns *ns, uint64_t dir_ino)
 	return dir;
 }
 
+/* Before the lock: the hash buckets the inserts of v[0..n) will touch,
+ * random lines of large tables (a cache and TLB miss each), are loaded
+ * meanwhile rather than one by one under the lock. */
+static void warm_prefetch(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		inode_prefetch(ns->shm, v[k].ino);
+		dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
+	}
+}
+
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
                 bool at_end, struct ns_warm_res *res)
 {
 	struct shm *s = ns->shm;
 	int rc = 0;
 	*res = (struct ns_warm_res){ 0 };
-	pthread_mutex_lock(&ns->lock);
+	warm_prefetch(ns, dir_ino, v, n < NS_WARM_SLICE ? n : NS_WARM_SLICE);
+	ns_lock_op(ns); /* a waiting committer goes first */
 	uint64_t used0 = shm_bytes_used(s);
 	mc_off_t dir = warm_dir_find(ns, dir_ino);
 	if (!dir) {
@@ -120,7 +141,10 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			res->bytes += shm_bytes_used(s) - used0;
 			uint64_t gone = dentries_dropped(ns);
 			pthread_mutex_unlock(&ns->lock);
-			pthread_mutex_lock(&ns->lock);
+			size_t left = n - res->processed;
+			warm_prefetch(ns, dir_ino, v + res->processed,
+			              left < NS_WARM_SLICE ? left : NS_WARM_SLICE);
+			ns_lock_op(ns);
 			used0 = shm_bytes_used(s);
 			held = 0;
 			if (!(dir = warm_dir_find(ns, dir_ino))) {

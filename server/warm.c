@@ -5,19 +5,28 @@
  * before deep leaves and the threads split the tree between them. One step
  * of a thread is one bounded batch of one directory:
  *
- *   [idle] ──pop──► commit_sem read ─► store_snap_take ─► scan up to
- *     ▲             WARM_BATCH entries (stop early if committer_waiting)
- *     │             ─► store_snap_release ─► ns_warm_dir (namespace lock,
- *     │             inserts; stops early too) ─► commit_sem read unlock
- *     └── requeue at the head with the resume name (a yield, or more
- *         entries), or queue the subdirectories at the tail (done)
+ *   [idle] ──pop──► q = published seq ─► store_snap_take ─► scan up to
+ *     ▲             WARM_BATCH entries ─► store_snap_release ─► commit_sem
+ *     │             read ─► seq still q? ─► ns_warm_dir (namespace lock,
+ *     │             inserts; stops early if committer_waiting) ─► commit_sem
+ *     │             read unlock
+ *     └── requeue at the head with the resume name (a yield, a stale
+ *         batch, or more entries), or queue the subdirectories at the
+ *         tail (done)
  *
  * Invariants:
- *  1. A thread takes its snapshot after taking the commit semaphore and
- *     inserts what the snapshot gave before letting the semaphore go
- *     (ns_warm.c note 1); the snapshot itself is released before the
- *     namespace lock is taken, since a store reader (a miss) may hold that
- *     lock: the copies in buf are all the insert needs.
+ *  1. A thread inserts what its snapshot gave holding the commit semaphore
+ *     for reading, and no publish falls between the snapshot and the
+ *     insert (ns_warm.c note 1). Usually it reads and decodes the batch
+ *     without the semaphore, so a committer never waits for a scan: it
+ *     notes the published sequence before the snapshot, and once it holds
+ *     the semaphore it inserts only if the sequence has not moved. A batch
+ *     found stale is thrown away and read again: the item's next step
+ *     takes the semaphore before its snapshot (polling
+ *     committer_waiting between entries), as the old way did, so warming
+ *     goes on under a steady stream of commits. The snapshot is released
+ *     before the namespace lock is taken, since a store reader (a miss)
+ *     may hold that lock: the copies in buf are all the insert needs.
  *  2. A thread holds at most one of w->mu, the commit semaphore: it never
  *     takes w->mu with the semaphore held, and the namespace lock is only
  *     taken inside ns_warm_dir (order: semaphore, namespace lock). The miss
@@ -25,18 +34,36 @@
  *  3. The start-up warm-up is over (`warmed`) when the queue is empty and
  *     no thread is in a step; read-ahead items queued later do not undo it.
  *  4. An item's resume name is the last entry it processed: a directory is
- *     read in name order, once, across its steps.
+ *     read in name order, once, across its steps. A warm-up item reads its
+ *     directory to the end even when it became complete meanwhile (a
+ *     listing, a read-ahead item): its subdirectories are queued by it
+ *     alone.
+ *  5. The threads run at nice --warm-nice, 19 by default (they are named
+ *     "mcached-warm"): the committer, the connection threads and the
+ *     clients on the same machine go first, so a commit is not delayed by
+ *     warmers that keep every core busy. Not SCHED_IDLE: on a busy
+ *     machine an idle-class thread may wait for a CPU for a long time, and
+ *     a warmer holding the namespace lock (or the commit semaphore, for an
+ *     insert) would make the committer and the clients wait with it; nice
+ *     19 still gets a small share. A machine saturated by other work may
+ *     be better served by a lower value, for that same reason.
+ *  6. A step that stopped for the committer (or found its batch stale:
+ *     the committer published meanwhile) gives the CPU up
+ *     (sched_yield) once the semaphore is let go, so the woken committer
+ *     runs before the warmer takes another step.
  */
 #include "warm.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -52,6 +79,7 @@ struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
 	uint64_t ino;
 	bool readahead;            /* queued by a miss: this directory only */
+	bool stale;                /* its last batch was stale: hold next step (note 1) */
 	uint16_t after_len;
 	char after[MC_NAME_MAX];
 };
@@ -64,6 +92,7 @@ struct warm_thread {
 	struct store_snap *snap;
 	struct ns_warm_ent *buf;   /* WARM_BATCH entries */
 	size_t n;                  /* entries in buf */
+	bool held;                 /* the scan holds the commit semaphore (note 1) */
 	bool yielded;              /* the scan stopped for the committer */
 	_Atomic uint64_t entries, busy_ns;
 };
@@ -77,9 +106,11 @@ struct warm {
 	struct map queued;         /* directories read ahead, queued or in a step */
 	unsigned busy;             /* threads in a step */
 	bool stop, warmed;
+	atomic_bool stopping;      /* stop, read without mu: a scan ends early */
 	uint64_t start_ns, end_ns;
 	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
+	int nice;                  /* the threads' nice value (note 5) */
 	unsigned n;
 	struct warm_thread t[];
 };
@@ -131,7 +162,8 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 	struct warm_thread *t = arg;
 	if (t->w->delay_us)
 		usleep(t->w->delay_us); /* a slow store, for tests */
-	if (commit_sem_contended(t->w->sem)) {
+	if ((t->held && commit_sem_contended(t->w->sem)) ||
+	    atomic_load_explicit(&t->w->stopping, memory_order_relaxed)) {
 		t->yielded = true;
 		return 1;
 	}
@@ -158,22 +190,38 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	uint64_t t0 = mono_ns();
 	t->n = 0;
 	t->yielded = false;
-	commit_sem_read_lock(w->sem);
+	t->held = it->stale;
+	it->stale = false;
+	if (t->held)
+		commit_sem_read_lock(w->sem);
+	uint64_t seq = ns_published_seq(w->ns);
 	int rc = store_snap_take(t->snap);
 	if (rc == 0) {
 		rc = store_snap_scan_dir(t->snap, it->ino, it->after, it->after_len, collect, t);
-		bool at_end = !t->yielded && t->n < WARM_BATCH;
 		/* buf holds copies: the snapshot goes before the namespace lock
 		 * is taken (a reader of the store may hold that lock). */
 		store_snap_release(t->snap);
-		if (rc == 0)
-			rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
-		if (rc == 0 && res.processed < t->n)
-			t->yielded = true; /* ns_warm_dir stopped for the committer */
-		if (rc == 0 && !res.complete && (t->yielded || !at_end))
-			rc = 1;
 	}
+	bool at_end = !t->yielded && t->n < WARM_BATCH;
+	if (!t->held) {
+		commit_sem_read_lock(w->sem);
+		if (rc == 0 && ns_published_seq(w->ns) != seq) {
+			it->stale = true; /* note 1: read it again, holding */
+			t->yielded = true;
+			rc = 1;
+		}
+	}
+	if (rc == 0)
+		rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
+	if (rc == 0 && res.processed < t->n)
+		t->yielded = true; /* ns_warm_dir stopped for the committer */
+	/* A complete directory: read-ahead is done; the warm-up reads on to
+	 * the end, inserting nothing, to queue every subdirectory (note 4). */
+	if (rc == 0 && (t->yielded || !at_end) && !(res.complete && it->readahead))
+		rc = 1;
 	commit_sem_read_unlock(w->sem);
+	if (t->yielded)
+		sched_yield(); /* note 6 */
 	add(&t->busy_ns, mono_ns() - t0);
 	add(&t->entries, res.added);
 	add(&w->entries, res.added);
@@ -216,6 +264,10 @@ static void *warm_main(void *arg)
 {
 	struct warm_thread *t = arg;
 	struct warm *w = t->w;
+	/* Note 5; on failure the thread just runs at the server's priority. */
+	pthread_setname_np(pthread_self(), "mcached-warm");
+	if (w->nice && setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
+		log_warn("warm: cannot lower the warmer's priority: %s", strerror(errno));
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stop && TAILQ_EMPTY(&w->queue)) {
@@ -268,6 +320,7 @@ void warm_stop(struct warm *w)
 	ns_set_miss_hook(w->ns, NULL, NULL);
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
+	atomic_store_explicit(&w->stopping, true, memory_order_relaxed);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	for (unsigned i = 0; i < w->n; i++) {
@@ -284,7 +337,8 @@ void warm_stop(struct warm *w)
 	free(w);
 }
 
-int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct warm **out)
+int warm_start(struct ns *ns, struct store *st, unsigned n, int nice, bool warm_up,
+               struct warm **out)
 {
 	*out = NULL;
 	if (n == 0)
@@ -295,6 +349,7 @@ int warm_start(struct ns *ns, struct store *st, unsigned n, bool warm_up, struct
 	w->ns = ns;
 	w->sem = ns_commit_sem(ns);
 	w->n = n;
+	w->nice = nice;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	TAILQ_INIT(&w->queue);

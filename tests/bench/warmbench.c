@@ -3,6 +3,9 @@
  * and then 2 warmers, and print, from the same run:
  *   - warm-up rate (entries/s, from the server's warm.* stats) for 1 and 2
  *     warmers, and their ratio;
+ *   - the CPU time the warm-up took (the warmer threads, named
+ *     mcached-warm, and the whole server), per entry: unlike the rates it
+ *     does not count time spent waiting for a CPU on a loaded machine;
  *   - time from exec to the first lookup answered from shared memory;
  *   - mc_sync latency p50/p99 while the warmers run against the same loop
  *     on the idle server after warm-up, and the committer's blocked time
@@ -227,6 +230,42 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
+/* CPU seconds (user + system) of the server's threads named warm, or of
+ * all of them when warm is NULL. */
+static double cpu_s(const char *warm)
+{
+	char path[400], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		die("opendir /proc");
+	double ticks = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool ok = fgets(buf, sizeof(buf), f) != NULL;
+		fclose(f);
+		char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+		if (!ok || !open || !close)
+			continue;
+		*close = '\0';
+		if (warm && strcmp(open + 1, warm) != 0)
+			continue;
+		/* utime and stime: fields 14 and 15; field 3 follows ") ". */
+		unsigned long ut = 0, st = 0;
+		if (sscanf(close + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lu %lu", &ut,
+		           &st) == 2)
+			ticks += (double)(ut + st);
+	}
+	closedir(d);
+	return ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double pct(const double *v, size_t n, double p)
 {
 	return n ? v[(size_t)((double)(n - 1) * p)] : 0;
@@ -310,6 +349,10 @@ int main(int argc, char **argv)
 		double entries = stat_num(c, "warm", "entries", NULL);
 		double us = stat_num(c, "warm", "elapsed_us", NULL);
 		rate[w] = entries / (us / 1e6);
+		double cw = cpu_s("mcached-warm"), call = cpu_s(NULL);
+		printf("warmers %d: CPU %.3f s in the warmer threads (%.0f ns/entry), %.3f s in the "
+		       "server (%.0f ns/entry)\n", w, cw, cw * 1e9 / entries, call,
+		       call * 1e9 / entries);
 		printf("warmers %d: %.0f entries in %.3f s: %.0f entries/s (per thread busy: %.0f/s), "
 		       "%.0f yields; first shm hit %.3f s after exec\n", w, entries, us / 1e6, rate[w],
 		       stat_num(c, "warm", "rate_per_thread", NULL),

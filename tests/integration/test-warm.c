@@ -4,6 +4,7 @@
  * back; they let a waiting commit through instead of holding it for their
  * batch. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows their store reads
  * so that the races happen while warm-up runs. */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -242,6 +243,127 @@ static void test_warm_never_resurrects_uncommitted(void **state)
 	resurrect_round("1000");
 }
 
+/* A warmer reads a directory without the commit semaphore; names removed
+ * and committed meanwhile, whose negative entries the publish drops at
+ * once (one per directory at most), are not inserted from its older
+ * snapshot: the batch is found stale and read again. Each directory's
+ * single batch takes ~190 ms (62 entries of 3 ms); the removals land in
+ * the first two while the warmers read them. */
+static void test_warm_never_resurrects_dropped_negatives(void **state)
+{
+	(void)state;
+	const char *const warm[] = { "--warmers", "2", "--negative-dir-max", "1",
+		                     "--commit-interval-ms", "1", NULL };
+	mc_client *c = slow_warm_start("3000", warm);
+	for (int i = 0; i < 10000 && warm_stat(c, "dirs_done") < 1; i++)
+		sleep_ms(1);
+	assert_true(warm_stat(c, "dirs_done") >= 1); /* the root: d00, d01 are read now */
+	char p[64];
+	for (int d = 0; d < 2; d++)
+		for (int f = 0; f < 10; f++) {
+			snprintf(p, sizeof(p), "/d%02d/f%03d", d, f);
+			assert_int_equal(mc_unlink(c, p), 0);
+			assert_int_equal(mc_sync(c), 0);
+		}
+	uint64_t during = warm_stat(c, "dirs_done");
+	wait_warmed(c);
+	print_message("# removals done with %llu directories warmed, %llu yields\n",
+	              (unsigned long long)during, (unsigned long long)warm_stat(c, "yields"));
+	struct stat st;
+	for (int d = 0; d < 2; d++)
+		for (int f = 0; f < 10; f++) {
+			snprintf(p, sizeof(p), "/d%02d/f%03d", d, f);
+			EXPECT_ERR(mc_stat(c, p, &st), ENOENT);
+		}
+	snprintf(p, sizeof(p), "/d00/f%03d", NFILES - 1);
+	assert_int_equal(mc_stat(c, p, &st), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A commit never waits for a warmer's store reads: with reads of 200 ms
+ * an entry, the root's batch takes 2.4 s, and holding the semaphore
+ * through it (polling between entries) would hold each publish ~100 ms on
+ * average; read without it, a publish waits for no read at all. */
+static void test_commit_not_delayed_by_store_reads(void **state)
+{
+	(void)state;
+	const char *const warm[] = { "--warmers", "2", NULL };
+	mc_client *c = slow_warm_start("200000", warm);
+	sleep_ms(100);
+	uint64_t pub0 = harness_stat_u64(c, "\"phase_us_total\"", "publish");
+	uint64_t cnt0 = harness_stat_u64(c, "\"commits\"", "count");
+	char p[64];
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "/new%d", i);
+		assert_int_equal(mc_mkdir(c, p, 0755), 0);
+		assert_int_equal(mc_sync(c), 0);
+		sleep_ms(50);
+	}
+	uint64_t pub = harness_stat_u64(c, "\"phase_us_total\"", "publish") - pub0;
+	uint64_t cnt = harness_stat_u64(c, "\"commits\"", "count") - cnt0;
+	uint64_t done = warm_stat(c, "dirs_done");
+	print_message("# %llu commits during the root's batch: publish %llu us in all\n",
+	              (unsigned long long)cnt, (unsigned long long)pub);
+	assert_int_equal(done, 0); /* all of them during the first batch */
+	assert_true(cnt >= 4);
+	/* 20 ms: room for a sanitizer build on a loaded machine. */
+	assert_true(pub / cnt < 20000);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A directory made complete by someone else while the warm-up reads it
+ * (here a listing through the server; a miss's read-ahead does the same)
+ * still has all its subdirectories queued: the warm-up reads on to the
+ * end, inserting nothing. 600 subdirectories in the root, a file in each;
+ * the root's first batch (256 entries of 1 ms) is still being read when
+ * the listing makes the root complete. */
+static void test_warm_queues_subdirs_of_complete_dir(void **state)
+{
+	(void)state;
+	enum { NSUB = 600 };
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int d = 0; d < NSUB; d++) {
+		snprintf(p, sizeof(p), "/s%03d", d);
+		mc_batch_mkdir(b, p, 0755);
+		snprintf(p, sizeof(p), "/s%03d/f", d);
+		mc_batch_create(b, p, 0644);
+	}
+	run_checked(b);
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+
+	const char *const warm[] = { "--warmers", "1", NULL };
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	MC_DIR *dir = mc_opendir(c, "/");
+	assert_non_null(dir);
+	int n = 0;
+	while (mc_readdir(dir))
+		n++;
+	assert_int_equal(mc_closedir(dir), 0);
+	assert_int_equal(n, NSUB);
+	assert_int_equal(warm_stat(c, "dirs_done"), 0);
+	wait_warmed(c);
+	uint64_t dirs = warm_stat(c, "dirs_done");
+	uint64_t complete = harness_stat_u64(c, "\"dentries\"", "complete_dirs");
+	print_message("# %llu directories done, %llu complete\n", (unsigned long long)dirs,
+	              (unsigned long long)complete);
+	assert_int_equal(dirs, 1 + NSUB);
+	assert_int_equal(complete, 1 + NSUB);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A commit that waits for the semaphore is let through between two entries:
  * with warmers whose batch takes ~250 ms (256 entries of 1 ms), the publish
  * phase stays far below it, and the warmers count their yields. The warm-up
@@ -363,6 +485,92 @@ static void test_warm_stops_at_low_watermark(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* The nice value of thread tid of the server (field 19 of its stat); its
+ * name in comm. */
+static int thread_nice(pid_t tid, char *comm, size_t size)
+{
+	char path[96], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)srv.pid, (int)tid);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	if (!fgets(comm, (int)size, f))
+		comm[0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)srv.pid, (int)tid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	/* After "pid (comm) ": state is field 3, nice field 19. */
+	const char *p = strrchr(buf, ')');
+	assert_non_null(p);
+	p += 2;
+	for (int field = 3; field < 19; field++) {
+		p = strchr(p, ' ');
+		assert_non_null(p);
+		p++;
+	}
+	return atoi(p);
+}
+
+/* Wait (at most 2 s: the threads name themselves when they begin) for
+ * the server's two warmer threads, checking that they run at nice
+ * warm_nice and every other thread at the main thread's. */
+static void check_warmers_nice(int warm_nice)
+{
+	char path[64], comm[32];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)srv.pid);
+	int main_nice = thread_nice(srv.pid, comm, sizeof(comm));
+	unsigned warmers = 0, others = 0;
+	for (int i = 0; i < 200 && warmers < 2; i++) {
+		if (i)
+			sleep_ms(10);
+		DIR *d = opendir(path);
+		assert_non_null(d);
+		warmers = others = 0;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			int nice = thread_nice((pid_t)atoi(e->d_name), comm, sizeof(comm));
+			if (strcmp(comm, "mcached-warm") == 0) {
+				assert_int_equal(nice, warm_nice < main_nice ? main_nice : warm_nice);
+				warmers++;
+			} else {
+				assert_int_equal(nice, main_nice);
+				others++;
+			}
+		}
+		closedir(d);
+	}
+	assert_int_equal(warmers, 2);
+	assert_true(others >= 2);
+}
+
+/* The warmers run at nice 19 (the committer and the clients go first)
+ * and still finish the warm-up; the rest of the server keeps its
+ * priority; --warm-nice 0 leaves them at the server's. */
+static void test_warmers_run_at_low_priority(void **state)
+{
+	(void)state;
+	const char *const warm[] = { "--warmers", "2", NULL };
+	mc_client *c = slow_warm_start("1000", warm);
+	check_warmers_nice(19);
+	assert_int_equal(warm_stat(c, "done"), 0);
+	wait_warmed(c);
+	uint64_t r0 = requests(c);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/d11/sub/g059", &st), 0);
+	assert_int_equal(requests(c), r0 + 1);
+	mc_disconnect(c);
+
+	const char *const warm0[] = { "--warmers", "2", "--warm-nice", "0", NULL };
+	restart(warm0);
+	check_warmers_nice(0);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A failed test leaves its server running: stop it, start afresh. */
 static int teardown(void **state)
 {
@@ -381,9 +589,13 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_loads_everything, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
+		cmocka_unit_test_teardown(test_warm_never_resurrects_dropped_negatives, teardown),
+		cmocka_unit_test_teardown(test_warm_queues_subdirs_of_complete_dir, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
+		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
 		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
+		cmocka_unit_test_teardown(test_warmers_run_at_low_priority, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
