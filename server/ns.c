@@ -30,6 +30,7 @@
  *     the attempt fails whole, eviction runs between attempts, and the
  *     attempt runs again. do_*() functions are called with the lock held.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -657,6 +658,47 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	inode_maybe_free(ns, victim);
 }
 
+int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
+                    size_t len, const struct mc_inode_rec *rec)
+{
+	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	assert(!S_ISDIR(rec->mode) && rec->nlink == 1 && !dcache_complete(s, dir));
+	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		return rc;
+	struct mc_inode vi;
+	memset(&vi, 0, sizeof(vi));
+	vi.uid = rec->uid;
+	vi.mode = (uint16_t)rec->mode;
+	if (sticky_denies(c, di, &vi))
+		return -EPERM;
+	mc_off_t d = dcache_add(s, dir, name, len, 0, 0);
+	if (!d)
+		return -ENOSPC;
+	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
+	dentry_dirty(ns, d);
+	must(journal_del_inode(ns->running, rec->ino), "journaling a delete");
+	extent_ino_drop(&ns->ext, rec->ino);
+	dir_entries(ns, dir, -1, 0, now_ns());
+	return 0;
+}
+
+/* The store's answer for the name unlink looks up, when the cache does
+ * not hold the name or its file and the file may go uncached
+ * (ns_miss_take): else NULL. */
+static const struct ns_miss_ans *unlink_uncached(struct ns *ns, const struct nd *nd)
+{
+	struct shm *s = ns->shm;
+	mc_off_t dir = nd_top(nd);
+	const struct ns_miss_ans *a = ns_miss_take(inode_at(s, dir)->ino, nd->last, nd->lastlen);
+	/* Cannot change under the lock since the read, but survive. */
+	if (!a || dcache_complete(s, dir) || dcache_find(s, dir, nd->last, nd->lastlen) ||
+	    inode_find(s, a->ino) || hold_count(ns, a->ino) > 0)
+		return NULL;
+	return a;
+}
+
 static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 {
 	struct nd nd;
@@ -670,8 +712,17 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = -EISDIR;
 		goto out;
 	}
+	/* A file the last attempt read for this: no inode to load. */
+	const struct ns_miss_ans *a = unlink_uncached(ns, &nd);
+	if (a) {
+		rc = nd.slash ? -ENOTDIR
+		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, &a->rec);
+		goto out;
+	}
 	mc_off_t d, victim;
+	ns_miss_for_removal(true);
 	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
+	ns_miss_for_removal(false);
 	if (rc < 0)
 		goto out;
 	if (!victim || nd.slash) {

@@ -217,6 +217,13 @@ int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len);
  * and the name was read (and cached if it could be): run the attempt
  * again. */
 bool ns_miss_resolve(struct ns *ns, int rc);
+/* Lookups of this thread are (on) or are no longer (off) for a removal:
+ * ns_miss.c note 4. */
+void ns_miss_for_removal(bool on);
+/* Lock held, in the attempt after ns_miss_resolve: the store's answer for
+ * name in parent that a lookup for a removal read and left uncached (a
+ * non-directory with one link, its inode not cached), or NULL. Once. */
+const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len);
 /* walk.c: cache an inode record read from the store, as a reload. */
 int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
                        size_t tlen, mc_off_t *out);
@@ -255,6 +262,14 @@ int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t 
 int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim, bool isdir);
 /* Remove name d (naming victim) from dir; the checks are done. */
 void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim);
+/* Remove name (not cached) of dir (not complete), naming rec, a
+ * non-directory with one link that the cache does not hold, without
+ * loading it: may_delete's checks, then the records remove_entry would
+ * write and a dirty negative entry (the store has the name until the
+ * commit). -EACCES, -EPERM (the checks), -ENOSPC (no room for the
+ * negative entry): nothing changed. */
+int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
+                    size_t len, const struct mc_inode_rec *rec);
 /* victim lost one of its names (a directory its only one): journal it and,
  * when that was its last link, its deletion, pruning a directory's cached
  * children at once (ns.c note 5). */

@@ -98,37 +98,6 @@ static void resume_at(struct rm_resume *rs, const struct rm_name *r)
 	memcpy(rs->name, r->name, r->len);
 }
 
-/* Remove r, a name of dir (not complete) naming a regular file with one
- * link that the cache does not hold, without caching the file: the same
- * checks, records and negative entry (the store has the name until the
- * commit) as remove_entry after loading it, and no inode slot. -ENOSPC
- * (no room for the negative entry) changes nothing. */
-static int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir,
-                           const struct rm_name *r)
-{
-	struct shm *s = ns->shm;
-	struct mc_inode *di = inode_at(s, dir);
-	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
-	if (rc < 0)
-		return rc;
-	struct mc_inode vi;
-	memset(&vi, 0, sizeof(vi));
-	vi.uid = r->rec.uid;
-	vi.mode = (uint16_t)r->rec.mode;
-	if (sticky_denies(c, di, &vi))
-		return -EPERM;
-	mc_off_t d = dcache_add(s, dir, r->name, r->len, 0, 0);
-	if (!d)
-		return -ENOSPC;
-	must(journal_del_dentry(ns->running, di->ino, r->name, r->len),
-	     "journaling a dentry delete");
-	dentry_dirty(ns, d);
-	must(journal_del_inode(ns->running, r->ino), "journaling a delete");
-	extent_ino_drop(&ns->ext, r->ino);
-	dir_entries(ns, dir, -1, 0, now_ns());
-	return 0;
-}
-
 /* The next taken name of dir that is still to be removed, cached (loaded
  * as a listing loads it: the scan gave its inode number, no dentry read),
  * or, for a plain file the cache does not hold, removed at once
@@ -162,7 +131,7 @@ static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct r
 		 * complete), and so does a symlink (its target). */
 		mc_off_t ioff = inode_find(s, r->ino);
 		if (!ioff && r->has_rec && S_ISREG(r->rec.mode) && r->rec.nlink == 1) {
-			int rc = remove_uncached(ns, c, dir, r);
+			int rc = remove_uncached(ns, c, dir, r->name, r->len, &r->rec);
 			if (rc < 0)
 				return rc;
 			resume_at(rs, r);
