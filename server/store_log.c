@@ -44,7 +44,7 @@
 /* Free space below which a failed write is taken for a full file system. */
 #define STORE_SPACE_LOW (1ull << 20)
 
-_Static_assert(LOG_MAGIC > JR_EXTENT_PUNCH, "the log magic is no journal record type");
+_Static_assert(LOG_MAGIC > JR_INODE_UNLINK, "the log magic is no journal record type");
 
 /* Split a log value into its time and records (note 1); false if the
  * header is malformed. */
@@ -65,6 +65,39 @@ static bool log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs,
 	return true;
 }
 
+/* INODE_UNLINK: one link less; at none the inode and its extents go, as
+ * with INODE_DEL. An inode the store does not have has nothing to lose.
+ * An LMDB code. */
+static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journal_rec *r)
+{
+	uint8_t key[8];
+	char target[MC_SYMLINK_MAX];
+	MDB_val k = { 8, key }, v;
+	put_be64(key, r->ino);
+	int rc = mdb_get(txn, s->inodes, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
+	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
+		return MDB_CORRUPTED;
+	struct mc_inode_rec rec;
+	journal_inode_decode(v.mv_data, &rec);
+	if (rec.nlink <= 1) {
+		rc = mdb_del(txn, s->inodes, &k, NULL);
+		if (rc)
+			return rc;
+		return store_ext_del_ino(txn, s->extents, r->ino);
+	}
+	/* The value lives in the map, which the put may change: copy first. */
+	size_t tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
+	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
+	rec.nlink--;
+	rec.ctime_ns = r->ctime_ns;
+	return store_put_inode_rec(txn, s->inodes, &rec, target, tlen);
+}
+
 /* Apply one decoded record; an LMDB code. */
 static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *r)
 {
@@ -81,6 +114,8 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 		if (rc && rc != MDB_NOTFOUND)
 			return rc;
 		return store_ext_del_ino(txn, s->extents, r->ino);
+	case JR_INODE_UNLINK:
+		return store_unlink_inode(s, txn, r);
 	case JR_EXTENT_SET:
 	case JR_EXTENT_PUNCH:
 		return store_ext_apply(txn, s->extents, r);
