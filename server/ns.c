@@ -29,6 +29,16 @@
  *     under NS_LOCKED or a reclaim loop, so that when the segment is full
  *     the attempt fails whole, eviction runs between attempts, and the
  *     attempt runs again. do_*() functions are called with the lock held.
+ *  7. A non-directory the cache does not hold is removed without reading
+ *     or loading its inode (remove_uncached: unlink and rmtree, when the
+ *     name is not cached either): an INODE_UNLINK record tells the store to
+ *     drop one link, deleting the inode at none. Its link count is not
+ *     known, so until that record's batch is published (ns->drops) the
+ *     inode is never loaded from the store, which may or may not have
+ *     applied it yet: a load waits for the commit (ns_cache_inode_rec,
+ *     do_reclaim_retry) and warmers leave it out. No open handle can hold
+ *     it: a held inode stays cached. When the link count read with the
+ *     name says one link, the record is an INODE_DEL and nothing waits.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -206,6 +216,8 @@ void ns_free(struct ns *ns)
 		free(ns->dirty_d[p].v);
 		free(ns->dirty_i[p].v);
 		map_free(&ns->recs[p]);
+		map_free(&ns->drops[p]);
+		map_free(&ns->drop_ctime[p]);
 	}
 	map_free(&ns->holds);
 	extent_cache_fini(&ns->ext);
@@ -658,29 +670,43 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	inode_maybe_free(ns, victim);
 }
 
+bool sticky_needs_victim(const struct cred *c, const struct mc_inode *dir)
+{
+	return (dir->mode & S_ISVTX) && c->uid != 0 && c->uid != dir->uid;
+}
+
 int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
-                    size_t len, const struct mc_inode_rec *rec)
+                    size_t len, uint64_t ino, const struct mc_inode_rec *rec)
 {
 	struct shm *s = ns->shm;
 	struct mc_inode *di = inode_at(s, dir);
-	assert(!S_ISDIR(rec->mode) && rec->nlink == 1 && !dcache_complete(s, dir));
+	assert(!dcache_complete(s, dir) && !inode_find(s, ino));
+	assert(rec ? !S_ISDIR(rec->mode) && rec->ino == ino : !sticky_needs_victim(c, di));
 	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
 	if (rc < 0)
 		return rc;
-	struct mc_inode vi;
-	memset(&vi, 0, sizeof(vi));
-	vi.uid = rec->uid;
-	vi.mode = (uint16_t)rec->mode;
-	if (sticky_denies(c, di, &vi))
-		return -EPERM;
+	if (rec) {
+		struct mc_inode vi;
+		memset(&vi, 0, sizeof(vi));
+		vi.uid = rec->uid;
+		vi.mode = (uint16_t)rec->mode;
+		if (sticky_denies(c, di, &vi))
+			return -EPERM;
+	}
 	mc_off_t d = dcache_add(s, dir, name, len, 0, 0);
 	if (!d)
 		return -ENOSPC;
+	int64_t now = now_ns();
 	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
 	dentry_dirty(ns, d);
-	must(journal_del_inode(ns->running, rec->ino), "journaling a delete");
-	extent_ino_drop(&ns->ext, rec->ino);
-	dir_entries(ns, dir, -1, 0, now_ns());
+	if (rec && rec->nlink == 1)
+		must(journal_del_inode(ns->running, ino), "journaling a delete");
+	else
+		inode_unlinked(ns, ino, now); /* note 7 */
+	/* Clean if any (an uncached inode pins no extent state); gone, or
+	 * reloaded from the store. */
+	extent_ino_drop(&ns->ext, ino);
+	dir_entries(ns, dir, -1, 0, now);
 	return 0;
 }
 
@@ -693,8 +719,10 @@ static const struct ns_miss_ans *unlink_uncached(struct ns *ns, const struct nd 
 	mc_off_t dir = nd_top(nd);
 	const struct ns_miss_ans *a = ns_miss_take(inode_at(s, dir)->ino, nd->last, nd->lastlen);
 	/* Cannot change under the lock since the read, but survive. */
-	if (!a || dcache_complete(s, dir) || dcache_find(s, dir, nd->last, nd->lastlen) ||
-	    inode_find(s, a->ino) || hold_count(ns, a->ino) > 0)
+	if (!a || a->dtype == DT_DIR || dcache_complete(s, dir) ||
+	    dcache_find(s, dir, nd->last, nd->lastlen) || inode_find(s, a->ino) ||
+	    hold_count(ns, a->ino) > 0 ||
+	    (a->have_rec ? S_ISDIR(a->rec.mode) : sticky_needs_victim(nd->cred, inode_at(s, dir))))
 		return NULL;
 	return a;
 }
@@ -712,15 +740,17 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = -EISDIR;
 		goto out;
 	}
-	/* A file the last attempt read for this: no inode to load. */
+	/* A file the last attempt read for this: no inode to load (note 7). */
 	const struct ns_miss_ans *a = unlink_uncached(ns, &nd);
 	if (a) {
 		rc = nd.slash ? -ENOTDIR
-		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, &a->rec);
+		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, a->ino,
+		                                a->have_rec ? &a->rec : NULL);
 		goto out;
 	}
 	mc_off_t d, victim;
-	ns_miss_for_removal(true);
+	/* The sticky rule needs the owner: then the inode is read. */
+	ns_miss_for_removal(!sticky_needs_victim(c, inode_at(ns->shm, nd_top(&nd))));
 	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
 	ns_miss_for_removal(false);
 	if (rc < 0)

@@ -24,13 +24,15 @@
  *     room: a lookup always ends.
  *  3. Outside a reclaim loop (or once do_reclaim_retry said stop, which
  *     disarms) ns_lookup reads under the lock; the state is per thread.
- *  4. A lookup for a removal (ns_miss_for_removal) that reads a name of a
- *     non-directory with one link whose inode the cache does not hold
- *     leaves the answer uncached, for the next attempt only
- *     (ns_miss_take): the lock is held from the insert to that attempt and
- *     the semaphore from the read to the insert, so nothing it says can
- *     have changed. The file is then removed without loading its inode.
+ *  4. A lookup for a removal (ns_miss_for_removal) reads the name alone
+ *     (its inode too only for a directory); when it names a non-directory
+ *     whose inode the cache does not hold, the answer stays uncached, for
+ *     the next attempt only (ns_miss_take): the lock is held from the
+ *     insert to that attempt and the semaphore from the read to the
+ *     insert, so nothing it says can have changed. The file is then
+ *     removed without its inode being read or loaded (ns.c note 7).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,19 @@ void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
 	a->have_rec = false;
 	a->err = store_get_entry(ns->store, parent, name, len, &a->ino, &a->dtype, &a->rec,
 	                         a->target, &a->tlen, &a->have_rec);
+}
+
+/* A removal's read (note 4): the name, and the inode of a directory. */
+static void miss_read_removal(struct ns *ns, struct ns_miss_ans *a)
+{
+	unsigned delay = miss_delay_us();
+	if (delay)
+		usleep(delay);
+	a->have_rec = false;
+	a->tlen = 0;
+	a->err = store_get_dentry(ns->store, a->parent, a->name, a->len, &a->ino, &a->dtype);
+	if (a->err == 0 && (a->dtype == DT_DIR || a->dtype == DT_UNKNOWN))
+		ns_miss_read(ns, a->parent, a->name, a->len, a);
 }
 
 void ns_miss_arm(void)
@@ -136,8 +151,8 @@ static void miss_insert(struct ns *ns, const struct ns_miss_ans *a)
 		return;
 	mc_off_t ioff = inode_find(s, a->ino); /* cached: newer than any read */
 	bool added = false;
-	if (!ioff && tl.ans_removal && a->have_rec && !S_ISDIR(a->rec.mode) &&
-	    a->rec.nlink == 1) {
+	if (!ioff && tl.ans_removal && !a->have_rec && a->dtype != DT_DIR &&
+	    a->dtype != DT_UNKNOWN) {
 		tl.fresh = true; /* note 4 */
 		return;
 	}
@@ -159,7 +174,10 @@ bool ns_miss_resolve(struct ns *ns, int rc)
 	tl.tries++;
 	pthread_mutex_unlock(&ns->lock);
 	commit_sem_read_lock(&ns->csem);
-	ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
+	if (tl.ans_removal)
+		miss_read_removal(ns, &tl.ans);
+	else
+		ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
 	pthread_mutex_lock(&ns->lock);
 	miss_insert(ns, &tl.ans);
 	commit_sem_read_unlock(&ns->csem);

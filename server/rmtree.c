@@ -21,6 +21,7 @@ struct rm_name {
 	uint8_t dtype;
 	uint8_t len;
 	bool has_rec;              /* rec read in the scan's snapshot */
+	mc_off_t d;                /* its positive dentry when the scan found one cached */
 	char name[MC_NAME_MAX];
 	struct mc_inode_rec rec;
 };
@@ -31,7 +32,10 @@ struct rm_name {
  * The names are good only while the namespace lock is held since the scan
  * (rmtree_some empties them): a removal of one of them that is committed
  * meanwhile leaves a dirty negative dentry, which only a publish (under
- * the lock) makes evictable, so the cache check at use still sees it. */
+ * the lock) makes evictable, so the cache check at use still sees it.
+ * Within that hold the cache state each name had at the scan stays: only
+ * its own removal changes it, eviction waits for the next attempt, and
+ * the other removals, loads and descents touch no other name of dir. */
 struct rm_resume {
 	uint64_t ino;              /* 0: none */
 	uint8_t len;
@@ -64,25 +68,39 @@ static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8
 	r->has_rec = rec != NULL;
 	if (rec)
 		r->rec = *rec;
+	r->d = d;
 	return rs->n == RM_NAMES;
 }
 
+/* take_one without the inode: a file goes without it (ns.c note 7). */
+static int take_name(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	return take_one(arg, name, len, ino, dtype, NULL);
+}
+
+static int scan_from(struct ns *ns, bool attrs, uint64_t ino, const char *after, size_t len,
+                     struct scan_ctx *sc)
+{
+	return attrs ? store_scan_dir_attrs(ns->store, ino, after, len, take_one, sc)
+	             : store_scan_dir_after(ns->store, ino, after, len, take_name, sc);
+}
+
 /* Scan the store for the next names of dir after the resume point (from
- * the start when nothing is left after it: something came in behind).
- * Returns the number taken. */
-static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
+ * the start when nothing is left after it: something came in behind),
+ * with their inodes when the sticky rule needs their owners. Returns the
+ * number taken. */
+static int scan_names(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs)
 {
 	struct shm *s = ns->shm;
 	uint64_t ino = inode_at(s, dir)->ino;
 	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs };
-	bool from = rs->ino == ino;
+	bool from = rs->ino == ino, attrs = sticky_needs_victim(c, inode_at(s, dir));
 	rs->n = rs->next = 0;
 	rs->names_dir = ino;
-	int rc = store_scan_dir_attrs(ns->store, ino, from ? rs->name : NULL, from ? rs->len : 0,
-	                              take_one, &sc);
+	int rc = scan_from(ns, attrs, ino, from ? rs->name : NULL, from ? rs->len : 0, &sc);
 	if (rc >= 0 && rs->n == 0 && from) {
 		rs->ino = 0;
-		rc = store_scan_dir_attrs(ns->store, ino, NULL, 0, take_one, &sc);
+		rc = scan_from(ns, attrs, ino, NULL, 0, &sc);
 	}
 	if (rc < 0)
 		return rc;
@@ -100,8 +118,9 @@ static void resume_at(struct rm_resume *rs, const struct rm_name *r)
 
 /* The next taken name of dir that is still to be removed, cached (loaded
  * as a listing loads it: the scan gave its inode number, no dentry read),
- * or, for a plain file the cache does not hold, removed at once
- * (remove_uncached, *gone). *d 0 and *gone false when none is left. */
+ * or, for a non-directory the cache does not hold, removed at once
+ * without its inode (remove_uncached, ns.c note 7: *gone). *d 0 and
+ * *gone false when none is left. */
 static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs,
                      mc_off_t *d, mc_off_t *v, bool *gone)
 {
@@ -110,52 +129,44 @@ static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct r
 	*gone = false;
 	if (rs->names_dir != inode_at(s, dir)->ino)
 		rs->n = rs->next = 0;
-	while (rs->next < rs->n) {
-		/* Each name is handed out once: its removal follows, and the
-		 * next scan (after the lock was dropped, when the names left
-		 * are forgotten) goes on after it. A name that could not be
-		 * cached or removed for want of room stays first (resume_at). */
-		const struct rm_name *r = &rs->names[rs->next];
-		mc_off_t e = dcache_find(s, dir, r->name, r->len);
-		if (e) {
-			resume_at(rs, r);
-			if (!(dentry_at(s, e)->flags & MC_D_POSITIVE))
-				continue;
-			*d = e;
-			*v = dentry_at(s, e)->inode;
-			return 0;
-		}
-		/* The inode as the scan read it, when the cache does not have
-		 * it: nothing changes an uncached inode without the lock. A
-		 * directory goes through ns_load_inode (an empty one becomes
-		 * complete), and so does a symlink (its target). */
-		mc_off_t ioff = inode_find(s, r->ino);
-		if (!ioff && r->has_rec && S_ISREG(r->rec.mode) && r->rec.nlink == 1) {
-			int rc = remove_uncached(ns, c, dir, r->name, r->len, &r->rec);
-			if (rc < 0)
-				return rc;
-			resume_at(rs, r);
-			*gone = true;
-			return 0;
-		}
-		if (!ioff && r->has_rec && !S_ISDIR(r->rec.mode)) {
-			ioff = inode_add(s, &r->rec, NULL, 0);
-			if (!ioff)
-				return -ENOSPC;
-			ns->shr.st.reloads++;
-		} else if (!ioff) {
-			int rc = ns_load_inode(ns, r->ino, &ioff);
-			if (rc < 0)
-				return rc;
-		}
-		e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
-		if (!e)
-			return -ENOSPC;
+	if (rs->next >= rs->n)
+		return 0;
+	/* Each name is handed out once: its removal follows, and the next
+	 * scan (after the lock was dropped, when the names left are
+	 * forgotten) goes on after it. A name that could not be cached or
+	 * removed for want of room stays first (resume_at). Its cache state
+	 * is the scan's (struct rm_resume). */
+	const struct rm_name *r = &rs->names[rs->next];
+	if (r->d) {
 		resume_at(rs, r);
-		*d = e;
-		*v = ioff;
+		*d = r->d;
+		*v = dentry_at(s, r->d)->inode;
 		return 0;
 	}
+	mc_off_t ioff = inode_find(s, r->ino);
+	bool isdir = r->has_rec ? S_ISDIR(r->rec.mode) : r->dtype == DT_DIR || r->dtype == DT_UNKNOWN;
+	if (!ioff && !isdir && (r->has_rec || !sticky_needs_victim(c, inode_at(s, dir)))) {
+		int rc = remove_uncached(ns, c, dir, r->name, r->len, r->ino,
+		                         r->has_rec ? &r->rec : NULL);
+		if (rc < 0)
+			return rc;
+		resume_at(rs, r);
+		*gone = true;
+		return 0;
+	}
+	/* A directory (an empty one becomes complete), or a symlink whose
+	 * owner the sticky rule needs (the scan does not read targets). */
+	if (!ioff) {
+		int rc = ns_load_inode(ns, r->ino, &ioff);
+		if (rc < 0)
+			return rc;
+	}
+	mc_off_t e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
+	if (!e)
+		return -ENOSPC;
+	resume_at(rs, r);
+	*d = e;
+	*v = ioff;
 	return 0;
 }
 
@@ -173,7 +184,7 @@ static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
 	if (!dcache_complete(s, dir)) {
 		int rc = take_next(ns, c, dir, rs, d, v, gone);
 		if (rc == 0 && !*d && !*gone) {
-			rc = scan_names(ns, dir, rs);
+			rc = scan_names(ns, c, dir, rs);
 			if (rc > 0)
 				rc = take_next(ns, c, dir, rs, d, v, gone);
 		}

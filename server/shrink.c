@@ -333,6 +333,7 @@ void reclaim_begin(struct ns *ns, struct reclaim *r)
 {
 	r->fails = ns->shm->alloc_failures;
 	r->tries = 0;
+	ns->drop_wait = false;
 	ns_miss_arm();
 }
 
@@ -386,6 +387,13 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 {
 	if (ns_miss_resolve(ns, rc))
 		return true; /* a miss was read from the store without the lock */
+	if (rc == -EAGAIN && ns->drop_wait) {
+		/* An inode to load lost a link not yet in the store (ns.c
+		 * note 7): once that is committed it loads. */
+		ns->drop_wait = false;
+		if (r->tries++ < RECLAIM_TRIES && force_commit(ns))
+			return true;
+	}
 	if (reclaim_retry(ns, rc, r))
 		return true;
 	ns_miss_disarm();
