@@ -217,7 +217,7 @@ void ns_free(struct ns *ns)
 		free(ns->dirty_i[p].v);
 		map_free(&ns->recs[p]);
 		map_free(&ns->drops[p]);
-		map_free(&ns->drop_ctime[p]);
+		map_free(&ns->drops_more[p]);
 	}
 	map_free(&ns->holds);
 	extent_cache_fini(&ns->ext);

@@ -73,9 +73,10 @@ struct ns {
 	struct map recs[2];              /* inode slot -> offset of its INODE_PUT record, in the
 	                                  * batches of even/odd seq (one record per inode) */
 	struct map holds;                /* ino -> open handles holding it */
-	struct map drops[2];             /* ino -> links an inode the cache did not hold lost
-	                                  * (INODE_UNLINK) in the batch of even/odd seq */
-	struct map drop_ctime[2];        /* ino -> the time of the last of them (ns.c note 7) */
+	struct map drops[2];             /* ino -> the time an inode the cache did not hold
+	                                  * last lost a link (INODE_UNLINK) in the batch of
+	                                  * even/odd seq (ns.c note 7) */
+	struct map drops_more[2];        /* ino -> links it lost there beyond the first */
 	bool drop_wait;                  /* an attempt refused to load such an inode */
 	struct extent_cache ext;         /* per-inode extent trees (extent.h) */
 	/* The journal bound (ns.h): limits, waiters, the committer's kick. */

@@ -43,12 +43,18 @@ struct rm_resume {
 	uint64_t names_dir;        /* inode number of the directory they are in */
 	unsigned n, next;
 	struct rm_name *names;     /* RM_NAMES */
+	/* Where the walk of a child list goes on, in this lock hold: the
+	 * entries before it are negative or handed out, and it is the next
+	 * of the one handed out last, which its removal leaves listed. */
+	uint64_t list_dir;         /* inode number of the directory; 0: none */
+	mc_off_t list_at;
 };
 
 struct scan_ctx {
 	struct shm *s;
 	mc_off_t dir;
 	struct rm_resume *rs;
+	uint64_t *visits;
 };
 
 /* Take names the cache does not know to be removed, up to RM_NAMES. */
@@ -57,6 +63,7 @@ static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8
 {
 	struct scan_ctx *sc = arg;
 	struct rm_resume *rs = sc->rs;
+	(*sc->visits)++;
 	mc_off_t d = dcache_find(sc->s, sc->dir, name, len);
 	if (d && !(dentry_at(sc->s, d)->flags & MC_D_POSITIVE))
 		return 0;
@@ -93,7 +100,7 @@ static int scan_names(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
 {
 	struct shm *s = ns->shm;
 	uint64_t ino = inode_at(s, dir)->ino;
-	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs };
+	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs, .visits = &ns->shr.st.rmtree_visits };
 	bool from = rs->ino == ino, attrs = sticky_needs_victim(c, inode_at(s, dir));
 	rs->n = rs->next = 0;
 	rs->names_dir = ino;
@@ -180,8 +187,13 @@ static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
                       mc_off_t *d, mc_off_t *v, bool *gone)
 {
 	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
 	*gone = false;
-	if (!dcache_complete(s, dir)) {
+	/* Every entry cached (uncommitted creates, what is left of a
+	 * directory partly cached): the child list has them all. */
+	bool all_cached = dx && dx->ncached - dx->nneg == di->u.dir.nentries;
+	if (!dcache_complete(s, dir) && !all_cached) {
 		int rc = take_next(ns, c, dir, rs, d, v, gone);
 		if (rc == 0 && !*d && !*gone) {
 			rc = scan_names(ns, c, dir, rs);
@@ -193,12 +205,20 @@ static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
 		if (*d || *gone)
 			return 0;
 	}
-	struct mc_dirx *dx = dcache_dirx(s, dir, false);
-	mc_off_t e = dx ? dx->head : 0;
-	while (e && !(dentry_at(s, e)->flags & MC_D_POSITIVE))
-		e = dentry_at(s, e)->sib_next;
+	/* Removed names stay listed as negatives until their commit: the
+	 * walk goes on where the last one stopped, not from the head. */
+	bool at = rs->list_dir == di->ino && rs->list_at;
+	mc_off_t e = at ? rs->list_at : dx ? dx->head : 0;
+	for (; e && !(dentry_at(s, e)->flags & MC_D_POSITIVE); e = dentry_at(s, e)->sib_next)
+		ns->shr.st.rmtree_visits++;
+	if (!e && at) {
+		rs->list_dir = 0; /* cannot happen, but survive: from the head */
+		return next_child(ns, c, dir, rs, d, v, gone);
+	}
 	if (!e)
 		return -EIO; /* nentries > 0 but nothing listed */
+	rs->list_dir = di->ino;
+	rs->list_at = dentry_at(s, e)->sib_next;
 	*d = e;
 	*v = dentry_at(s, e)->inode;
 	return 0;
@@ -213,6 +233,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 	const struct cred *c = nd->cred;
 	mc_off_t d, top;
 	rs->n = rs->next = 0; /* good only under this lock hold */
+	rs->list_dir = 0;
 	int rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &top);
 	if (rc < 0)
 		return rc;
