@@ -13,6 +13,9 @@
  *           in practice: a read needs a few slots, which eviction frees)
  *     an extent chunk found no page: idle files' extent trees go first
  *        (do_extent_shrink, extent_ns.h): their chunks serve the attempt
+ *     op attempt -EAGAIN with ns->drop_wait (an inode to load lost a link
+ *        in the batch being committed, ns.c note 7)
+ *        -> force_commit, attempt again (RECLAIM_TRIES at most)
  *
  * Above the high mark the thread frees idle files' extent trees first
  * (maps reload from the store, idle state is clean), then turns the hand.
