@@ -73,23 +73,27 @@ static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journa
 	uint8_t key[8];
 	char target[MC_SYMLINK_MAX];
 	MDB_val k = { 8, key }, v;
+	MDB_cursor *cur;
 	put_be64(key, r->ino);
-	int rc = mdb_get(txn, s->inodes, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return 0;
+	/* One descent: the cursor that found it deletes it. */
+	int rc = mdb_cursor_open(txn, s->inodes, &cur);
 	if (rc)
 		return rc;
-	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
-	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
-		return MDB_CORRUPTED;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+	if (rc == 0 && (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
+	                v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX))
+		rc = MDB_CORRUPTED;
 	struct mc_inode_rec rec;
-	journal_inode_decode(v.mv_data, &rec);
-	if (rec.nlink <= 1) {
-		rc = mdb_del(txn, s->inodes, &k, NULL);
-		if (rc)
-			return rc;
-		return store_ext_del_ino(txn, s->extents, r->ino);
+	if (rc == 0) {
+		journal_inode_decode(v.mv_data, &rec);
+		if (rec.nlink <= 1)
+			rc = mdb_cursor_del(cur, 0);
 	}
+	mdb_cursor_close(cur);
+	if (rc)
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	if (rec.nlink <= 1)
+		return store_ext_del_ino(txn, s->extents, r->ino);
 	/* The value lives in the map, which the put may change: copy first. */
 	size_t tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
 	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
