@@ -145,7 +145,7 @@ int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec)
 		return -EIO; /* the name it is loaded by is a link too */
 	rec->nlink -= (uint32_t)n;
 	rec->ctime_ns = (int64_t)*t;
-	return 0;
+	return 1;
 }
 
 /* ---- the journal bound --------------------------------------------------- */

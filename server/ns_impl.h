@@ -261,9 +261,11 @@ void inode_gone(struct ns *ns, mc_off_t off);
 void inode_unlinked(struct ns *ns, uint64_t ino, int64_t now);
 /* An inode record read from the store, to be cached: its link count less
  * the links it lost uncached in the running batch, which the store does
- * not have (ns.c note 7). -EAGAIN when the batch being committed lost one
- * (the store may or may not have applied it yet): load it after the
- * publish. -EIO when the store has fewer links than were dropped. */
+ * not have (ns.c note 7): 1 when so (cached, it is dirty in the running
+ * batch, newer than the store), 0 when unchanged. -EAGAIN when the batch
+ * being committed lost one (the store may or may not have applied it
+ * yet): load it after the publish. -EIO when the store has fewer links
+ * than were dropped. */
 int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec);
 
 /* ns.c: building blocks of the operations. */

@@ -85,6 +85,8 @@ int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char
 	mc_off_t off = inode_add(ns->shm, &r, target, tlen);
 	if (!off)
 		return -ENOSPC;
+	if (rc > 0)
+		inode_dirty(ns, off); /* newer than the store until the commit */
 	ns->shr.st.reloads++;
 	/* An empty directory answers misses itself (a new namespace's
 	 * root, above all); without room for that, it just does not. */
