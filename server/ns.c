@@ -30,8 +30,8 @@
  *     the attempt fails whole, eviction runs between attempts, and the
  *     attempt runs again. do_*() functions are called with the lock held.
  *  7. A non-directory the cache does not hold is removed without reading
- *     or loading its inode (remove_uncached: unlink and rmtree, when the
- *     name is not cached either): an INODE_UNLINK record tells the store to
+ *     or loading its inode (remove_uncached in rmtree.c: unlink and rmtree,
+ *     when the name is not cached either): an INODE_UNLINK record tells the store to
  *     drop one link, deleting the inode at none. Its link count is not
  *     known, so until that record's batch is published (ns->drops) the
  *     inode is never loaded from the store, which may or may not have
@@ -40,7 +40,6 @@
  *     it: a held inode stays cached. When the link count read with the
  *     name says one link, the record is an INODE_DEL and nothing waits.
  */
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -668,46 +667,6 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	victim_drop_link(ns, victim, isdir, now);
 	dir_entries(ns, dir, -1, isdir ? -1 : 0, now);
 	inode_maybe_free(ns, victim);
-}
-
-bool sticky_needs_victim(const struct cred *c, const struct mc_inode *dir)
-{
-	return (dir->mode & S_ISVTX) && c->uid != 0 && c->uid != dir->uid;
-}
-
-int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
-                    size_t len, uint64_t ino, const struct mc_inode_rec *rec)
-{
-	struct shm *s = ns->shm;
-	struct mc_inode *di = inode_at(s, dir);
-	assert(!dcache_complete(s, dir) && !inode_find(s, ino));
-	assert(rec ? !S_ISDIR(rec->mode) && rec->ino == ino : !sticky_needs_victim(c, di));
-	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
-	if (rc < 0)
-		return rc;
-	if (rec) {
-		struct mc_inode vi;
-		memset(&vi, 0, sizeof(vi));
-		vi.uid = rec->uid;
-		vi.mode = (uint16_t)rec->mode;
-		if (sticky_denies(c, di, &vi))
-			return -EPERM;
-	}
-	mc_off_t d = dcache_add(s, dir, name, len, 0, 0);
-	if (!d)
-		return -ENOSPC;
-	int64_t now = now_ns();
-	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
-	dentry_dirty(ns, d);
-	if (rec && rec->nlink == 1)
-		must(journal_del_inode(ns->running, ino), "journaling a delete");
-	else
-		inode_unlinked(ns, ino, now); /* note 7 */
-	/* Clean if any (an uncached inode pins no extent state); gone, or
-	 * reloaded from the store. */
-	extent_ino_drop(&ns->ext, ino);
-	dir_entries(ns, dir, -1, 0, now);
-	return 0;
 }
 
 /* The store's answer for the name unlink looks up, when the cache does

@@ -1,6 +1,8 @@
 /* rmtree.c - server-side recursive delete (rm -rf in one call), in bounded
  * batches: the namespace lock is dropped every `batch` removals so other
- * clients are served, and the walk restarts from the path each time. */
+ * clients are served, and the walk restarts from the path each time; and
+ * the removal of a file the cache does not hold, which unlink shares. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +12,48 @@
 
 #include "log.h"
 #include "ns_impl.h"
+
+/* ---- removing what the cache does not hold (ns.c note 7) ----------------- */
+
+bool sticky_needs_victim(const struct cred *c, const struct mc_inode *dir)
+{
+	return (dir->mode & S_ISVTX) && c->uid != 0 && c->uid != dir->uid;
+}
+
+int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
+                    size_t len, uint64_t ino, const struct mc_inode_rec *rec)
+{
+	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	assert(!dcache_complete(s, dir) && !inode_find(s, ino));
+	assert(rec ? !S_ISDIR(rec->mode) && rec->ino == ino : !sticky_needs_victim(c, di));
+	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		return rc;
+	if (rec) {
+		struct mc_inode vi;
+		memset(&vi, 0, sizeof(vi));
+		vi.uid = rec->uid;
+		vi.mode = (uint16_t)rec->mode;
+		if (sticky_denies(c, di, &vi))
+			return -EPERM;
+	}
+	mc_off_t d = dcache_add(s, dir, name, len, 0, 0);
+	if (!d)
+		return -ENOSPC;
+	int64_t now = now_ns();
+	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
+	dentry_dirty(ns, d);
+	if (rec && rec->nlink == 1)
+		must(journal_del_inode(ns->running, ino), "journaling a delete");
+	else
+		inode_unlinked(ns, ino, now); /* ns.c note 7 */
+	/* Clean if any (an uncached inode pins no extent state); gone, or
+	 * reloaded from the store. */
+	extent_ino_drop(&ns->ext, ino);
+	dir_entries(ns, dir, -1, 0, now);
+	return 0;
+}
 
 /* ---- rmtree -------------------------------------------------------------- */
 
