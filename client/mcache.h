@@ -17,7 +17,10 @@
  * the server has no room: its shared-memory segment is full, or its journal
  * of changes not yet committed reached its bound (the store is failing or
  * cannot keep up) and no commit made room within the server's
- * --journal-wait-ms; the namespace is unchanged then. Besides those, any call
+ * --journal-wait-ms; the namespace is unchanged then. A call that looks up
+ * a file another name of which was just removed may fail with EAGAIN when
+ * the server could not commit that removal within two seconds (its store
+ * is failing); the namespace is unchanged then. Besides those, any call
  * may fail with ENOTCONN (the connection to the server is gone; reconnect
  * with a new mc_connect()), ENOMEM, or EPROTO (the server sent something this
  * library does not understand).

@@ -114,6 +114,40 @@ void inode_gone(struct ns *ns, mc_off_t off)
 	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
 }
 
+void inode_unlinked(struct ns *ns, uint64_t ino, int64_t now)
+{
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	must(journal_unlink_inode(ns->running, ino, now), "journaling an unlink");
+	uint64_t *t = map_find(&ns->drops[p], ino);
+	if (!t) {
+		must(map_put(&ns->drops[p], ino, (uint64_t)now), "noting an unlink");
+		return;
+	}
+	*t = (uint64_t)now; /* another name of it: rare */
+	uint64_t *n = map_find(&ns->drops_more[p], ino);
+	if (n)
+		(*n)++;
+	else
+		must(map_put(&ns->drops_more[p], ino, 1), "noting an unlink");
+}
+
+int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec)
+{
+	if (ns->swapped && map_find(&ns->drops[ns->swapped->seq & 1], rec->ino))
+		return -EAGAIN;
+	unsigned p = (unsigned)(ns->running->seq & 1);
+	uint64_t *t = map_find(&ns->drops[p], rec->ino);
+	if (!t)
+		return 0;
+	uint64_t *more = map_find(&ns->drops_more[p], rec->ino);
+	uint64_t n = 1 + (more ? *more : 0);
+	if (rec->nlink <= n)
+		return -EIO; /* the name it is loaded by is a link too */
+	rec->nlink -= (uint32_t)n;
+	rec->ctime_ns = (int64_t)*t;
+	return 1;
+}
+
 /* ---- the journal bound --------------------------------------------------- */
 
 void ns_journal_init(struct ns *ns, const struct ns_opts *o)
@@ -317,8 +351,11 @@ void ns_publish(struct ns *ns, struct journal_batch *b)
 			s->i_dirty--;
 	}
 	iv->n = 0;
-	/* Its records' index is for the batch after next to reuse. */
+	/* Its records' index is for the batch after next to reuse; its
+	 * unlinks are in the store (ns.c note 7). */
 	map_clear(&ns->recs[p]);
+	map_clear(&ns->drops[p]);
+	map_clear(&ns->drops_more[p]);
 	atomic_store_explicit(&s->hdr->committed_seq, b->seq, memory_order_release);
 	ns->spare = b;
 	ns->swapped = NULL;

@@ -186,6 +186,19 @@ int journal_del_inode(struct journal_batch *b, uint64_t ino)
 	return 0;
 }
 
+int journal_unlink_inode(struct journal_batch *b, uint64_t ino, int64_t ctime_ns)
+{
+	if (ino == 0)
+		return -EINVAL;
+	uint8_t *p = journal_begin(b, JR_INODE_UNLINK, 0, 0, 16);
+	if (!p)
+		return -ENOMEM;
+	put_le64(p, ino);
+	put_le64(p + 8, (uint64_t)ctime_ns);
+	journal_end(b, 16);
+	return 0;
+}
+
 int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *name,
                        size_t namelen, uint64_t ino, uint8_t dtype)
 {
@@ -300,6 +313,14 @@ int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec
 		if (dtype != 0 || namelen != 0 || body_len != 8)
 			return -EPROTO;
 		r.ino = get_le64(body);
+		if (r.ino == 0)
+			return -EPROTO;
+		break;
+	case JR_INODE_UNLINK:
+		if (dtype != 0 || namelen != 0 || body_len != 16)
+			return -EPROTO;
+		r.ino = get_le64(body);
+		r.ctime_ns = (int64_t)get_le64(body + 8);
 		if (r.ino == 0)
 			return -EPROTO;
 		break;

@@ -9,6 +9,9 @@
  *   u8 type, u8 dtype, u16 namelen, u32 body_len, then the body:
  *   INODE_PUT:  struct journal_inode_disk, then the symlink target
  *   INODE_DEL:  u64 ino
+ *   INODE_UNLINK: u64 ino, i64 ctime_ns: the inode lost one link (of a name
+ *               the cache did not hold it by); at 0 it is deleted as by
+ *               INODE_DEL, else its nlink drops by one and ctime is set
  *   DENTRY_PUT: u64 parent, u64 ino, name
  *   DENTRY_DEL: u64 parent, name
  *   EXTENT_SET: u64 ino, u64 start, u64 end (inclusive), u64 phys, u32 flags
@@ -41,6 +44,7 @@ enum journal_type {
 	JR_DENTRY_DEL = 4,
 	JR_EXTENT_SET = 5,
 	JR_EXTENT_PUNCH = 6,
+	JR_INODE_UNLINK = 7,
 };
 
 /* One group-commit batch. */
@@ -59,7 +63,8 @@ struct journal_rec {
 	struct mc_inode_rec inode;   /* INODE_PUT */
 	const char *target;          /* INODE_PUT of a symlink, else NULL */
 	size_t target_len;
-	uint64_t ino;                /* INODE_DEL; DENTRY_PUT: the child */
+	uint64_t ino;                /* INODE_DEL, INODE_UNLINK; DENTRY_PUT: the child */
+	int64_t ctime_ns;            /* INODE_UNLINK */
 	uint64_t parent;             /* DENTRY_PUT, DENTRY_DEL */
 	const char *name;
 	size_t namelen;
@@ -88,6 +93,8 @@ int journal_put_inode(struct journal_batch *b, const struct mc_inode_rec *rec,
  * (the batch unchanged) when there is no INODE_PUT of rec->ino at off. */
 int journal_update_inode(struct journal_batch *b, size_t off, const struct mc_inode_rec *rec);
 int journal_del_inode(struct journal_batch *b, uint64_t ino);
+/* INODE_UNLINK: ino lost one link at ctime_ns. 0, -ENOMEM, -EINVAL (ino 0). */
+int journal_unlink_inode(struct journal_batch *b, uint64_t ino, int64_t ctime_ns);
 int journal_put_dentry(struct journal_batch *b, uint64_t parent, const char *name,
                        size_t namelen, uint64_t ino, uint8_t dtype);
 int journal_del_dentry(struct journal_batch *b, uint64_t parent, const char *name,

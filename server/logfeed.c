@@ -82,6 +82,7 @@ static void feed_rec(struct feed *f, uint64_t seq, uint64_t idx, uint64_t t,
 		[JR_INODE_PUT] = "inode_put", [JR_INODE_DEL] = "inode_del",
 		[JR_DENTRY_PUT] = "dentry_put", [JR_DENTRY_DEL] = "dentry_del",
 		[JR_EXTENT_SET] = "extent_set", [JR_EXTENT_PUNCH] = "extent_punch",
+		[JR_INODE_UNLINK] = "inode_unlink",
 	};
 	feed_printf(f, "{\"seq\":%llu,\"rec\":%llu,\"time_ns\":%llu,\"op\":\"%s\"",
 	            (unsigned long long)seq, (unsigned long long)idx, (unsigned long long)t,
@@ -100,6 +101,10 @@ static void feed_rec(struct feed *f, uint64_t seq, uint64_t idx, uint64_t t,
 	}
 	case JR_INODE_DEL:
 		feed_printf(f, ",\"ino\":%llu", (unsigned long long)r->ino);
+		break;
+	case JR_INODE_UNLINK:
+		feed_printf(f, ",\"ino\":%llu,\"ctime_ns\":%lld", (unsigned long long)r->ino,
+		            (long long)r->ctime_ns);
 		break;
 	case JR_DENTRY_PUT:
 		feed_printf(f, ",\"parent\":%llu", (unsigned long long)r->parent);

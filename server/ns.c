@@ -29,6 +29,16 @@
  *     under NS_LOCKED or a reclaim loop, so that when the segment is full
  *     the attempt fails whole, eviction runs between attempts, and the
  *     attempt runs again. do_*() functions are called with the lock held.
+ *  7. A non-directory the cache does not hold is removed without reading
+ *     or loading its inode (remove_uncached in rmtree.c: unlink and rmtree,
+ *     when the name is not cached either): an INODE_UNLINK record tells the store to
+ *     drop one link, deleting the inode at none. Its link count is not
+ *     known, so until that record's batch is published (ns->drops) the
+ *     inode is never loaded from the store, which may or may not have
+ *     applied it yet: a load waits for the commit (ns_cache_inode_rec,
+ *     do_reclaim_retry) and warmers leave it out. No open handle can hold
+ *     it: a held inode stays cached. When the link count read with the
+ *     name says one link, the record is an INODE_DEL and nothing waits.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -233,6 +243,8 @@ void ns_free(struct ns *ns)
 		free(ns->dirty_d[p].v);
 		free(ns->dirty_i[p].v);
 		map_free(&ns->recs[p]);
+		map_free(&ns->drops[p]);
+		map_free(&ns->drops_more[p]);
 	}
 	map_free(&ns->holds);
 	extent_cache_fini(&ns->ext);
@@ -687,6 +699,23 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	inode_maybe_free(ns, victim);
 }
 
+/* The store's answer for the name unlink looks up, when the cache does
+ * not hold the name or its file and the file may go uncached
+ * (ns_miss_take): else NULL. */
+static const struct ns_miss_ans *unlink_uncached(struct ns *ns, const struct nd *nd)
+{
+	struct shm *s = ns->shm;
+	mc_off_t dir = nd_top(nd);
+	const struct ns_miss_ans *a = ns_miss_take(inode_at(s, dir)->ino, nd->last, nd->lastlen);
+	/* Cannot change under the lock since the read, but survive. */
+	if (!a || a->dtype == DT_DIR || dcache_complete(s, dir) ||
+	    dcache_find(s, dir, nd->last, nd->lastlen) || inode_find(s, a->ino) ||
+	    hold_count(ns, a->ino) > 0 ||
+	    (a->have_rec ? S_ISDIR(a->rec.mode) : sticky_needs_victim(nd->cred, inode_at(s, dir))))
+		return NULL;
+	return a;
+}
+
 static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 {
 	struct nd nd;
@@ -700,8 +729,19 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = -EISDIR;
 		goto out;
 	}
+	/* A file the last attempt read for this: no inode to load (note 7). */
+	const struct ns_miss_ans *a = unlink_uncached(ns, &nd);
+	if (a) {
+		rc = nd.slash ? -ENOTDIR
+		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, a->ino,
+		                                a->have_rec ? &a->rec : NULL);
+		goto out;
+	}
 	mc_off_t d, victim;
+	/* The sticky rule needs the owner: then the inode is read. */
+	ns_miss_for_removal(!sticky_needs_victim(c, inode_at(ns->shm, nd_top(&nd))));
 	rc = ns_lookup(ns, nd_top(&nd), nd.last, nd.lastlen, &d, &victim);
+	ns_miss_for_removal(false);
 	if (rc < 0)
 		goto out;
 	if (!victim || nd.slash) {

@@ -12,7 +12,9 @@
  * open, or with cached children) -- or the journal is full (a mutation
  * found the journal bound of ns_opts reached and no commit made room
  * within journal_wait_ms); -EIO: the store failed or disagrees with
- * itself.
+ * itself; -EAGAIN: an inode to load lost a link, by the removal of a name
+ * the cache did not hold, in the batch being committed, and no commit was
+ * published within the forced-commit wait (ns.c note 7).
  *
  * Journal bound: every mutation (mkdir, symlink, open with O_CREAT or
  * O_TRUNC, link, unlink, rmdir, rename, chmod, chown, utimens, truncate,

@@ -73,6 +73,11 @@ struct ns {
 	struct map recs[2];              /* inode slot -> offset of its INODE_PUT record, in the
 	                                  * batches of even/odd seq (one record per inode) */
 	struct map holds;                /* ino -> open handles holding it */
+	struct map drops[2];             /* ino -> the time an inode the cache did not hold
+	                                  * last lost a link (INODE_UNLINK) in the batch of
+	                                  * even/odd seq (ns.c note 7) */
+	struct map drops_more[2];        /* ino -> links it lost there beyond the first */
+	bool drop_wait;                  /* an attempt refused to load such an inode */
 	struct extent_cache ext;         /* per-inode extent trees (extent.h) */
 	/* The journal bound (ns.h): limits, waiters, the committer's kick. */
 	uint64_t jmax_recs, jmax_bytes;
@@ -232,7 +237,16 @@ int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len);
  * and the name was read (and cached if it could be): run the attempt
  * again. */
 bool ns_miss_resolve(struct ns *ns, int rc);
-/* walk.c: cache an inode record read from the store, as a reload. */
+/* Lookups of this thread are (on) or are no longer (off) for a removal:
+ * ns_miss.c note 4. */
+void ns_miss_for_removal(bool on);
+/* Lock held, in the attempt after ns_miss_resolve: the store's answer for
+ * name in parent that a lookup for a removal read and left uncached (a
+ * non-directory with one link, its inode not cached), or NULL. Once. */
+const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len);
+/* walk.c: cache an inode record read from the store, as a reload.
+ * -EAGAIN (and ns->drop_wait set) when its inode lost a link not yet
+ * published (ns.c note 7): do_reclaim_retry commits, then retries. */
 int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
                        size_t tlen, mc_off_t *out);
 
@@ -257,6 +271,17 @@ void inode_dirty(struct ns *ns, mc_off_t off);
 void inode_changed(struct ns *ns, mc_off_t off);
 /* Journal the deletion of an inode that lost its last link. */
 void inode_gone(struct ns *ns, mc_off_t off);
+/* Journal that inode ino, which the cache does not hold, lost a link at
+ * now (INODE_UNLINK), and note it until its batch is published. */
+void inode_unlinked(struct ns *ns, uint64_t ino, int64_t now);
+/* An inode record read from the store, to be cached: its link count less
+ * the links it lost uncached in the running batch, which the store does
+ * not have (ns.c note 7): 1 when so (cached, it is dirty in the running
+ * batch, newer than the store), 0 when unchanged. -EAGAIN when the batch
+ * being committed lost one (the store may or may not have applied it
+ * yet): load it after the publish. -EIO when the store has fewer links
+ * than were dropped. */
+int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec);
 
 /* ns.c: building blocks of the operations. */
 void inode_maybe_free(struct ns *ns, mc_off_t off);
@@ -270,6 +295,17 @@ int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t 
 int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t victim, bool isdir);
 /* Remove name d (naming victim) from dir; the checks are done. */
 void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim);
+/* Remove name (not cached) of dir (not complete), naming inode ino, a
+ * non-directory the cache does not hold, without loading it (ns.c note
+ * 7): may_delete's checks, then DENTRY_DEL, INODE_DEL when rec (the
+ * inode as read with the name, or NULL) says one link, else INODE_UNLINK,
+ * and a dirty negative entry (the store has the name until the commit).
+ * rec is needed when sticky_needs_victim. -EACCES, -EPERM (the checks),
+ * -ENOSPC (no room for the negative entry): nothing changed. */
+int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
+                    size_t len, uint64_t ino, const struct mc_inode_rec *rec);
+/* Does the sticky rule need the victim's owner for c to remove from dir? */
+bool sticky_needs_victim(const struct cred *c, const struct mc_inode *dir);
 /* victim lost one of its names (a directory its only one): journal it and,
  * when that was its last link, its deletion, pruning a directory's cached
  * children at once (ns.c note 5). */

@@ -24,7 +24,15 @@
  *     room: a lookup always ends.
  *  3. Outside a reclaim loop (or once do_reclaim_retry said stop, which
  *     disarms) ns_lookup reads under the lock; the state is per thread.
+ *  4. A lookup for a removal (ns_miss_for_removal) reads the name alone
+ *     (its inode too only for a directory); when it names a non-directory
+ *     whose inode the cache does not hold, the answer stays uncached, for
+ *     the next attempt only (ns_miss_take): the lock is held from the
+ *     insert to that attempt and the semaphore from the read to the
+ *     insert, so nothing it says can have changed. The file is then
+ *     removed without its inode being read or loaded (ns.c note 7).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,9 @@ struct ns_miss_tl {
 	bool armed;               /* inside a reclaim loop */
 	bool pending;             /* a miss noted in ans, not read yet */
 	unsigned tries;           /* reads for this name so far */
+	bool for_removal;         /* the lookups now are for a removal (note 4) */
+	bool ans_removal;         /* ans was noted by such a lookup */
+	bool fresh;               /* ans was read and left uncached for the next attempt */
 	struct ns_miss_ans ans;
 };
 static __thread struct ns_miss_tl tl;
@@ -65,16 +76,43 @@ void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
 	                         a->target, &a->tlen, &a->have_rec);
 }
 
+/* A removal's read (note 4): the name, and the inode of a directory. */
+static void miss_read_removal(struct ns *ns, struct ns_miss_ans *a)
+{
+	unsigned delay = miss_delay_us();
+	if (delay)
+		usleep(delay);
+	a->have_rec = false;
+	a->tlen = 0;
+	a->err = store_get_dentry(ns->store, a->parent, a->name, a->len, &a->ino, &a->dtype);
+	if (a->err == 0 && (a->dtype == DT_DIR || a->dtype == DT_UNKNOWN))
+		ns_miss_read(ns, a->parent, a->name, a->len, a);
+}
+
 void ns_miss_arm(void)
 {
 	tl.armed = true;
-	tl.pending = false;
+	tl.pending = tl.fresh = false;
 	tl.tries = 0;
 }
 
 void ns_miss_disarm(void)
 {
-	tl.armed = tl.pending = false;
+	tl.armed = tl.pending = tl.fresh = false;
+}
+
+void ns_miss_for_removal(bool on)
+{
+	tl.for_removal = on;
+}
+
+const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len)
+{
+	if (!tl.fresh || tl.ans.parent != parent || tl.ans.len != len ||
+	    memcmp(tl.ans.name, name, len) != 0)
+		return NULL;
+	tl.fresh = false;
+	return &tl.ans;
 }
 
 int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len)
@@ -92,6 +130,7 @@ int ns_miss_defer(struct ns *ns, uint64_t parent, const char *name, size_t len)
 	tl.ans.len = len;
 	memcpy(tl.ans.name, name, len);
 	tl.pending = true;
+	tl.ans_removal = tl.for_removal;
 	return NS_EMISS;
 }
 
@@ -112,6 +151,11 @@ static void miss_insert(struct ns *ns, const struct ns_miss_ans *a)
 		return;
 	mc_off_t ioff = inode_find(s, a->ino); /* cached: newer than any read */
 	bool added = false;
+	if (!ioff && tl.ans_removal && !a->have_rec && a->dtype != DT_DIR &&
+	    a->dtype != DT_UNKNOWN) {
+		tl.fresh = true; /* note 4 */
+		return;
+	}
 	if (!ioff) {
 		if (!a->have_rec || ns_cache_inode_rec(ns, &a->rec, a->target, a->tlen, &ioff) < 0)
 			return;
@@ -123,13 +167,17 @@ static void miss_insert(struct ns *ns, const struct ns_miss_ans *a)
 
 bool ns_miss_resolve(struct ns *ns, int rc)
 {
+	tl.fresh = false; /* good for the attempt after the read only */
 	if (rc != NS_EMISS || !tl.armed || !tl.pending)
 		return false;
 	tl.pending = false;
 	tl.tries++;
 	pthread_mutex_unlock(&ns->lock);
 	commit_sem_read_lock(&ns->csem);
-	ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
+	if (tl.ans_removal)
+		miss_read_removal(ns, &tl.ans);
+	else
+		ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
 	pthread_mutex_lock(&ns->lock);
 	miss_insert(ns, &tl.ans);
 	commit_sem_read_unlock(&ns->csem);

@@ -60,8 +60,16 @@ static int warm_one(struct ns *ns, mc_off_t dir, const struct ns_warm_ent *e)
 	struct shm *s = ns->shm;
 	mc_off_t ioff = inode_find(s, e->ino);
 	bool added = false;
+	int adj = 0;
 	if (!ioff) {
-		ioff = inode_add(s, &e->rec, e->target, e->tlen);
+		/* Less the links it lost uncached since; when the snapshot may
+		 * or may not have them, left out: the directory stays
+		 * incomplete (ns.c note 7). */
+		struct mc_inode_rec rec = e->rec;
+		adj = inode_unlink_adjust(ns, &rec);
+		if (adj < 0)
+			return 0;
+		ioff = inode_add(s, &rec, e->target, e->tlen);
 		if (!ioff)
 			return -ENOSPC;
 		added = true;
@@ -74,6 +82,8 @@ static int warm_one(struct ns *ns, mc_off_t dir, const struct ns_warm_ent *e)
 			inode_del(s, ioff);
 		return -ENOSPC;
 	}
+	if (added && adj > 0)
+		inode_dirty(ns, ioff); /* newer than the store until the commit */
 	return 0;
 }
 

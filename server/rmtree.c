@@ -1,6 +1,8 @@
 /* rmtree.c - server-side recursive delete (rm -rf in one call), in bounded
  * batches: the namespace lock is dropped every `batch` removals so other
- * clients are served, and the walk restarts from the path each time. */
+ * clients are served, and the walk restarts from the path each time; and
+ * the removal of a file the cache does not hold, which unlink shares. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +12,48 @@
 
 #include "log.h"
 #include "ns_impl.h"
+
+/* ---- removing what the cache does not hold (ns.c note 7) ----------------- */
+
+bool sticky_needs_victim(const struct cred *c, const struct mc_inode *dir)
+{
+	return (dir->mode & S_ISVTX) && c->uid != 0 && c->uid != dir->uid;
+}
+
+int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const char *name,
+                    size_t len, uint64_t ino, const struct mc_inode_rec *rec)
+{
+	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	assert(!dcache_complete(s, dir) && !inode_find(s, ino));
+	assert(rec ? !S_ISDIR(rec->mode) && rec->ino == ino : !sticky_needs_victim(c, di));
+	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
+	if (rc < 0)
+		return rc;
+	if (rec) {
+		struct mc_inode vi;
+		memset(&vi, 0, sizeof(vi));
+		vi.uid = rec->uid;
+		vi.mode = (uint16_t)rec->mode;
+		if (sticky_denies(c, di, &vi))
+			return -EPERM;
+	}
+	mc_off_t d = dcache_add(s, dir, name, len, 0, 0);
+	if (!d)
+		return -ENOSPC;
+	int64_t now = now_ns();
+	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
+	dentry_dirty(ns, d);
+	if (rec && rec->nlink == 1)
+		must(journal_del_inode(ns->running, ino), "journaling a delete");
+	else
+		inode_unlinked(ns, ino, now); /* ns.c note 7 */
+	/* Clean if any (an uncached inode pins no extent state); gone, or
+	 * reloaded from the store. */
+	extent_ino_drop(&ns->ext, ino);
+	dir_entries(ns, dir, -1, 0, now);
+	return 0;
+}
 
 /* ---- rmtree -------------------------------------------------------------- */
 
@@ -21,6 +65,7 @@ struct rm_name {
 	uint8_t dtype;
 	uint8_t len;
 	bool has_rec;              /* rec read in the scan's snapshot */
+	mc_off_t d;                /* its positive dentry when the scan found one cached */
 	char name[MC_NAME_MAX];
 	struct mc_inode_rec rec;
 };
@@ -31,7 +76,10 @@ struct rm_name {
  * The names are good only while the namespace lock is held since the scan
  * (rmtree_some empties them): a removal of one of them that is committed
  * meanwhile leaves a dirty negative dentry, which only a publish (under
- * the lock) makes evictable, so the cache check at use still sees it. */
+ * the lock) makes evictable, so the cache check at use still sees it.
+ * Within that hold the cache state each name had at the scan stays: only
+ * its own removal changes it, eviction waits for the next attempt, and
+ * the other removals, loads and descents touch no other name of dir. */
 struct rm_resume {
 	uint64_t ino;              /* 0: none */
 	uint8_t len;
@@ -39,12 +87,18 @@ struct rm_resume {
 	uint64_t names_dir;        /* inode number of the directory they are in */
 	unsigned n, next;
 	struct rm_name *names;     /* RM_NAMES */
+	/* Where the walk of a child list goes on, in this lock hold: the
+	 * entries before it are negative or handed out, and it is the next
+	 * of the one handed out last, which its removal leaves listed. */
+	uint64_t list_dir;         /* inode number of the directory; 0: none */
+	mc_off_t list_at;
 };
 
 struct scan_ctx {
 	struct shm *s;
 	mc_off_t dir;
 	struct rm_resume *rs;
+	uint64_t *visits;
 };
 
 /* Take names the cache does not know to be removed, up to RM_NAMES. */
@@ -53,6 +107,7 @@ static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8
 {
 	struct scan_ctx *sc = arg;
 	struct rm_resume *rs = sc->rs;
+	(*sc->visits)++;
 	mc_off_t d = dcache_find(sc->s, sc->dir, name, len);
 	if (d && !(dentry_at(sc->s, d)->flags & MC_D_POSITIVE))
 		return 0;
@@ -64,25 +119,39 @@ static int take_one(void *arg, const char *name, size_t len, uint64_t ino, uint8
 	r->has_rec = rec != NULL;
 	if (rec)
 		r->rec = *rec;
+	r->d = d;
 	return rs->n == RM_NAMES;
 }
 
+/* take_one without the inode: a file goes without it (ns.c note 7). */
+static int take_name(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	return take_one(arg, name, len, ino, dtype, NULL);
+}
+
+static int scan_from(struct ns *ns, bool attrs, uint64_t ino, const char *after, size_t len,
+                     struct scan_ctx *sc)
+{
+	return attrs ? store_scan_dir_attrs(ns->store, ino, after, len, take_one, sc)
+	             : store_scan_dir_after(ns->store, ino, after, len, take_name, sc);
+}
+
 /* Scan the store for the next names of dir after the resume point (from
- * the start when nothing is left after it: something came in behind).
- * Returns the number taken. */
-static int scan_names(struct ns *ns, mc_off_t dir, struct rm_resume *rs)
+ * the start when nothing is left after it: something came in behind),
+ * with their inodes when the sticky rule needs their owners. Returns the
+ * number taken. */
+static int scan_names(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs)
 {
 	struct shm *s = ns->shm;
 	uint64_t ino = inode_at(s, dir)->ino;
-	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs };
-	bool from = rs->ino == ino;
+	struct scan_ctx sc = { .s = s, .dir = dir, .rs = rs, .visits = &ns->shr.st.rmtree_visits };
+	bool from = rs->ino == ino, attrs = sticky_needs_victim(c, inode_at(s, dir));
 	rs->n = rs->next = 0;
 	rs->names_dir = ino;
-	int rc = store_scan_dir_attrs(ns->store, ino, from ? rs->name : NULL, from ? rs->len : 0,
-	                              take_one, &sc);
+	int rc = scan_from(ns, attrs, ino, from ? rs->name : NULL, from ? rs->len : 0, &sc);
 	if (rc >= 0 && rs->n == 0 && from) {
 		rs->ino = 0;
-		rc = store_scan_dir_attrs(ns->store, ino, NULL, 0, take_one, &sc);
+		rc = scan_from(ns, attrs, ino, NULL, 0, &sc);
 	}
 	if (rc < 0)
 		return rc;
@@ -98,41 +167,11 @@ static void resume_at(struct rm_resume *rs, const struct rm_name *r)
 	memcpy(rs->name, r->name, r->len);
 }
 
-/* Remove r, a name of dir (not complete) naming a regular file with one
- * link that the cache does not hold, without caching the file: the same
- * checks, records and negative entry (the store has the name until the
- * commit) as remove_entry after loading it, and no inode slot. -ENOSPC
- * (no room for the negative entry) changes nothing. */
-static int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir,
-                           const struct rm_name *r)
-{
-	struct shm *s = ns->shm;
-	struct mc_inode *di = inode_at(s, dir);
-	int rc = permission(c, di, MAY_WRITE | MAY_EXEC);
-	if (rc < 0)
-		return rc;
-	struct mc_inode vi;
-	memset(&vi, 0, sizeof(vi));
-	vi.uid = r->rec.uid;
-	vi.mode = (uint16_t)r->rec.mode;
-	if (sticky_denies(c, di, &vi))
-		return -EPERM;
-	mc_off_t d = dcache_add(s, dir, r->name, r->len, 0, 0);
-	if (!d)
-		return -ENOSPC;
-	must(journal_del_dentry(ns->running, di->ino, r->name, r->len),
-	     "journaling a dentry delete");
-	dentry_dirty(ns, d);
-	must(journal_del_inode(ns->running, r->ino), "journaling a delete");
-	extent_ino_drop(&ns->ext, r->ino);
-	dir_entries(ns, dir, -1, 0, now_ns());
-	return 0;
-}
-
 /* The next taken name of dir that is still to be removed, cached (loaded
  * as a listing loads it: the scan gave its inode number, no dentry read),
- * or, for a plain file the cache does not hold, removed at once
- * (remove_uncached, *gone). *d 0 and *gone false when none is left. */
+ * or, for a non-directory the cache does not hold, removed at once
+ * without its inode (remove_uncached, ns.c note 7: *gone). *d 0 and
+ * *gone false when none is left. */
 static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct rm_resume *rs,
                      mc_off_t *d, mc_off_t *v, bool *gone)
 {
@@ -141,52 +180,44 @@ static int take_next(struct ns *ns, const struct cred *c, mc_off_t dir, struct r
 	*gone = false;
 	if (rs->names_dir != inode_at(s, dir)->ino)
 		rs->n = rs->next = 0;
-	while (rs->next < rs->n) {
-		/* Each name is handed out once: its removal follows, and the
-		 * next scan (after the lock was dropped, when the names left
-		 * are forgotten) goes on after it. A name that could not be
-		 * cached or removed for want of room stays first (resume_at). */
-		const struct rm_name *r = &rs->names[rs->next];
-		mc_off_t e = dcache_find(s, dir, r->name, r->len);
-		if (e) {
-			resume_at(rs, r);
-			if (!(dentry_at(s, e)->flags & MC_D_POSITIVE))
-				continue;
-			*d = e;
-			*v = dentry_at(s, e)->inode;
-			return 0;
-		}
-		/* The inode as the scan read it, when the cache does not have
-		 * it: nothing changes an uncached inode without the lock. A
-		 * directory goes through ns_load_inode (an empty one becomes
-		 * complete), and so does a symlink (its target). */
-		mc_off_t ioff = inode_find(s, r->ino);
-		if (!ioff && r->has_rec && S_ISREG(r->rec.mode) && r->rec.nlink == 1) {
-			int rc = remove_uncached(ns, c, dir, r);
-			if (rc < 0)
-				return rc;
-			resume_at(rs, r);
-			*gone = true;
-			return 0;
-		}
-		if (!ioff && r->has_rec && !S_ISDIR(r->rec.mode)) {
-			ioff = inode_add(s, &r->rec, NULL, 0);
-			if (!ioff)
-				return -ENOSPC;
-			ns->shr.st.reloads++;
-		} else if (!ioff) {
-			int rc = ns_load_inode(ns, r->ino, &ioff);
-			if (rc < 0)
-				return rc;
-		}
-		e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
-		if (!e)
-			return -ENOSPC;
+	if (rs->next >= rs->n)
+		return 0;
+	/* Each name is handed out once: its removal follows, and the next
+	 * scan (after the lock was dropped, when the names left are
+	 * forgotten) goes on after it. A name that could not be cached or
+	 * removed for want of room stays first (resume_at). Its cache state
+	 * is the scan's (struct rm_resume). */
+	const struct rm_name *r = &rs->names[rs->next];
+	if (r->d) {
 		resume_at(rs, r);
-		*d = e;
-		*v = ioff;
+		*d = r->d;
+		*v = dentry_at(s, r->d)->inode;
 		return 0;
 	}
+	mc_off_t ioff = inode_find(s, r->ino);
+	bool isdir = r->has_rec ? S_ISDIR(r->rec.mode) : r->dtype == DT_DIR || r->dtype == DT_UNKNOWN;
+	if (!ioff && !isdir && (r->has_rec || !sticky_needs_victim(c, inode_at(s, dir)))) {
+		int rc = remove_uncached(ns, c, dir, r->name, r->len, r->ino,
+		                         r->has_rec ? &r->rec : NULL);
+		if (rc < 0)
+			return rc;
+		resume_at(rs, r);
+		*gone = true;
+		return 0;
+	}
+	/* A directory (an empty one becomes complete), or a symlink whose
+	 * owner the sticky rule needs (the scan does not read targets). */
+	if (!ioff) {
+		int rc = ns_load_inode(ns, r->ino, &ioff);
+		if (rc < 0)
+			return rc;
+	}
+	mc_off_t e = dcache_add(s, dir, r->name, r->len, ioff, r->dtype);
+	if (!e)
+		return -ENOSPC;
+	resume_at(rs, r);
+	*d = e;
+	*v = ioff;
 	return 0;
 }
 
@@ -200,11 +231,16 @@ static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
                       mc_off_t *d, mc_off_t *v, bool *gone)
 {
 	struct shm *s = ns->shm;
+	struct mc_inode *di = inode_at(s, dir);
+	struct mc_dirx *dx = dcache_dirx(s, dir, false);
 	*gone = false;
-	if (!dcache_complete(s, dir)) {
+	/* Every entry cached (uncommitted creates, what is left of a
+	 * directory partly cached): the child list has them all. */
+	bool all_cached = dx && dx->ncached - dx->nneg == di->u.dir.nentries;
+	if (!dcache_complete(s, dir) && !all_cached) {
 		int rc = take_next(ns, c, dir, rs, d, v, gone);
 		if (rc == 0 && !*d && !*gone) {
-			rc = scan_names(ns, dir, rs);
+			rc = scan_names(ns, c, dir, rs);
 			if (rc > 0)
 				rc = take_next(ns, c, dir, rs, d, v, gone);
 		}
@@ -213,12 +249,20 @@ static int next_child(struct ns *ns, const struct cred *c, mc_off_t dir, struct 
 		if (*d || *gone)
 			return 0;
 	}
-	struct mc_dirx *dx = dcache_dirx(s, dir, false);
-	mc_off_t e = dx ? dx->head : 0;
-	while (e && !(dentry_at(s, e)->flags & MC_D_POSITIVE))
-		e = dentry_at(s, e)->sib_next;
+	/* Removed names stay listed as negatives until their commit: the
+	 * walk goes on where the last one stopped, not from the head. */
+	bool at = rs->list_dir == di->ino && rs->list_at;
+	mc_off_t e = at ? rs->list_at : dx ? dx->head : 0;
+	for (; e && !(dentry_at(s, e)->flags & MC_D_POSITIVE); e = dentry_at(s, e)->sib_next)
+		ns->shr.st.rmtree_visits++;
+	if (!e && at) {
+		rs->list_dir = 0; /* cannot happen, but survive: from the head */
+		return next_child(ns, c, dir, rs, d, v, gone);
+	}
 	if (!e)
 		return -EIO; /* nentries > 0 but nothing listed */
+	rs->list_dir = di->ino;
+	rs->list_at = dentry_at(s, e)->sib_next;
 	*d = e;
 	*v = dentry_at(s, e)->inode;
 	return 0;
@@ -233,6 +277,7 @@ static int rmtree_some(struct nd *nd, unsigned *budget, struct rm_resume *rs)
 	const struct cred *c = nd->cred;
 	mc_off_t d, top;
 	rs->n = rs->next = 0; /* good only under this lock hold */
+	rs->list_dir = 0;
 	int rc = ns_lookup(ns, nd_top(nd), nd->last, nd->lastlen, &d, &top);
 	if (rc < 0)
 		return rc;

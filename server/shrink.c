@@ -13,6 +13,9 @@
  *           in practice: a read needs a few slots, which eviction frees)
  *     an extent chunk found no page: idle files' extent trees go first
  *        (do_extent_shrink, extent_ns.h): their chunks serve the attempt
+ *     op attempt -EAGAIN with ns->drop_wait (an inode to load lost a link
+ *        in the batch being committed, ns.c note 7)
+ *        -> force_commit, attempt again (RECLAIM_TRIES at most)
  *
  * Above the high mark the thread frees idle files' extent trees first
  * (maps reload from the store, idle state is clean), then turns the hand.
@@ -333,6 +336,7 @@ void reclaim_begin(struct ns *ns, struct reclaim *r)
 {
 	r->fails = ns->shm->alloc_failures;
 	r->tries = 0;
+	ns->drop_wait = false;
 	ns_miss_arm();
 }
 
@@ -386,6 +390,13 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 {
 	if (ns_miss_resolve(ns, rc))
 		return true; /* a miss was read from the store without the lock */
+	if (rc == -EAGAIN && ns->drop_wait) {
+		/* An inode to load lost a link not yet in the store (ns.c
+		 * note 7): once that is committed it loads. */
+		ns->drop_wait = false;
+		if (r->tries++ < RECLAIM_TRIES && force_commit(ns))
+			return true;
+	}
 	if (reclaim_retry(ns, rc, r))
 		return true;
 	ns_miss_disarm();

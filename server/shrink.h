@@ -25,6 +25,7 @@ struct shrink_stats {
 	uint64_t neg_evicted;    /* negative dentries evicted (shrinker and caps) */
 	uint64_t reloads;        /* entries loaded from the store on a miss */
 	uint64_t rmtree_entries; /* entries removed by rmtree (ns_rmtree) */
+	uint64_t rmtree_visits;  /* store names and listed entries it looked at for them */
 };
 
 /* Start the background shrinker of ns: it wakes when an operation leaves

@@ -30,7 +30,8 @@
  *     written with applied_seq only, so they may be older). Its table updates are applied in the same
  *     transaction only every apply_batches-th batch, when the batches not
  *     applied hold apply_bytes of records, when the batch changes an
- *     extent map, or when the overlay failed (ovl_broken): then every
+ *     extent map or holds an INODE_UNLINK (a record relative to what the
+ *     tables hold, which the overlay cannot state), or when the overlay failed (ovl_broken): then every
  *     batch after meta.applied_seq is read back from `log` and applied, and
  *     applied_seq moves to the batch. Until then the overlay holds their
  *     inode and dentry changes for the point reads, and every other read of
@@ -66,7 +67,7 @@
 /* Free space below which a failed write is taken for a full file system. */
 #define STORE_SPACE_LOW (1ull << 20)
 
-_Static_assert(LOG_MAGIC > JR_EXTENT_PUNCH, "the log magic is no journal record type");
+_Static_assert(LOG_MAGIC > JR_INODE_UNLINK, "the log magic is no journal record type");
 
 /* Split a log value into its time and records (note 1); false if the
  * header is malformed. */
@@ -118,6 +119,43 @@ bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
 	return log_value(v, &t, recs, len);
 }
 
+/* INODE_UNLINK: one link less; at none the inode and its extents go, as
+ * with INODE_DEL. An inode the store does not have has nothing to lose.
+ * An LMDB code. */
+static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journal_rec *r)
+{
+	uint8_t key[8];
+	char target[MC_SYMLINK_MAX];
+	MDB_val k = { 8, key }, v;
+	MDB_cursor *cur;
+	put_be64(key, r->ino);
+	/* One descent: the cursor that found it deletes it. */
+	int rc = mdb_cursor_open(txn, s->inodes, &cur);
+	if (rc)
+		return rc;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
+	if (rc == 0 && (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
+	                v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX))
+		rc = MDB_CORRUPTED;
+	struct mc_inode_rec rec;
+	if (rc == 0) {
+		journal_inode_decode(v.mv_data, &rec);
+		if (rec.nlink <= 1)
+			rc = mdb_cursor_del(cur, 0);
+	}
+	mdb_cursor_close(cur);
+	if (rc)
+		return rc == MDB_NOTFOUND ? 0 : rc;
+	if (rec.nlink <= 1)
+		return store_ext_del_ino(txn, s->extents, r->ino);
+	/* The value lives in the map, which the put may change: copy first. */
+	size_t tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
+	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
+	rec.nlink--;
+	rec.ctime_ns = r->ctime_ns;
+	return store_put_inode_rec(txn, s->inodes, &rec, target, tlen);
+}
+
 /* Apply one decoded record; an LMDB code. */
 static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *r)
 {
@@ -134,6 +172,8 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 		if (rc && rc != MDB_NOTFOUND)
 			return rc;
 		return store_ext_del_ino(txn, s->extents, r->ino);
+	case JR_INODE_UNLINK:
+		return store_unlink_inode(s, txn, r);
 	case JR_EXTENT_SET:
 	case JR_EXTENT_PUNCH:
 		return store_ext_apply(txn, s->extents, r);
@@ -336,7 +376,8 @@ static int store_apply_due(struct store *s, const struct journal_batch *b, uint6
 	struct journal_rec r;
 	int k;
 	while ((k = journal_next(b->buf, b->len, &pos, &r)) == 1)
-		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH)
+		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH ||
+		    r.type == JR_INODE_UNLINK)
 			due = true;
 	return k < 0 ? k : due;
 }

@@ -36,7 +36,8 @@ struct store_ovl {
 
 /* Record what r does to the tables; extent records change nothing here
  * (the extents table is read only once everything is applied). 0, or
- * -ENOMEM (the overlay may then hold part of r's effect only). */
+ * -ENOMEM (the overlay may then hold part of r's effect only), or -EINVAL for
+ * an INODE_UNLINK, which only the tables can apply. */
 int ovl_add(struct store_ovl *o, const struct journal_rec *r);
 /* 1 and *val, *vlen (pointing into the overlay, valid until the next add or
  * clear) when the key has a value, -ENOENT when the key was deleted, 0 when

@@ -76,9 +76,17 @@ int nd_push(struct nd *nd, mc_off_t dir)
 int ns_cache_inode_rec(struct ns *ns, const struct mc_inode_rec *rec, const char *target,
                        size_t tlen, mc_off_t *out)
 {
-	mc_off_t off = inode_add(ns->shm, rec, target, tlen);
+	struct mc_inode_rec r = *rec;
+	int rc = inode_unlink_adjust(ns, &r);
+	if (rc < 0) {
+		ns->drop_wait = rc == -EAGAIN;
+		return rc;
+	}
+	mc_off_t off = inode_add(ns->shm, &r, target, tlen);
 	if (!off)
 		return -ENOSPC;
+	if (rc > 0)
+		inode_dirty(ns, off); /* newer than the store until the commit */
 	ns->shr.st.reloads++;
 	/* An empty directory answers misses itself (a new namespace's
 	 * root, above all); without room for that, it just does not. */

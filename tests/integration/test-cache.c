@@ -4,7 +4,8 @@
  * completely; a kill -9 after heavy eviction loses nothing that was synced;
  * lookups of missing names cannot grow the cache past the negative caps;
  * a tree removed by unlink and rmdir leaves nothing behind; and a segment
- * full of uncommitted entries forces a commit instead of failing.
+ * full of uncommitted entries forces a commit instead of failing; unlinks
+ * of uncached files load nothing and survive a kill -9 as synced.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -433,6 +434,96 @@ static void test_forced_commit(void **state)
 	mc_disconnect(c);
 }
 
+/* unlink_files: remove /ul/file-[from, to) in batches; every one goes. */
+static void unlink_files(mc_client *c, int from, int to)
+{
+	char p[64];
+	for (int f = from; f < to; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < to && k < f + BATCH; k++) {
+			snprintf(p, sizeof(p), "/ul/file-%05d", k);
+			assert_true(mc_batch_unlink(b, p) >= 0);
+		}
+		if (mc_batch_run(b) != 0)
+			fail_msg("batch: %s", strerror(errno));
+		for (size_t k = 0; k < mc_batch_count(b); k++)
+			if (mc_batch_error(b, k) != 0)
+				fail_msg("unlink /ul/file-%05zu: %s", f + k,
+				         strerror(mc_batch_error(b, k)));
+		mc_batch_free(b);
+	}
+}
+
+/* Unlinks of files the cache does not hold (a restart, no warmers) load
+ * no inode, a hard-linked one's included (its other name then says one
+ * link); a kill -9 after more of them, unsynced and uncommitted (a
+ * one-minute commit interval), leaves exactly the synced state: the
+ * synced ones gone (the other name with one link), the rest there. */
+static void test_unlink_uncached_crash(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	const char *args[] = { "--cache-size", "1M", "--commit-interval-ms", "60000",
+	                       "--warmers", "0", NULL };
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	assert_int_equal(server_start(&srv, args), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	char p[64];
+	assert_int_equal(mc_mkdir(c, "/ul", 0755), 0);
+	for (int f = 0; f < N; f += BATCH) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = f; k < f + BATCH; k++) {
+			snprintf(p, sizeof(p), "/ul/file-%05d", k);
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		mc_batch_free(b);
+	}
+	assert_int_equal(mc_link(c, "/ul/file-00007", "/ul-twin"), 0);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	assert_int_equal(server_start(&srv, args), 0);
+	c = mc_connect(srv.socket);
+	assert_non_null(c);
+	uint64_t r0 = harness_stat_u64(c, "\"cache\"", "reloads");
+	unlink_files(c, 0, N / 2);
+	uint64_t r1 = harness_stat_u64(c, "\"cache\"", "reloads");
+	print_message("# %d unlinks of uncached files: %llu entries reloaded\n", N / 2,
+	              (unsigned long long)(r1 - r0));
+	assert_true(r1 - r0 < 10); /* the directory */
+	/* Its other name, loaded before the commit, counts the dropped link. */
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/ul-twin", &st), 0);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(mc_sync(c), 0);
+	unlink_files(c, N / 2, N);
+	mc_disconnect(c);
+	assert_int_equal(server_stop(&srv, SIGKILL), 128 + SIGKILL);
+	assert_int_equal(server_start(&srv, args), 0);
+	c = mc_connect(srv.socket);
+	assert_non_null(c);
+	for (int k = 0; k < N; k++) {
+		snprintf(p, sizeof(p), "/ul/file-%05d", k);
+		errno = 0;
+		assert_int_equal(mc_stat(c, p, &st), k < N / 2 ? -1 : 0);
+		assert_int_equal(errno, k < N / 2 ? ENOENT : 0);
+	}
+	MC_DIR *dir = mc_opendir(c, "/ul");
+	assert_non_null(dir);
+	int n = 0;
+	while (mc_readdir(dir))
+		n++;
+	mc_closedir(dir);
+	assert_int_equal(n, N / 2);
+	assert_int_equal(mc_stat(c, "/ul-twin", &st), 0);
+	assert_int_equal(st.st_nlink, 1);
+	mc_disconnect(c);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -459,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_rm_rf_leaves_nothing),
 		cmocka_unit_test(test_local_listing_survives_eviction),
 		cmocka_unit_test(test_forced_commit),
+		cmocka_unit_test(test_unlink_uncached_crash),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

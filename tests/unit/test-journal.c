@@ -61,7 +61,8 @@ static unsigned build_all(struct journal_batch *b)
 	assert_int_equal(journal_put_dentry(b, 7, long_name, sizeof(long_name), 8, DT_LNK), 0);
 	assert_int_equal(journal_del_dentry(b, 1, "x", 1), 0);
 	assert_int_equal(journal_del_dentry(b, UINT64_MAX, long_name, sizeof(long_name)), 0);
-	return 9;
+	assert_int_equal(journal_unlink_inode(b, 0x1112131415161718ull, -5), 0);
+	return 10;
 }
 
 static void test_roundtrip_all_types(void **state)
@@ -130,6 +131,11 @@ static void test_roundtrip_all_types(void **state)
 	assert_int_equal(r.type, JR_DENTRY_DEL);
 	assert_int_equal(r.parent, UINT64_MAX);
 	assert_int_equal(r.namelen, MC_NAME_MAX);
+
+	assert_int_equal(journal_next(b.buf, b.len, &pos, &r), 1);
+	assert_int_equal(r.type, JR_INODE_UNLINK);
+	assert_int_equal(r.ino, 0x1112131415161718ull);
+	assert_int_equal(r.ctime_ns, -5);
 
 	assert_int_equal(pos, b.len);
 	assert_int_equal(journal_next(b.buf, b.len, &pos, &r), 0);
@@ -249,6 +255,7 @@ static void test_append_rejects_invalid(void **state)
 	assert_int_equal(journal_del_dentry(&b, 1, big, sizeof(big)), -EINVAL);
 	assert_int_equal(journal_del_dentry(&b, 0, "a", 1), -EINVAL);
 	assert_int_equal(journal_del_inode(&b, 0), -EINVAL);
+	assert_int_equal(journal_unlink_inode(&b, 0, 1), -EINVAL);
 	assert_int_equal(journal_put_inode(&b, &lnk, tgt, sizeof(tgt)), -EINVAL);
 	assert_int_equal(journal_put_inode(&b, &reg, "t", 1), -EINVAL);
 	assert_int_equal(journal_put_inode(&b, &bad, NULL, 0), -EINVAL);
@@ -334,6 +341,11 @@ static void test_garbled_records(void **state)
 		{ "inode_del ino 0", { JR_INODE_DEL, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 16 },
 		{ "inode_del namelen", { JR_INODE_DEL, 0, 1, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 16 },
 		{ "inode_del dtype", { JR_INODE_DEL, 4, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 16 },
+		{ "inode_unlink body 8", { JR_INODE_UNLINK, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 16 },
+		{ "inode_unlink ino 0", { JR_INODE_UNLINK, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		                          1, 0, 0, 0, 0, 0, 0, 0 }, 24 },
+		{ "inode_unlink namelen", { JR_INODE_UNLINK, 0, 1, 0, 16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+		                            1, 0, 0, 0, 0, 0, 0, 0 }, 24 },
 		{ "body_len huge", { JR_INODE_DEL, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0 }, 16 },
 		{ "inode_put short body", { JR_INODE_PUT, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 }, 16 },
 		{ "dentry_put namelen 0", { JR_DENTRY_PUT, DT_REG, 0, 0, 16, 0, 0, 0,

@@ -1,7 +1,7 @@
 /* test-store_log.c - unit tests of the commit log (server/store_log.c):
  * retention by bytes, by age and by count, data.mdb staying bounded under
- * churn, reading the log back from a sequence number, and values written
- * before the log header existed. */
+ * churn, reading the log back from a sequence number, values written
+ * before the log header existed, and the INODE_UNLINK record applied. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "journal.h"
+#include "mc_shm.h"
 #include "store.h"
 #include "fixture.h"
 
@@ -277,6 +278,54 @@ static void test_legacy_value(void **state)
 	journal_batch_free(&b);
 }
 
+static int count_ext(void *arg, uint64_t start, uint64_t len, uint64_t phys, uint32_t flags)
+{
+	(void)start, (void)len, (void)phys, (void)flags;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* INODE_UNLINK drops one link of what the store has: a symlink with three
+ * keeps its target and takes the record's ctime, then at none it goes
+ * with its extents, as by INODE_DEL; one the store lacks is no error. */
+static void test_unlink_record(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .root_mode = 0755 };
+	struct store *s = open_ok(f->dir[0], &o);
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	b.next_ino = 10;
+	struct mc_inode_rec lnk = { .ino = 5, .mode = S_IFLNK | 0777, .nlink = 3, .size = 3,
+	                            .ctime_ns = 100 };
+	assert_int_equal(journal_put_inode(&b, &lnk, "a/b", 3), 0);
+	assert_int_equal(journal_set_extent(&b, 5, 0, 4095, 7, 0), 0);
+	assert_int_equal(journal_unlink_inode(&b, 5, 200), 0);
+	assert_int_equal(journal_unlink_inode(&b, 9, 200), 0);
+	commit_ok(s, &b);
+	struct mc_inode_rec r;
+	char t[MC_SYMLINK_MAX];
+	size_t tlen;
+	assert_int_equal(store_get_inode(s, 5, &r, t, &tlen), 0);
+	assert_int_equal(r.nlink, 2);
+	assert_int_equal(r.ctime_ns, 200);
+	assert_int_equal(tlen, 3);
+	assert_memory_equal(t, "a/b", 3);
+	int n = 0;
+	assert_int_equal(store_scan_extents(s, 5, count_ext, &n), 0);
+	assert_int_equal(n, 1);
+	journal_batch_reset(&b, 2);
+	assert_int_equal(journal_unlink_inode(&b, 5, 300), 0);
+	assert_int_equal(journal_unlink_inode(&b, 5, 400), 0);
+	commit_ok(s, &b);
+	assert_int_equal(store_get_inode(s, 5, &r, t, &tlen), -ENOENT);
+	n = 0;
+	assert_int_equal(store_scan_extents(s, 5, count_ext, &n), 0);
+	assert_int_equal(n, 0);
+	journal_batch_free(&b);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_age, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_since_and_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_value, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_record, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store_log", tests, NULL, NULL);
 }

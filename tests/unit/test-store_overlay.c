@@ -552,6 +552,45 @@ static void test_reads_race_commits(void **state)
 	store_close(r.s);
 }
 
+/* A link drop (INODE_UNLINK) is relative to what the tables hold, so its
+ * batch is applied in its own commit: the next point read sees the link
+ * count one lower, then the inode gone, with apply_batches far away. */
+static void test_link_drop_applied_at_once(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	struct mc_inode_rec r = file_rec(2, 10), got;
+	r.nlink = 2;
+	journal_batch_init(&b, 0);
+	journal_batch_reset(&b, 1);
+	assert_int_equal(journal_put_inode(&b, &r, NULL, 0), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "a", 1, 2, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "b", 1, 2, DT_REG), 0);
+	b.next_ino = 3;
+	commit_ok(s, &b);                               /* in the overlay only */
+	for (uint64_t seq = 2; seq <= 3; seq++) {
+		journal_batch_reset(&b, seq);
+		assert_int_equal(journal_del_dentry(&b, 1, seq == 2 ? "a" : "b", 1), 0);
+		assert_int_equal(journal_unlink_inode(&b, 2, 1000 + (int64_t)seq), 0);
+		b.next_ino = 3;
+		commit_ok(s, &b);
+		struct store_meta m;
+		assert_int_equal(store_get_meta(s, &m), 0);
+		assert_int_equal(m.applied_seq, seq);
+		if (seq == 2) {
+			assert_int_equal(store_get_inode(s, 2, &got, NULL, NULL), 0);
+			assert_int_equal(got.nlink, 1);
+			assert_int_equal(got.ctime_ns, 1002);
+		} else {
+			assert_int_equal(store_get_inode(s, 2, &got, NULL, NULL), -ENOENT);
+		}
+	}
+	journal_batch_free(&b);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -562,6 +601,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_format1_upgraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_applies_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_race_commits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_drop_applied_at_once, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store_overlay", tests, NULL, NULL);
 }

@@ -1,0 +1,245 @@
+/* test-rmtree.c - unit tests of server/rmtree.c over a real LMDB store and
+ * segment: the work rmtree does to find each next entry stays O(1)
+ * amortised in a directory that is neither complete nor uncached (store
+ * names, cached ones, uncommitted creates); files the cache does not hold
+ * are removed without loading them, with the right link counts (ns.c
+ * note 7). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "journal.h"
+#include "cred.h"
+#include "fsck.h"
+#include "mc_shm.h"
+#include "ns.h"
+#include "shm.h"
+#include "shrink.h"
+#include "store.h"
+#include "fixture.h"
+
+#define MIB (1ull << 20)
+#define P(s) (s), strlen(s)
+#define NFILES 10
+
+static const struct cred root_cred = { .uid = 0, .gid = 0 };
+
+struct fx {
+	char dir[256];
+	struct store *st;
+	struct shm *shm;
+	struct ns *ns;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	fixture_template(f->dir, sizeof(f->dir), "test-rmtree");
+	struct store_opts o = { .root_mode = 0755 };
+	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
+	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	ns_free(f->ns);
+	shm_destroy(f->shm);
+	store_close(f->st);
+	fixture_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+static void commit_all(struct fx *f)
+{
+	struct journal_batch *b;
+	while ((b = ns_swap(f->ns))) {
+		struct store_commit_times t;
+		assert_int_equal(store_commit(f->st, b, &t), 0);
+		ns_publish(f->ns, b);
+	}
+}
+
+/* A restart: everything committed, an empty cache. */
+static void reopen(struct fx *f)
+{
+	commit_all(f);
+	ns_free(f->ns);
+	uint64_t size = f->shm->size;
+	shm_destroy(f->shm);
+	assert_int_equal(shm_create(size, &f->shm), 0);
+	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
+}
+
+static void create_ok(struct fx *f, const char *path)
+{
+	int rc = ns_open(f->ns, &root_cred, P(path), O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL);
+	if (rc != 0)
+		fail_msg("create %s: %d", path, rc);
+}
+
+static struct shrink_stats stats(struct fx *f)
+{
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	return c.shrink;
+}
+
+/* After a restart, half of a directory's files are looked up (cached),
+ * half are not, and more are created (cached, uncommitted): one rmtree in
+ * one lock hold looks at each store name and listed entry a bounded
+ * number of times. Removed cached names stay listed as negatives and the
+ * store keeps the removed names until the commit: walking the list from
+ * its head, or the store from its start, for each uncommitted create
+ * looked at them all again and again. */
+static void test_rmtree_mixed_linear(void **state)
+{
+	struct fx *f = *state;
+	enum { OLD = 3000, NEW = 1000 };
+	char p[64];
+	ns_attr a;
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/t"), 0755, NULL), 0);
+	for (int i = 0; i < OLD; i++) {
+		snprintf(p, sizeof(p), "/t/old-%05d", i);
+		create_ok(f, p);
+	}
+	reopen(f);
+	for (int i = 0; i < OLD; i += 2) {
+		snprintf(p, sizeof(p), "/t/old-%05d", i);
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+	}
+	for (int i = 0; i < NEW; i++) {
+		snprintf(p, sizeof(p), "/t/new-%05d", i);
+		create_ok(f, p);
+	}
+	uint64_t v0 = stats(f).rmtree_visits;
+	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/t"), 1u << 20), 0);
+	uint64_t visits = stats(f).rmtree_visits - v0;
+	print_message("# rmtree of %d entries: %llu visits\n", OLD + NEW + 1,
+	              (unsigned long long)visits);
+	assert_int_equal(stats(f).rmtree_entries, OLD + NEW + 1);
+	assert_true(visits <= 4 * (OLD + NEW));
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/"), true, &a), 0);
+	assert_int_equal(a.size, 0);
+}
+
+/* unlink of uncached names after a restart: a file goes without its inode
+ * being read or loaded, with a loaded one's checks (sticky EPERM, trailing
+ * slash ENOTDIR); its dirty negative hides the store's name until the
+ * commit. A hard-linked one's other name has the right nlink and ctime
+ * (loaded before the commit it counts the drop; while the drop's batch is
+ * committing it waits: -EAGAIN without a committer), an open one lives
+ * until its release; after a restart the store says the same. */
+static void test_unlink_uncached(void **state)
+{
+	struct fx *f = *state;
+	const struct cred u1 = { .uid = 1000, .gid = 1000 }, u2 = { .uid = 2000, .gid = 2000 };
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d"), 0777, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/st"), 01777, NULL), 0);
+	uint64_t ino[NFILES];
+	ns_attr a, held;
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "/d/f%d", i);
+		create_ok(f, p);
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
+		ino[i] = a.ino;
+	}
+	assert_int_equal(ns_open(f->ns, &u2, P("/st/theirs"), O_CREAT | O_EXCL, 0644, false, NULL), 0);
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/d/f1"), P("/twin")), 0);
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st"), true, &a), 0);
+	uint64_t reloads = stats(f).reloads, inodes = f->shm->slab[SLAB_INODE].live;
+	for (int i = 4; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "/d/f%d", i);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(p)), 0);
+	}
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f1")), 0);
+	assert_int_equal(stats(f).reloads, reloads);
+	assert_int_equal(f->shm->slab[SLAB_INODE].live, inodes);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f4")), -ENOENT);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f3/")), -ENOTDIR);
+	assert_int_equal(ns_unlink(f->ns, &u1, P("/st/theirs")), -EPERM);
+	/* The batch with the drop is being committed: the store may or may
+	 * not have it, so /twin's inode waits for the publish. */
+	struct journal_batch *b = ns_swap(f->ns);
+	assert_non_null(b);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), -EAGAIN);
+	struct store_commit_times ct;
+	assert_int_equal(store_commit(f->st, b, &ct), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), -EAGAIN);
+	ns_publish(f->ns, b);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	assert_int_equal(ns_link(f->ns, &root_cred, P("/twin"), P("/twin2")), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), 0);
+	int64_t linked = a.ctime_ns;
+	reopen(f);
+	usleep(2000);
+	reloads = stats(f).reloads;
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/twin2")), 0);
+	assert_int_equal(stats(f).reloads, reloads);
+	/* Loaded before the drop's commit: counted, and dirty (for fsck). */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	assert_true(a.ctime_ns > linked);
+	struct fsck_report rep = { 0 };
+	assert_int_equal(fsck_ns(f->ns, &rep), 0);
+	assert_int_equal(rep.n, 0);
+	fsck_report_free(&rep);
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/d/f2"), O_RDONLY, 0, true, &held), 0);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f2")), 0);
+	commit_all(f);
+	assert_int_equal(ns_stat_ino(f->ns, held.ino, &a), 0);
+	assert_int_equal(a.nlink, 0);
+	ns_release(f->ns, held.ino);
+	assert_int_equal(ns_stat_ino(f->ns, held.ino, &a), -ENOENT);
+	for (int i = 4; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "/d/f%d", i);
+		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), -ENOENT);
+	}
+	reopen(f);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
+	assert_int_equal(a.size, 2); /* f0 and f3 */
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d/f3"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d/f5"), true, &a), -ENOENT);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/theirs"), true, &a), 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), 0);
+	assert_int_equal(a.nlink, 1);
+	struct mc_inode_rec rec;
+	char t[MC_SYMLINK_MAX];
+	size_t tlen;
+	for (int i = 2; i < NFILES; i++)
+		if (i != 3)
+			assert_int_equal(store_get_inode(f->st, ino[i], &rec, t, &tlen), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rmtree_mixed_linear, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_uncached, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
