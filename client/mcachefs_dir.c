@@ -138,9 +138,13 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				path[dl++] = '/';
 			memcpy(path + dl, name, nl + 1);
 			if (mc_lstat(r.c, path, &e.attr) == 0) {
+				/* Referenced before the reply is built: its
+				 * timeouts are decided with it (invariant 5). */
+				if (fs_node_ref(r.fs, ino, name, &e.attr, &e) < 0) {
+					rc = -ENOMEM;
+					break;
+				}
 				e.ino = (fuse_ino_t)e.attr.st_ino;
-				e.attr_timeout = r.fs->attr_timeout;
-				e.entry_timeout = r.fs->entry_timeout;
 				ref = true;
 			}
 			/* else: gone since it was listed; named without attributes */
@@ -150,12 +154,10 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		else
 			n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr, h->pos + 1);
 		if (n > size - used) {
+			if (ref)
+				fs_node_forget(r.fs, e.ino, 1);
 			if (h->pos >= 2)
 				h->pending = true;
-			break;
-		}
-		if (ref && fs_node_ref(r.fs, ino, name, &e.attr) < 0) {
-			rc = -ENOMEM;
 			break;
 		}
 		used += n;

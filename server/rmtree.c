@@ -120,6 +120,7 @@ static int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir,
 	mc_off_t d = dcache_add(s, dir, r->name, r->len, 0, 0);
 	if (!d)
 		return -ENOSPC;
+	watch_note_entry(di->ino, r->name, r->len);
 	must(journal_del_dentry(ns->running, di->ino, r->name, r->len),
 	     "journaling a dentry delete");
 	dentry_dirty(ns, d);
