@@ -448,8 +448,9 @@ MC_EXPORT int mc_watch_fd(const mc_watch *w);
 /* Wait up to timeout_ms (-1: no bound) for events and call fn(arg, ev)
  * for each, in order (ev and its name live until fn returns). Returns the
  * number of event batches read (0: none came in time), *seq set to the
- * last one's sequence when above 0; acknowledge it with mc_watch_ack once
- * applied. -1 with errno: ECONNRESET (the server closed the watch: it is
+ * last one's sequence when above 0 (left alone when only parts of a long
+ * batch came: the rest follows); acknowledge it with mc_watch_ack once
+ * applied (acknowledging 0 settles nothing: a keep-alive). -1 with errno: ECONNRESET (the server closed the watch: it is
  * over, and changes are no longer announced), EPROTO (a malformed push),
  * ENOMEM, or poll's and recv's errors (EINTR). */
 MC_EXPORT int mc_watch_read(mc_watch *w, int timeout_ms,

@@ -112,9 +112,21 @@ static void *watch_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct batch b = { 0 };
+	unsigned quiet = 0;
 	while (!atomic_load(&watch_stop)) {
 		uint64_t seq = 0;
 		int n = mc_watch_read(fs->watch, 200, batch_add, &b, &seq);
+		/* Quiet for 30 s: say something, so that a server with an
+		 * idle timeout keeps the watch. */
+		if (n == 0 && ++quiet == 150) {
+			quiet = 0;
+			if (mc_watch_ack(fs->watch, 0) < 0) {
+				watch_lost(fs, errno);
+				break;
+			}
+		}
+		if (n > 0)
+			quiet = 0;
 		if (n < 0 && errno == EINTR)
 			continue;
 		int err = n < 0 ? errno : b.nomem ? ENOMEM : 0;
@@ -128,7 +140,7 @@ static void *watch_main(void *arg)
 		fs_nodes_watch(fs, b.v, b.n);
 		tell_kernel(fs, b.v, b.n);
 		batch_clear(&b);
-		if (mc_watch_ack(fs->watch, seq) < 0) {
+		if (seq && mc_watch_ack(fs->watch, seq) < 0) {
 			watch_lost(fs, errno);
 			break;
 		}

@@ -111,7 +111,9 @@ static int watch_parse(mc_watch *w, void (*fn)(void *arg, const struct mc_watch_
 				rc = watch_events(rsp->results[0]->data.data, rsp->results[0]->data.len,
 				                  fn, arg);
 			if (rc == 0) {
-				*seq = rsp->results[0]->cookie;
+				/* 0: a part of a long batch, more to come */
+				if (rsp->results[0]->cookie)
+					*seq = rsp->results[0]->cookie;
 				n++;
 			}
 		}

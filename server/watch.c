@@ -247,7 +247,12 @@ static void timer_arm(struct watcher *w, uint64_t ms)
 	evtimer_add(w->ev_timer, &tv);
 }
 
-/* Worker thread: send what is pending as one frame. */
+/* Events in one push at most: a long change (rmtree) is sent in several
+ * frames, all but the last with sequence 0 (acknowledging 0 settles
+ * nothing), so the watcher acknowledges only once it applied them all. */
+#define WATCH_PUSH_MAX (1u << 20)
+
+/* Worker thread: send what is pending, in frames of WATCH_PUSH_MAX. */
 static void push_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct watcher *w = arg;
@@ -265,31 +270,69 @@ static void push_cb(evutil_socket_t fd, short what, void *arg)
 		free(buf);
 		return;
 	}
-	Mcache__Result res = MCACHE__RESULT__INIT;
-	Mcache__Result *rp = &res;
-	Mcache__Response rsp = MCACHE__RESPONSE__INIT;
-	res.cookie = seq;
-	res.data.data = buf;
-	res.data.len = len;
-	rsp.id = 0;
-	rsp.n_results = 1;
-	rsp.results = &rp;
-	uint8_t *frame;
-	size_t flen;
-	int err = frame_pack_response(&rsp, UINT32_MAX, &frame, &flen);
+	if (!evtimer_pending(w->ev_timer, NULL))
+		timer_arm(w, WATCH_ACK_TIMEOUT_MS);
+	/* The frames go out in one send: a failed send may close the
+	 * connection, and w with it. */
+	uint8_t *out = NULL;
+	size_t olen = 0;
+	int err = 0;
+	for (size_t off = 0, end; off < len && !err; off = end) {
+		/* Cut at an event's end (each is under WATCH_PUSH_MAX). */
+		end = off;
+		for (size_t pos = off; pos < len;) {
+			unsigned kind;
+			uint64_t id;
+			const char *name;
+			size_t nl;
+			if (mc_wev_next(buf, len, &pos, &kind, &id, &name, &nl) != 1 ||
+			    (pos - off > WATCH_PUSH_MAX && end > off))
+				break;
+			end = pos;
+		}
+		Mcache__Result res = MCACHE__RESULT__INIT;
+		Mcache__Result *rp = &res;
+		Mcache__Response rsp = MCACHE__RESPONSE__INIT;
+		res.cookie = end == len ? seq : 0;
+		res.data.data = buf + off;
+		res.data.len = end - off;
+		rsp.n_results = 1;
+		rsp.results = &rp;
+		uint8_t *frame;
+		size_t flen;
+		err = end > off ? frame_pack_response(&rsp, UINT32_MAX, &frame, &flen) : -EPROTO;
+		if (err)
+			break;
+		if (!out) {
+			out = frame;
+			olen = flen;
+			atomic_fetch_add(&h->pushes, 1);
+			continue;
+		}
+		uint8_t *o = realloc(out, olen + flen);
+		if (!o) {
+			free(frame);
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(o + olen, frame, flen);
+		free(frame);
+		out = o;
+		olen += flen;
+		atomic_fetch_add(&h->pushes, 1);
+	}
 	free(buf);
 	if (err) {
-		/* The events are lost for this watcher: it cannot be trusted. */
+		/* The events are lost for this watcher: it cannot be trusted
+		 * any more. */
 		log_warn("watch: mount %llu: cannot send events (%s): disconnecting it",
 		         (unsigned long long)w->mount_id, strerror(-err));
 		atomic_fetch_add(&h->dropped, 1);
+		free(out);
 		w->s->sink.drop(w->s->sink.arg);
 		return;
 	}
-	atomic_fetch_add(&h->pushes, 1);
-	if (!evtimer_pending(w->ev_timer, NULL))
-		timer_arm(w, WATCH_ACK_TIMEOUT_MS);
-	w->s->sink.send(w->s->sink.arg, frame, flen);
+	w->s->sink.send(w->s->sink.arg, out, olen);
 }
 
 /* Worker thread: drop w when its oldest outstanding sequence is overdue. */
