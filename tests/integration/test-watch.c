@@ -216,6 +216,10 @@ struct mount {
 	pid_t pid;
 };
 
+/* Mounts still up: a failed assertion leaves its test at once, and the
+ * group's teardown unmounts them. */
+static struct mount *live[4];
+
 static bool fuse_usable(void)
 {
 	return geteuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0 && getenv("MCACHEFS") &&
@@ -261,12 +265,21 @@ static void mount_start(struct mount *m, const char *name, ...)
 	}
 	for (int i = 0; i < 500 && !is_mounted(m->dir); i++)
 		usleep(10 * 1000);
+	for (int i = 0; i < 4; i++)
+		if (!live[i]) {
+			live[i] = m;
+			break;
+		}
 	assert_true(is_mounted(m->dir));
 }
 
 static void mount_stop(struct mount *m)
 {
 	char cmd[700];
+	for (int i = 0; i < 4; i++)
+		if (live[i] == m)
+			live[i] = NULL;
+	kill(m->pid, SIGCONT);
 	snprintf(cmd, sizeof(cmd), "fusermount3 -u '%s'", m->dir);
 	if (system(cmd) != 0) {
 		kill(m->pid, SIGKILL);
@@ -300,7 +313,7 @@ static void test_mount_sees_library_changes(void **state)
 	(void)state;
 	if (!fuse_usable())
 		skip();
-	struct mount m;
+	static struct mount m;   /* in live[] past a failure */
 	mount_start(&m, "mlib", "-o", "allow_other", NULL);
 	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
@@ -376,7 +389,7 @@ static void test_two_mounts_no_deadlock(void **state)
 	(void)state;
 	if (!fuse_usable())
 		skip();
-	struct mount m1, m2;
+	static struct mount m1, m2;
 	mount_start(&m1, "m1", "-o", "allow_other", NULL);
 	mount_start(&m2, "m2", "-o", "allow_other", NULL);
 	assert_int_equal(mkdir(at(&m1, "/shared"), 0777), 0);
@@ -453,7 +466,7 @@ static void test_stopped_mount(void **state)
 	(void)state;
 	if (!fuse_usable())
 		skip();
-	struct mount m;
+	static struct mount m;
 	mount_start(&m, "mstop", "-o", "allow_other", NULL);
 	mc_client *c = harness_client(&harness_srv);
 	struct stat st;
@@ -493,6 +506,21 @@ static void test_stopped_mount(void **state)
 	mount_stop(&m);
 }
 
+static int group_teardown(void **state)
+{
+	for (int i = 0; i < 4; i++)
+		if (live[i]) {
+			char cmd[700];
+			kill(live[i]->pid, SIGKILL);
+			snprintf(cmd, sizeof(cmd), "fusermount3 -u -z '%s'", live[i]->dir);
+			if (system(cmd) != 0)
+				fprintf(stderr, "cannot unmount %s\n", live[i]->dir);
+			waitpid(live[i]->pid, NULL, 0);
+			live[i] = NULL;
+		}
+	return harness_group_teardown(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +532,5 @@ int main(void)
 		cmocka_unit_test(test_two_mounts_no_deadlock),
 		cmocka_unit_test(test_stopped_mount),
 	};
-	return cmocka_run_group_tests_name("watch", tests, harness_group_setup,
-	                                   harness_group_teardown);
+	return cmocka_run_group_tests_name("watch", tests, harness_group_setup, group_teardown);
 }
