@@ -64,7 +64,6 @@ struct watch_hub {
 	_Atomic unsigned nwatchers;
 	uint64_t next_mount_id;
 	uint64_t seq;
-	_Atomic uint64_t events, pushes, waits, dropped;
 };
 
 static _Thread_local struct watch_sess *note_sess;
@@ -94,18 +93,6 @@ void watch_hub_free(struct watch_hub *h)
 		return;
 	pthread_mutex_destroy(&h->mu);
 	free(h);
-}
-
-void watch_stats_get(struct watch_hub *h, struct watch_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (!h)
-		return;
-	out->watchers = atomic_load(&h->nwatchers);
-	out->events = atomic_load(&h->events);
-	out->pushes = atomic_load(&h->pushes);
-	out->waits = atomic_load(&h->waits);
-	out->dropped = atomic_load(&h->dropped);
 }
 
 /* ---- noting events ------------------------------------------------------ */
@@ -306,7 +293,6 @@ static void push_cb(evutil_socket_t fd, short what, void *arg)
 		if (!out) {
 			out = frame;
 			olen = flen;
-			atomic_fetch_add(&h->pushes, 1);
 			continue;
 		}
 		uint8_t *o = realloc(out, olen + flen);
@@ -319,7 +305,6 @@ static void push_cb(evutil_socket_t fd, short what, void *arg)
 		free(frame);
 		out = o;
 		olen += flen;
-		atomic_fetch_add(&h->pushes, 1);
 	}
 	free(buf);
 	if (err) {
@@ -327,7 +312,6 @@ static void push_cb(evutil_socket_t fd, short what, void *arg)
 		 * any more. */
 		log_warn("watch: mount %llu: cannot send events (%s): disconnecting it",
 		         (unsigned long long)w->mount_id, strerror(-err));
-		atomic_fetch_add(&h->dropped, 1);
 		free(out);
 		w->s->sink.drop(w->s->sink.arg);
 		return;
@@ -360,7 +344,6 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	log_warn("watch: mount %llu did not acknowledge events for %llu ms: disconnecting it",
 	         (unsigned long long)w->mount_id, (unsigned long long)age);
-	atomic_fetch_add(&h->dropped, 1);
 	w->s->sink.drop(w->s->sink.arg);   /* closes the conn: watch_sess_release */
 }
 
@@ -419,7 +402,6 @@ int watch_publish(struct watch_hub *h, struct watch_sess *s, void (*cb)(void *ar
 			wt->arg = arg;
 		}
 	}
-	atomic_fetch_add(&h->events, 1);
 	pthread_mutex_lock(&h->mu);
 	uint64_t seq = ++h->seq, t = now_ms();
 	struct watcher *w, *next;
@@ -433,7 +415,6 @@ int watch_publish(struct watch_hub *h, struct watch_sess *s, void (*cb)(void *ar
 			 * kernel's cache. */
 			log_warn("watch: mount %llu: events lost (out of memory): disconnecting it",
 			         (unsigned long long)w->mount_id);
-			atomic_fetch_add(&h->dropped, 1);
 			do_unlist(w, &d);
 			/* Its worker closes its connection (timer_cb). */
 			w->doomed = true;
@@ -442,7 +423,6 @@ int watch_publish(struct watch_hub *h, struct watch_sess *s, void (*cb)(void *ar
 	}
 	if (wt && wt->count > 0) {
 		rc = 1;
-		atomic_fetch_add(&h->waits, 1);
 		wt = NULL;
 	}
 	pthread_mutex_unlock(&h->mu);

@@ -99,10 +99,4 @@ int watch_publish(struct watch_hub *h, struct watch_sess *s, void (*cb)(void *ar
 /* The session ends (worker thread): stop watching (waiters settled). */
 void watch_sess_release(struct watch_hub *h, struct watch_sess *s);
 
-/* Counters for /stats. */
-struct watch_stats {
-	uint64_t watchers, events, pushes, waits, dropped;
-};
-void watch_stats_get(struct watch_hub *h, struct watch_stats *out);
-
 #endif
