@@ -5,7 +5,8 @@
  * every watch's acknowledgement and the events name what it made stale; a
  * mount's own (tagged) changes neither reach its watch nor wait for
  * others; a watch that stops acknowledging is dropped within the bound and
- * the change is answered; unprivileged peers are refused.
+ * the change is answered; unprivileged peers are refused; a change whose
+ * events pass the largest frame comes in parts.
  *
  * Mount cases ($MCACHEFS; skipped without /dev/fuse, fusermount3 or
  * root): library renames, unlinks, chmods, truncates and creates in a
@@ -177,6 +178,75 @@ static void test_silent_watch_dropped(void **state)
 	assert_true(now_ms() - t0 < 500);
 	mc_disconnect(c);
 	mc_watch_close(w);
+}
+
+struct tally {
+	uint64_t dir;
+	size_t entries;
+};
+
+static void count_entries(void *arg, const struct mc_watch_event *ev)
+{
+	struct tally *t = arg;
+	t->entries += ev->kind == MC_WATCH_ENTRY && ev->ino == t->dir;
+}
+
+static void *bg_rmtree(void *arg)
+{
+	struct bg_call *b = arg;
+	b->rc = mc_rmtree(b->c, b->path);
+	b->err = errno;
+	atomic_store(&b->done, true);
+	return NULL;
+}
+
+#define BIG_FILES 62000
+
+/* One change whose events pass the largest frame (an rmtree of 62,000
+ * long names: about 17 MiB of events) comes in parts, all applied before
+ * the one acknowledgement that answers it. */
+static void test_long_change_in_parts(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&harness_srv);
+	assert_int_equal(mc_mkdir(c, "/big", 0755), 0);
+	struct stat st;
+	assert_int_equal(mc_lstat(c, "/big", &st), 0);
+	char name[300], pad[241];
+	memset(pad, 'x', 240);
+	pad[240] = '\0';
+	for (int i = 0; i < BIG_FILES; i += 200) {
+		mc_batch *b = mc_batch_new(c);
+		assert_non_null(b);
+		for (int k = i; k < i + 200 && k < BIG_FILES; k++) {
+			snprintf(name, sizeof(name), "/big/%s%06d", pad, k);
+			assert_true(mc_batch_create(b, name, 0644) >= 0);
+		}
+		assert_int_equal(mc_batch_run(b), 0);
+		mc_batch_free(b);
+	}
+	mc_watch *w = mc_watch_open(harness_srv.socket);
+	assert_non_null(w);
+	struct bg_call bg = { .c = c, .path = "/big" };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, bg_rmtree, &bg), 0);
+	struct tally t = { (uint64_t)st.st_ino, 0 };
+	uint64_t seq = 0, t0 = now_ms();
+	int parts = 0;
+	while (seq == 0 && now_ms() - t0 < 20000) {
+		int n = mc_watch_read(w, 100, count_entries, &t, &seq);
+		assert_true(n >= 0);
+		parts += n;
+	}
+	assert_true(seq > 0);
+	assert_true(parts >= 2);
+	assert_int_equal(t.entries, BIG_FILES);
+	assert_false(atomic_load(&bg.done));          /* held for the ack */
+	assert_int_equal(mc_watch_ack(w, seq), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(bg.rc, 0);
+	mc_watch_close(w);
+	mc_disconnect(c);
 }
 
 /* Watching and tagging need root or the server's user. */
@@ -528,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_mount_change_not_held),
 		cmocka_unit_test(test_silent_watch_dropped),
 		cmocka_unit_test(test_watch_refused),
+		cmocka_unit_test(test_long_change_in_parts),
 		cmocka_unit_test(test_mount_sees_library_changes),
 		cmocka_unit_test(test_two_mounts_no_deadlock),
 		cmocka_unit_test(test_stopped_mount),
