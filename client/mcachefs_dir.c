@@ -39,6 +39,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	h->ino = ino;
 	h->c = r.c;
 	fi->fh = (uint64_t)(uintptr_t)h;
+	/* With the watch, the kernel keeps listings too: a change by another
+	 * client invalidates the directory's inode, and with it the listing,
+	 * once the listing in progress is in (mcachefs_watch.c). */
+	if (atomic_load(&r.fs->watching)) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
 	if (fuse_reply_open(req, fi) != 0) {
 		mc_closedir(h->d);
 		free(h);

@@ -74,18 +74,21 @@ static void batch_clear(struct batch *b)
 	b->nomem = false;
 }
 
-/* Tell the kernel: a name, or an inode (its name when the kernel has not
- * taken it in yet: that waits for the request that brings it in). */
+/* Tell the kernel: names first, then inodes (an inode the kernel has not
+ * taken in yet: its name). Invalidating a name takes its directory's lock,
+ * so it waits for a lookup or listing of that directory in progress, which
+ * may have read the namespace before the change; the inodes' turn (their
+ * attributes, a directory's kept listing) comes after those are in. */
 static void tell_kernel(struct fs *fs, const struct fs_wev *v, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].skip && v[i].name)
+			fuse_lowlevel_notify_inval_entry(fs->se, v[i].ino, v[i].name,
+			                                 strlen(v[i].name));
 	for (size_t i = 0; i < n; i++) {
 		const struct fs_wev *e = &v[i];
-		if (e->skip)
+		if (e->skip || e->name)
 			continue;
-		if (e->name) {
-			fuse_lowlevel_notify_inval_entry(fs->se, e->ino, e->name, strlen(e->name));
-			continue;
-		}
 		int rc = fuse_lowlevel_notify_inval_inode(fs->se, e->ino, 0, 0);
 		if (rc == -ENOENT && e->pname)
 			fuse_lowlevel_notify_inval_entry(fs->se, e->parent, e->pname,

@@ -10,7 +10,8 @@
  *
  * Mount cases ($MCACHEFS; skipped without /dev/fuse, fusermount3 or
  * root): library renames, unlinks, chmods, truncates and creates in a
- * directory the mount has cached are seen through the mount right after
+ * directory the mount has cached (names, attributes, its listing) are seen
+ * through the mount right after
  * each call returns, many times over; two mounts changing one directory at
  * once finish in bounded time; a mount whose mcachefs is stopped still
  * answers stat from the kernel's cache (it caches by default), library
@@ -18,6 +19,7 @@
  * shows them (the mount fell back to timeouts of 0). */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <grp.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -376,6 +378,18 @@ static const char *at(const struct mount *m, const char *fmt, ...)
 
 #define ROUNDS 300
 
+/* Is name in the listing of dir (through the mount)? */
+static bool listed(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	bool found = false;
+	for (struct dirent *e; (e = readdir(d));)
+		found |= !strcmp(e->d_name, name);
+	closedir(d);
+	return found;
+}
+
 /* Every library change in a directory the mount caches is visible through
  * the mount as soon as the call returned. */
 static void test_mount_sees_library_changes(void **state)
@@ -396,7 +410,9 @@ static void test_mount_sees_library_changes(void **state)
 		/* create: the mount has the directory cached, listed and
 		 * looked up already */
 		assert_int_equal(stat(at(&m, "/lib"), &st), 0);
+		assert_true(listed(at(&m, "/lib"), "x") == (i > 0));
 		assert_int_equal(mc_creat(c, a, 0644) >= 0 ? 0 : -1, 0);
+		stale += !listed(at(&m, "/lib"), a + 5);
 		stale += stat(at(&m, "/lib/a%d", i), &st) != 0;
 		/* chmod of a file whose attributes the kernel holds */
 		assert_int_equal(mc_chmod(c, a, 0600), 0);
@@ -408,9 +424,13 @@ static void test_mount_sees_library_changes(void **state)
 		assert_int_equal(mc_rename(c, a, b), 0);
 		stale += stat(at(&m, "/lib/a%d", i), &st) == 0;
 		stale += stat(at(&m, "/lib/b%d", i), &st) != 0;
+		stale += listed(at(&m, "/lib"), a + 5) || !listed(at(&m, "/lib"), b + 5);
 		/* unlink: gone */
 		assert_int_equal(mc_unlink(c, b), 0);
 		stale += stat(at(&m, "/lib/b%d", i), &st) == 0;
+		stale += listed(at(&m, "/lib"), b + 5);
+		if (i == 0)
+			assert_int_equal(mc_creat(c, "/lib/x", 0644) >= 0 ? 0 : -1, 0);
 		/* the directory's own attributes */
 		assert_int_equal(mc_chmod(c, "/lib", i % 2 ? 0755 : 0775), 0);
 		stale += stat(at(&m, "/lib"), &st) != 0 || (st.st_mode & 07777) != (i % 2 ? 0755u : 0775u);
@@ -418,6 +438,7 @@ static void test_mount_sees_library_changes(void **state)
 	if (stale)
 		printf("# %d stale answers through the mount in %d rounds\n", stale, ROUNDS);
 	assert_int_equal(stale, 0);
+	assert_int_equal(mc_unlink(c, "/lib/x"), 0);
 	assert_int_equal(mc_rmdir(c, "/lib"), 0);
 	mc_disconnect(c);
 	mount_stop(&m);
