@@ -36,7 +36,9 @@
  *     (the reply caches nothing); one applied after finds the node and
  *     invalidates it, or, while the kernel has not taken the reply in yet,
  *     invalidates its name, which waits for the directory lock the
- *     request holds (mcachefs_watch.c).
+ *     request holds (mcachefs_watch.c). Listings the kernel keeps (opendir
+ *     with the watch) are dropped with their directory's inode, after the
+ *     names of the same events: a listing in progress holds the lock.
  */
 #ifndef MCACHEFS_H
 #define MCACHEFS_H
