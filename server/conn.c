@@ -475,9 +475,10 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 		log_debug("rpc: pid %d: reply of request %llu full at %u bytes", (int)c->pid,
 		          (unsigned long long)id, (unsigned)w->r->o.max_reply);
 	/* The waits are counted before they start, with one more held until
-	 * all have started, so that none can finish the hold early. */
-	atomic_store(&c->wait_err, 0);
-	atomic_store(&c->nwaits, 1);
+	 * all have started, so that none can finish the hold early (a wait
+	 * is handed over under its own lock: relaxed stores will do). */
+	atomic_store_explicit(&c->wait_err, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->nwaits, 1, memory_order_relaxed);
 	bool watchers = false;
 	struct watch_sess *ws = session_watch(c->sess);
 	if (watch_pending(ws)) {
