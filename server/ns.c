@@ -148,6 +148,7 @@ void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 	uint8_t dtype = (uint8_t)IFTODT(i->mode);
 	dcache_set(s, d, off, dtype);
 	dentry_dirty(ns, d);
+	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
 	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
 	                        dentry_at(s, d)->namelen, i->ino, dtype),
 	     "journaling a dentry");
@@ -157,6 +158,7 @@ void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 {
 	struct shm *s = ns->shm;
+	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
 	must(journal_del_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
 	                        dentry_at(s, d)->namelen),
 	     "journaling a dentry delete");
