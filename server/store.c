@@ -32,12 +32,15 @@
  *     (store_log.c note 5). Point reads (store_get_inode, store_get_dentry,
  *     store_get_entry) hold `ovl_lock` for reading from before they look in
  *     the overlay until their read ends, so an apply cannot empty the
- *     overlay between the look and the read; every other read of the
- *     tables (scans, snapshots, the walk, extents) begins its transaction
- *     with nothing left to apply (store_rtxn_begin_applied). A read-only
- *     store cannot apply: store_open loads the overlay from the log, and
- *     store_walk and the point reads merge it in (its scans see the
- *     tables only: fsck --offline needs the walk alone). Format 1 (no applied_seq: every batch
+ *     overlay between the look and the read. Directory scans (one-shot
+ *     and snapshots) merge the overlay that goes with their transaction's
+ *     tables (store_read.c note 1) and never apply; the extents table is
+ *     behind only for an inode deleted in a batch not applied (a batch
+ *     with extent records is applied at its commit), which
+ *     store_scan_extents asks the overlay (ovl_inode_dropped) under
+ *     `ovl_lock` as a point read; only the walk begins with nothing left to apply
+ *     (store_rtxn_begin_applied). A read-only store cannot apply:
+ *     store_open loads the overlay from the log, and every read merges it. Format 1 (no applied_seq: every batch
  *     applied) is upgraded to format 2 in place when opened for writing.
  * 10. store_open replays the batches after applied_seq (recovery after a
  *     crash) before it returns, or, when the map is full at its limit,
@@ -615,11 +618,19 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg)
 {
 	MDB_txn *txn;
-	int fn_rc, err = store_rtxn_begin_applied(s, &txn);
+	/* A batch that changes an extent map is applied at its commit
+	 * (store_log.c note 5): the table is behind only for an inode deleted
+	 * in a batch not applied, whose extents are gone (note 9). */
+	int fn_rc = 0, rc = 0, err = store_point_begin(s);
 	if (err)
 		return err;
-	int rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
-	store_rtxn_end(s, txn);
+	if (!ovl_inode_dropped(&s->ovl, ino) && (err = store_rtxn_begin(s, &txn)) == 0) {
+		rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
+		store_rtxn_end(s, txn);
+	}
+	store_point_end(s);
+	if (err)
+		return err;
 	if (fn_rc)
 		return fn_rc;
 	return rc == MDB_CORRUPTED ? -EIO : store_errno(rc);
@@ -645,104 +656,32 @@ int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, si
 	return scan_dir(s, parent, after, after_len, NULL, fn, arg);
 }
 
-/* The inode record of ino through cursor icur (on the inodes table) when
- * it is there and has no symlink target; else false. A cursor, not
- * mdb_get: LMDB looks on the cursor's leaf page first, and a directory's
- * files have nearby inode numbers. */
-static bool inode_plain(MDB_cursor *icur, uint64_t ino, struct mc_inode_rec *out)
-{
-	uint8_t key[8];
-	MDB_val k = { 8, key }, v;
-	put_be64(key, ino);
-	if (mdb_cursor_get(icur, &k, &v, MDB_SET_KEY) != 0 ||
-	    v.mv_size != JOURNAL_INODE_DISK_SIZE)
-		return false;
-	journal_inode_decode(v.mv_data, out);
-	return out->ino == ino;
-}
-
-int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
-                        size_t after_len, store_dirent_fn fn, void *arg)
-{
-	uint8_t prefix[8 + MC_NAME_MAX];
-	char name[MC_NAME_MAX + 1];
-	MDB_cursor *cur;
-	if (after_len > MC_NAME_MAX)
-		return -EINVAL;
-	put_be64(prefix, parent);
-	if (after_len)
-		memcpy(prefix + 8, after, after_len);
-	MDB_val k = { 8 + after_len, prefix }, v;
-
-	int err = 0, rc = mdb_cursor_open(txn, dentries, &cur);
-	if (rc)
-		return store_errno(rc);
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
-			break;
-		size_t namelen = k.mv_size - 8;
-		if (after_len && namelen == after_len &&
-		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
-			continue; /* the resume point itself */
-		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
-			err = -EIO;
-			goto out;
-		}
-		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
-		name[namelen] = '\0';
-		const uint8_t *p = v.mv_data;
-		err = fn(arg, name, namelen, get_le64(p), p[8]);
-		if (err)
-			goto out;
-	}
-	if (rc != MDB_NOTFOUND && rc != 0)
-		err = store_errno(rc);
-out:
-	mdb_cursor_close(cur);
-	return err;
-}
-
-/* What scan_dir hands store_dentries_scan: the caller's callback (fn or
- * afn, the other NULL) and, for afn, the inodes cursor. */
+/* What scan_dir hands store_scan_merged: the caller's callback (fn or
+ * afn, the other NULL). */
 struct scan_dir_ctx {
 	store_dirent_fn fn;
 	store_dirent_attr_fn afn;
-	MDB_cursor *icur;
 	void *arg;
 };
 
 static int scan_dir_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
-                          uint8_t dtype)
+                          uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
+                          size_t tlen)
 {
 	struct scan_dir_ctx *c = arg;
+	(void)target;
+	(void)tlen;
 	if (!c->afn)
 		return c->fn(c->arg, name, namelen, ino, dtype);
-	struct mc_inode_rec rec;
-	bool have = inode_plain(c->icur, ino, &rec);
-	return c->afn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL);
+	return c->afn(c->arg, name, namelen, ino, dtype, rec);
 }
 
 static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
                     store_dirent_fn fn, store_dirent_attr_fn afn, void *arg)
 {
-	struct scan_dir_ctx c = { fn, afn, NULL, arg };
-	MDB_txn *txn;
-	if (after_len > MC_NAME_MAX)
-		return -EINVAL;
-	int err = store_rtxn_begin_applied(s, &txn);
-	if (err)
-		return err;
-	int rc = afn ? mdb_cursor_open(txn, s->inodes, &c.icur) : 0;
-	if (rc)
-		err = store_errno(rc);
-	else
-		err = store_dentries_scan(txn, s->dentries, parent, after, after_len,
-		                          scan_dir_entry, &c);
-	if (c.icur)
-		mdb_cursor_close(c.icur);
-	store_rtxn_end(s, txn);
-	return err;
+	struct scan_dir_ctx c = { fn, afn, arg };
+	return store_scan_merged(s, NULL, NULL, parent, after, after_len,
+	                         afn ? SCAN_PLAIN_RECS : SCAN_NO_RECS, scan_dir_entry, &c);
 }
 
 int store_walk(struct store *s, store_walk_fn fn, void *arg)

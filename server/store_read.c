@@ -1,15 +1,47 @@
-/* store_read.c - long-lived read snapshots (store_read.h), and the read
- * transactions that see every committed batch (store_impl.h).
+/* store_read.c - long-lived read snapshots (store_read.h), directory
+ * scans of the tables merged with the overlay, and the read transactions
+ * that see every committed batch (store_impl.h).
  *
  * Invariants:
- *  1. `held` is true exactly when the reader holds the store's resize lock
+ *  1. A scan reads the tables of its transaction merged with the overlay
+ *     (deletions hide a name, puts add or replace it, in name order; inode
+ *     records from the overlay where it has them), never applying the log
+ *     (store_log.c note 5) except when the overlay is broken. The overlay
+ *     it merges is the one that goes with its tables:
+ *     a. a commit that does not apply changes the log only, then the
+ *        overlay (under `ovl_lock`, written): the tables stay those the
+ *        overlay sits on, and a reader sees the overlay before or after
+ *        the batch, each the state of a committed prefix;
+ *     b. a commit that applies writes every batch not applied to the
+ *        tables; before its transaction commits it records its id in
+ *        apply_txnid (under `ovl_lock`, written), and once committed it
+ *        empties the overlay, moves that id to tables_txnid and clears
+ *        apply_txnid, in one hold of the lock; a failed commit clears
+ *        apply_txnid (the id is used again);
+ *     c. a reader begins its transaction and compares its id with both
+ *        while it holds `ovl_lock` for reading (store_ovl_view): at or
+ *        past apply_txnid, its tables hold every committed batch, and the
+ *        overlay (older) is left out; below tables_txnid, its tables are
+ *        older than those the overlay goes with (the overlay lost what
+ *        they lack): it begins again; else the overlay is its own. Only
+ *        one commit runs at a time and (b) ends before the next begins,
+ *        so no other case exists;
+ *     d. a scan fills a chunk of SCAN_CHUNK entries with `ovl_lock` held
+ *        for reading and hands it to the caller without the lock (whose
+ *        callback may take the namespace lock or read the store), then
+ *        checks (c) again for the next chunk: a commit is never held up
+ *        by more than one chunk, and a held snapshot may show batches
+ *        committed after it was taken (never fewer than before), which
+ *        is what a fresh snapshot would show;
+ *     e. a broken overlay (it missed a change) is the one case where a
+ *        read applies the log first, with no transaction of its own open
+ *        (an apply may grow the map).
+ *  2. `held` is true exactly when the reader holds the store's resize lock
  *     for reading and its transaction is live (begun or renewed).
- *  2. The transaction handle, once begun, is only ever reset and renewed,
+ *  3. The transaction handle, once begun, is only ever reset and renewed,
  *     never aborted before store_snap_free: its reader slot stays ours.
- *  3. A snapshot begins with every committed batch applied to the tables
- *     (store_snap_take applies them first, under `ovl_lock` as
- *     store_rtxn_begin_applied does); store_get_entry, a point read, looks
- *     in the overlay instead (store.c note 9).
+ *  4. store_get_entry, a point read, looks in the overlay first with
+ *     `ovl_lock` held for reading across its read (store.c note 9).
  */
 #include "store_read.h"
 
@@ -45,6 +77,16 @@ int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
 		if (err)
 			return err;
 	}
+}
+
+int store_ovl_view(struct store *s, MDB_txn *txn)
+{
+	if (s->readonly)
+		return 1;               /* the tables never change */
+	uint64_t id = mdb_txn_id(txn);
+	if (s->apply_txnid && id >= s->apply_txnid)
+		return 0;
+	return id < s->tables_txnid ? -ESTALE : 1;
 }
 
 int store_point_begin(struct store *s)
@@ -108,7 +150,7 @@ int store_snap_take(struct store_snap *sn)
 		store_snap_release(sn);
 	for (;;) {
 		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (s->readonly || s->applied_seq >= s->last_seq) {
+		if (s->readonly || !s->ovl_broken) {   /* note 1e */
 			int err = snap_begin(sn);
 			pthread_rwlock_unlock(&s->ovl_lock);
 			return err;
@@ -129,18 +171,15 @@ void store_snap_release(struct store_snap *sn)
 	sn->held = false;
 }
 
-/* The inode record of ino: 1 found (rec, target, *tlen set), 0 missing,
- * -EIO malformed. With a cursor on `inodes` (icur), a key on the page the
- * cursor stands on is found without descending the tree again: a
- * directory's children mostly have neighbouring inode numbers. */
-static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
-                      struct mc_inode_rec *rec, char *target, size_t *tlen)
+/* The inode record of ino in sn's transaction: 1 found (rec, target,
+ * *tlen set), 0 missing, -EIO malformed. */
+static int snap_inode(struct store_snap *sn, uint64_t ino, struct mc_inode_rec *rec,
+                      char *target, size_t *tlen)
 {
 	uint8_t key[8];
 	MDB_val k = { 8, key }, v;
 	put_be64(key, ino);
-	int rc = icur ? mdb_cursor_get(icur, &k, &v, MDB_SET_KEY)
-	              : mdb_get(sn->txn, sn->st->inodes, &k, &v);
+	int rc = mdb_get(sn->txn, sn->st->inodes, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc)
@@ -178,40 +217,14 @@ static int ovl_inode(struct store *s, uint64_t ino, struct mc_inode_rec *rec, ch
 	return 1;
 }
 
-/* What store_snap_scan_dir hands store_dentries_scan. */
-struct snap_scan_ctx {
-	struct store_snap *sn;
-	MDB_cursor *icur;
-	store_snap_fn fn;
-	void *arg;
-};
-
-static int snap_scan_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
-                           uint8_t dtype)
-{
-	struct snap_scan_ctx *c = arg;
-	char target[MC_SYMLINK_MAX];
-	struct mc_inode_rec rec;
-	size_t tlen = 0;
-	int have = snap_inode(c->sn, c->icur, ino, &rec, target, &tlen);
-	if (have < 0)
-		return have;
-	return c->fn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL, target, tlen);
-}
-
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
                         size_t after_len, store_snap_fn fn, void *arg)
 {
-	struct snap_scan_ctx c = { sn, NULL, fn, arg };
 	assert(sn->held);
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
-	int rc = mdb_cursor_open(sn->txn, sn->st->inodes, &c.icur);
-	if (rc)
-		return store_errno(rc);
-	int err = store_dentries_scan(sn->txn, sn->st->dentries, parent, after, after_len,
-	                              snap_scan_entry, &c);
-	mdb_cursor_close(c.icur);
+	int err = store_scan_merged(sn->st, &sn->txn, &sn->held, parent, after, after_len,
+	                            SCAN_ALL_RECS, fn, arg);
 	return err > 0 ? 0 : err;
 }
 
@@ -249,7 +262,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 		size_t tl = 0;
 		int have = ovl_inode(s, i, rec, target, &tl);
 		if (have == 2)
-			have = snap_inode(&sn, NULL, i, rec, target, &tl);
+			have = snap_inode(&sn, i, rec, target, &tl);
 		if (have < 0) {
 			err = have;
 		} else {
