@@ -10,7 +10,8 @@
  *     store_log.c, store_read.c, store_walk.c, store_extent.c): every LMDB
  *     return value goes through store_errno() before it reaches a caller.
  *  3. Readers run from any thread (MDB_NOTLS), each call in its own
- *     read-only transaction, and copy what they return before it ends.
+ *     read-only transaction (a point read: its thread's, renewed;
+ *     store_read.c note 5), and copy what they return before it ends.
  *  4. The map is only resized with `resize` held for writing; every
  *     transaction (read or write) runs with `resize` held for reading, so
  *     mdb_env_set_mapsize never runs under a live transaction.
@@ -396,6 +397,13 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	pthread_rwlock_init(&s->resize, NULL);
 	pthread_rwlock_init(&s->ovl_lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
+	if (store_readers_init(s) < 0) {
+		pthread_mutex_destroy(&s->commit_lock);
+		pthread_rwlock_destroy(&s->ovl_lock);
+		pthread_rwlock_destroy(&s->resize);
+		free(s);
+		return -ENOMEM;
+	}
 	s->readonly = o.existing;
 	s->apply_batches = o.apply_batches ? o.apply_batches : STORE_APPLY_BATCHES;
 	s->apply_bytes = o.apply_bytes ? o.apply_bytes : STORE_APPLY_BYTES;
@@ -472,6 +480,7 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 
 fail:
 	ovl_clear(&s->ovl);
+	store_readers_fini(s);
 	if (s->env)
 		mdb_env_close(s->env);
 	if (s->lockfd >= 0)
@@ -491,6 +500,7 @@ void store_close(struct store *s)
 	if (!s->readonly)
 		(void)store_apply_now(s);   /* note 10; store_open replays it otherwise */
 	ovl_clear(&s->ovl);
+	store_readers_fini(s);      /* before the environment goes */
 	mdb_env_close(s->env);
 	if (s->lockfd >= 0)
 		close(s->lockfd);      /* releases the flock */
@@ -518,6 +528,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 {
 	uint8_t key[8];
 	MDB_txn *txn;
+	struct store_reader *rd = NULL;
 	MDB_val k = { 8, key }, v;
 	struct mc_inode_rec rec;
 	size_t tlen;
@@ -537,7 +548,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 	if (o == 1) {
 		v = (MDB_val){ ovl, (void *)ov };
 	} else {
-		err = store_rtxn_begin(s, &txn);
+		err = store_point_txn(s, &txn, &rd);
 		if (!err)
 			err = store_errno(mdb_get(txn, s->inodes, &k, &v));
 		if (err)
@@ -561,7 +572,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 	*out = rec;
 out:
 	if (txn)
-		store_rtxn_end(s, txn);
+		store_point_txn_end(s, txn, rd);
 	store_point_end(s);
 	return err;
 }
@@ -583,6 +594,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 {
 	uint8_t key[STORE_DENTRY_KEY_MAX];
 	MDB_txn *txn;
+	struct store_reader *rd = NULL;
 	MDB_val k = { 8 + namelen, key }, v;
 	int err = store_dentry_key(key, parent, name, namelen);
 	if (err)
@@ -598,7 +610,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 		err = o;
 	else if (o == 1)
 		v = (MDB_val){ ovl, (void *)ov };
-	else if ((err = store_rtxn_begin(s, &txn)) == 0)
+	else if ((err = store_point_txn(s, &txn, &rd)) == 0)
 		err = store_errno(mdb_get(txn, s->dentries, &k, &v));
 	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
 		err = -EIO;
@@ -610,7 +622,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 			*dtype = p[8];
 	}
 	if (txn)
-		store_rtxn_end(s, txn);
+		store_point_txn_end(s, txn, rd);
 	store_point_end(s);
 	return err;
 }

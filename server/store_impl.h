@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "mc_shm.h"
 #include "store.h"
@@ -56,6 +57,13 @@ struct store {
 	 * visible already while the overlay is not emptied yet (0: none). */
 	uint64_t tables_txnid;
 	uint64_t apply_txnid;
+	/* Point reads' read transactions, one per thread, reset between
+	 * reads and renewed (store_read.c note 5): the key's value is the
+	 * thread's; `readers` lists them all (readers_mu) for store_close. */
+	pthread_key_t reader_key;
+	bool reader_key_ok;
+	pthread_mutex_t readers_mu;
+	LIST_HEAD(, store_reader) readers;
 	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
 	int fault_err;
 };
@@ -105,6 +113,17 @@ int store_apply_now(struct store *s);
  * (txn's tables hold every committed batch), -ESTALE (txn is older than the
  * tables the overlay goes with: begin it again). */
 int store_ovl_view(struct store *s, MDB_txn *txn);
+/* A read-only transaction for a point read, with `resize` held for
+ * reading: the calling thread's own, renewed (store_read.c note 5), or a
+ * new one when that is in use or cannot be had. *rd is what
+ * store_point_txn_end needs. 0 or -errno. */
+struct store_reader;
+int store_point_txn(struct store *s, MDB_txn **txn, struct store_reader **rd);
+void store_point_txn_end(struct store *s, MDB_txn *txn, struct store_reader *rd);
+/* Set up (at store_open; 0 or -errno) and end (store_close: every
+ * thread's transaction is aborted) the per-thread readers. */
+int store_readers_init(struct store *s);
+void store_readers_fini(struct store *s);
 /* Take `ovl_lock` for reading for a point read (store.c note 9), after
  * applying everything when the overlay is broken; 0 (then
  * store_point_end) or -errno. */

@@ -202,6 +202,53 @@ static void test_held_snapshot_across_apply(void **state)
 	store_snap_free(sn);
 }
 
+/* A point read on a thread of its own, which then exits. */
+static void *point_read_main(void *arg)
+{
+	struct fixture *f = arg;
+	uint64_t ino = 0;
+	intptr_t rc = store_get_dentry(f->st, 1, "n000", 4, &ino, NULL);
+	if (rc == 0 && ino != 10)
+		rc = -EIO;
+	return (void *)rc;
+}
+
+/* Point reads reuse their thread's read transaction: a thread that exits
+ * gives its reader slot back (600 threads, one after another, against
+ * LMDB's 512 slots), and a thread's transaction, reset, follows the map
+ * when a commit grows it and the tables when they are applied. */
+static void test_point_reader_per_thread(void **state)
+{
+	struct fixture *f = *state;
+	commit_names(f, 0, 1, false);
+	for (int i = 0; i < 600; i++) {
+		pthread_t th;
+		void *rc;
+		assert_int_equal(pthread_create(&th, NULL, point_read_main, f), 0);
+		pthread_join(th, &rc);
+		assert_int_equal((intptr_t)rc, 0);
+	}
+	store_close(f->st);
+	struct store_opts o = { .map_size = 64 << 10, .map_size_max = 64 << 20,
+	                        .apply_batches = 2 };
+	assert_int_equal(store_open(f->tmp, &o, &f->st), 0);
+	uint64_t ino;
+	struct mc_inode_rec rec;
+	assert_int_equal(store_get_dentry(f->st, 1, "n000", 4, &ino, NULL), 0);
+	struct store_info before, after;
+	assert_int_equal(store_info(f->st, &before), 0);
+	for (int i = 1; i < 400; i += 50) {
+		commit_names(f, i, i + 50, false);      /* grows the map */
+		char name[16];
+		snprintf(name, sizeof(name), "n%03d", i + 49);
+		assert_int_equal(store_get_dentry(f->st, 1, name, 4, &ino, NULL), 0);
+		assert_int_equal(ino, 10 + (uint64_t)i + 49);
+		assert_int_equal(store_get_inode(f->st, ino, &rec, NULL, NULL), 0);
+	}
+	assert_int_equal(store_info(f->st, &after), 0);
+	assert_true(after.map_size > before.map_size);
+}
+
 /* A scan stops when fn says 1 and resumes after a name; bad arguments. */
 static void test_scan_resume(void **state)
 {
@@ -335,6 +382,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshot_isolation_and_renew, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_snapshot_across_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_point_reader_per_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_entry, setup, teardown),
 		cmocka_unit_test(test_commit_sem_writer_waits_and_is_seen),
 	};
