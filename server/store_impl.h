@@ -52,11 +52,12 @@ struct store {
 	struct store_ovl ovl;       /* changes of the batches not applied */
 	bool ovl_broken;            /* the overlay missed a change: reads apply first */
 	/* Which tables the overlay goes with (store_read.c note 1), both LMDB
-	 * transaction ids, under ovl_lock: the commit that last applied the
-	 * log (0: none since open), and one that applies it and may be
-	 * visible already while the overlay is not emptied yet (0: none). */
+	 * transaction ids: the commit that last applied the log (0: none
+	 * since open; under ovl_lock), and one that applies it and may be
+	 * visible already while the overlay is not emptied yet (0: none;
+	 * written by the committer only, read under ovl_lock). */
 	uint64_t tables_txnid;
-	uint64_t apply_txnid;
+	_Atomic uint64_t apply_txnid;
 	/* Point reads' read transactions, one per thread, reset between
 	 * reads and renewed (store_read.c note 5): the key's value is the
 	 * thread's; `readers` lists them all (readers_mu) for store_close. */

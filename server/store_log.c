@@ -22,11 +22,8 @@
  *     figures under commit_lock only after its read transaction ended:
  *     holding `resize` while waiting for commit_lock would deadlock with a
  *     commit growing the map. `ovl_lock` comes before `resize` for readers
- *     (store.c note 9); a commit takes it after its transaction ended,
- *     and, when it applies, once briefly before its mdb_txn_commit with
- *     `resize` held for reading (store_mark_apply): readers only ever
- *     want `resize` for reading, and only the committer (not then)
- *     takes it for writing, so that wait always ends.
+ *     (store.c note 9); a commit takes it only after its transaction
+ *     ended (apply_txnid, written before, is an atomic).
  *  5. The log is the commit; the tables follow in groups. A commit writes
  *     the batch to `log` only, and is durable when mdb_txn_commit returns:
  *     the last batch of the log is the last committed one, and its header
@@ -391,9 +388,7 @@ static int store_apply_due(struct store *s, const struct journal_batch *b, uint6
  * transaction commits (store_read.c note 1b). */
 static void store_mark_apply(struct store *s, uint64_t id)
 {
-	pthread_rwlock_wrlock(&s->ovl_lock);
-	s->apply_txnid = id;
-	pthread_rwlock_unlock(&s->ovl_lock);
+	atomic_store(&s->apply_txnid, id);
 }
 
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
@@ -513,8 +508,8 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 	if (applied) {
 		ovl_clear(&s->ovl);
 		s->ovl_broken = false;
-		s->tables_txnid = s->apply_txnid;       /* store_read.c note 1b */
-		s->apply_txnid = 0;
+		s->tables_txnid = atomic_load(&s->apply_txnid); /* store_read.c note 1b */
+		atomic_store(&s->apply_txnid, 0);
 		s->applied_seq = b ? b->seq : s->last_seq;
 		s->pending_bytes = 0;
 	} else {

@@ -13,11 +13,13 @@
  *        overlay sits on, and a reader sees the overlay before or after
  *        the batch, each the state of a committed prefix;
  *     b. a commit that applies writes every batch not applied to the
- *        tables; before its transaction commits it records its id in
- *        apply_txnid (under `ovl_lock`, written), and once committed it
- *        empties the overlay, moves that id to tables_txnid and clears
- *        apply_txnid, in one hold of the lock; a failed commit clears
- *        apply_txnid (the id is used again);
+ *        tables; before its transaction commits it stores its id in
+ *        apply_txnid (an atomic: the commit's meta write comes after it,
+ *        and a reader reads it after the meta that gave its transaction
+ *        its id, with a fence between), and once committed it empties
+ *        the overlay, moves that id to tables_txnid and clears
+ *        apply_txnid, in one hold of `ovl_lock` (written); a failed
+ *        commit clears apply_txnid (the id is used again);
  *     c. a reader begins its transaction and compares its id with both
  *        while it holds `ovl_lock` for reading (store_ovl_view): at or
  *        past apply_txnid, its tables hold every committed batch, and the
@@ -57,6 +59,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +104,10 @@ int store_ovl_view(struct store *s, MDB_txn *txn)
 	if (s->readonly)
 		return 1;               /* the tables never change */
 	uint64_t id = mdb_txn_id(txn);
-	if (s->apply_txnid && id >= s->apply_txnid)
+	/* After the read of LMDB's meta that gave txn its id (note 1b). */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint64_t applying = atomic_load(&s->apply_txnid);
+	if (applying && id >= applying)
 		return 0;
 	return id < s->tables_txnid ? -ESTALE : 1;
 }

@@ -9,7 +9,10 @@
  *     time without holding up a commit.
  *  2. A chunk is in name order and starts after the last name handed on
  *     (`after`), so a scan that goes on in a fresher transaction (note 1c
- *     of store_read.c) gives every name once, in order.
+ *     of store_read.c; it is begun again at every chunk) gives every
+ *     name once, in order.
+ *  3. Locks: `ovl_lock`, then `resize` (a transaction begun or renewed
+ *     under it), as the point reads take them.
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -236,18 +239,25 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 	if (after_len)
 		memcpy(c->after, after, after_len);
 	c->after_len = after_len;
-	int err = held ? 0 : scan_txn_begin(s, tp, NULL);
+	int err = 0;
 	bool more = true;
 	while (!err && more) {
+		/* `ovl_lock` before `resize` (store.c note 9): the transaction
+		 * goes and is begun (a snapshot's renewed) under the lock, at
+		 * every chunk (it shows no less than it did: note 1d of
+		 * store_read.c). */
+		scan_txn_end(s, tp, held);
 		pthread_rwlock_rdlock(&s->ovl_lock);
 		if (!s->readonly && s->ovl_broken) {
 			/* note 1e of store_read.c: apply with no transaction open */
 			pthread_rwlock_unlock(&s->ovl_lock);
 			scan_txn_end(s, tp, held);
 			err = store_apply_now(s);
-			if (!err)
-				err = scan_txn_begin(s, tp, held);
 			continue;
+		}
+		if ((held ? !*held : !*tp) && (err = scan_txn_begin(s, tp, held)) != 0) {
+			pthread_rwlock_unlock(&s->ovl_lock);
+			break;
 		}
 		int view = scan_view(s, tp, held);
 		if (view >= 0)
