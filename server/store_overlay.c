@@ -114,6 +114,7 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 		return -ENOMEM;
 	uint64_t h = ovl_hash(t, k, klen);
 	struct ovl_ent **pp = ovl_slot(o, t, k, klen, h), *old = *pp;
+	o->gen++;
 	struct ovl_ent *e;
 	struct ovl_dir *d = NULL;
 	/* A dentry's room is the size of its value (deletions too): it never
@@ -324,4 +325,5 @@ void ovl_clear(struct store_ovl *o)
 	o->tab = NULL;
 	o->nbuckets = 0;
 	o->n = 0;
+	o->gen++;
 }

@@ -47,6 +47,7 @@ struct store_ovl {
 	struct ovl_dir **dtab;    /* parents of the dentries */
 	size_t ndbuckets;         /* a power of two, or 0 */
 	size_t ndirs;
+	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
 };
 
 /* Record what r does to the tables; extent records change nothing here

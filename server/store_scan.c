@@ -40,6 +40,16 @@ struct scan_ent {
 	char name[MC_NAME_MAX + 1];
 };
 
+/* The overlay's dentries of the directory scanned, sorted once and kept
+ * across chunks while the overlay does not change (gen): a chunk moves on
+ * from `i` instead of sorting them again. */
+struct scan_ovl {
+	const struct ovl_ent **v;
+	size_t n, i;
+	uint64_t gen;
+	bool valid;
+};
+
 struct scan_chunk {
 	size_t n, tused;
 	size_t after_len;
@@ -119,7 +129,8 @@ static int scan_add(const struct store_ovl *o, MDB_cursor *icur, enum store_scan
 /* Fill c with the entries of parent after c->after from txn's tables
  * merged with o (NULL: the tables alone); *more: entries may follow. */
 static int scan_fill(struct store *s, MDB_txn *txn, const struct store_ovl *o, uint64_t parent,
-                     enum store_scan_recs recs, struct scan_chunk *c, bool *more)
+                     enum store_scan_recs recs, struct scan_chunk *c, struct scan_ovl *so,
+                     bool *more)
 {
 	uint8_t prefix[8 + MC_NAME_MAX];
 	const struct ovl_ent **ov = NULL;
@@ -131,9 +142,25 @@ static int scan_fill(struct store *s, MDB_txn *txn, const struct store_ovl *o, u
 	memcpy(prefix + 8, c->after, c->after_len);
 	MDB_val k = { 8 + c->after_len, prefix }, v;
 
-	int err = o ? ovl_dir_sorted(o, parent, c->after, c->after_len, &ov, &nov) : 0;
-	if (err)
-		return err;
+	int err = 0;
+	if (o && (!so->valid || so->gen != o->gen)) {
+		free(so->v);
+		so->valid = false;
+		err = ovl_dir_sorted(o, parent, c->after, c->after_len, &so->v, &so->n);
+		if (err)
+			return err;
+		so->i = 0;
+		so->gen = o->gen;
+		so->valid = true;
+	}
+	if (o) {
+		/* Past the names handed on already. */
+		while (so->i < so->n && c->after_len &&
+		       ovl_keycmp(so->v[so->i], prefix, 8 + c->after_len) <= 0)
+			so->i++;
+		ov = so->v + so->i;
+		nov = so->n - so->i;
+	}
 	int rc = mdb_cursor_open(txn, s->dentries, &cur);
 	if (!rc && recs != SCAN_NO_RECS)
 		rc = mdb_cursor_open(txn, s->inodes, &icur);
@@ -181,7 +208,6 @@ static int scan_fill(struct store *s, MDB_txn *txn, const struct store_ovl *o, u
 		mdb_cursor_close(icur);
 	if (cur)
 		mdb_cursor_close(cur);
-	free(ov);
 	return err;
 }
 
@@ -239,6 +265,7 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 	if (after_len)
 		memcpy(c->after, after, after_len);
 	c->after_len = after_len;
+	struct scan_ovl so = { .valid = false };
 	int err = 0;
 	bool more = true;
 	while (!err && more) {
@@ -261,7 +288,7 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 		}
 		int view = scan_view(s, tp, held);
 		if (view >= 0)
-			err = scan_fill(s, *tp, view ? &s->ovl : NULL, parent, recs, c, &more);
+			err = scan_fill(s, *tp, view ? &s->ovl : NULL, parent, recs, c, &so, &more);
 		else
 			err = view;
 		pthread_rwlock_unlock(&s->ovl_lock);
@@ -278,6 +305,7 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 	}
 	if (!held)
 		scan_txn_end(s, tp, NULL);
+	free(so.v);
 	free(c);
 	return err;
 }

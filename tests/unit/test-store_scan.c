@@ -251,6 +251,94 @@ static void test_scan_matches_applied(void **state)
 	store_close(s);
 }
 
+/* A scan whose callback has another thread commit, once, while the scan
+ * is between chunks (it holds no lock then): the chunks after it show
+ * the batch (a name later in order gone, one added, one changed), the
+ * ones before it are not given again. */
+struct midscan {
+	struct store *s;
+	unsigned n;
+	bool committed;
+	char seen[300][8];
+};
+
+static void *midscan_commit(void *arg)
+{
+	struct midscan *m = arg;
+	struct journal_batch b;
+	journal_batch_init(&b, 3);
+	del_name(&b, 1, "f150");
+	assert_int_equal(journal_del_inode(&b, 250), 0);
+	put_file(&b, 1, "f151x", 600, 1);
+	put_file(&b, 1, "f160", 260, 16016);            /* a new size */
+	put_file(&b, 1, "f001", 700, 7);                /* before: not seen again */
+	b.next_ino = 1000;
+	intptr_t rc = store_commit(m->s, &b, NULL);
+	journal_batch_free(&b);
+	return (void *)rc;
+}
+
+static int midscan_fn(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype,
+                      const struct mc_inode_rec *rec)
+{
+	struct midscan *m = arg;
+	(void)namelen, (void)dtype;
+	assert_true(m->n < 300);
+	snprintf(m->seen[m->n++], sizeof(m->seen[0]), "%s", name);
+	if (strcmp(name, "f160") == 0)
+		assert_int_equal(rec->size, m->committed ? 16016 : 160);
+	assert_int_equal(rec->ino, ino);
+	if (m->n == 70) {                               /* the second chunk */
+		pthread_t t;
+		void *rc;
+		assert_int_equal(pthread_create(&t, NULL, midscan_commit, m), 0);
+		pthread_join(t, &rc);
+		assert_int_equal((intptr_t)rc, 0);
+		m->committed = true;
+	}
+	return 0;
+}
+
+static void test_scan_sees_commit_between_chunks(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	char name[32];
+	journal_batch_init(&b, 1);
+	for (unsigned i = 0; i < 200; i += 2) {
+		snprintf(name, sizeof(name), "f%03u", i);
+		put_file(&b, 1, name, 100 + i, i);
+	}
+	b.next_ino = 1000;
+	commit_ok(s, &b);
+	journal_batch_reset(&b, 2);                     /* odd names: overlay */
+	for (unsigned i = 1; i < 200; i += 2) {
+		snprintf(name, sizeof(name), "f%03u", i);
+		put_file(&b, 1, name, 100 + i, i);
+	}
+	b.next_ino = 1000;
+	commit_ok(s, &b);
+	journal_batch_free(&b);
+	struct midscan *m = calloc(1, sizeof(*m));
+	assert_non_null(m);
+	m->s = s;
+	assert_int_equal(store_scan_dir_attrs(s, 1, NULL, 0, midscan_fn, m), 0);
+	assert_true(m->committed);
+	assert_int_equal(m->n, 200);                    /* -f150 +f151x */
+	for (unsigned i = 1; i < m->n; i++)
+		assert_true(strcmp(m->seen[i - 1], m->seen[i]) < 0);
+	bool x = false;
+	for (unsigned i = 0; i < m->n; i++) {
+		assert_string_not_equal(m->seen[i], "f150");
+		x = x || strcmp(m->seen[i], "f151x") == 0;
+	}
+	assert_true(x);
+	free(m);
+	store_close(s);
+}
+
 /* Count the entries of a scan; with sizes given, each entry's record must
  * be there. */
 struct count {
@@ -363,6 +451,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_scan_matches_applied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_sees_commit_between_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scans_race_commits, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store_scan", tests, NULL, NULL);
