@@ -12,7 +12,9 @@
  *     of store_read.c; it is begun again at every chunk) gives every
  *     name once, in order.
  *  3. Locks: `ovl_lock`, then `resize` (a transaction begun or renewed
- *     under it), as the point reads take them.
+ *     under it), as the point reads take them; a one-shot scan's callback
+ *     runs with neither held (its transaction ended), so it may do point
+ *     reads; a snapshot's runs with `resize` held (store_read.h).
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -292,6 +294,10 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 		else
 			err = view;
 		pthread_rwlock_unlock(&s->ovl_lock);
+		/* A scan of its own holds nothing while fn runs: fn may read the
+		 * store (ovl_lock, then resize) or take its time. */
+		if (!held)
+			scan_txn_end(s, tp, NULL);
 		for (size_t i = 0; i < c->n && !err; i++) {
 			const struct scan_ent *e = &c->e[i];
 			err = fn(arg, e->name, e->namelen, e->ino, e->dtype,
