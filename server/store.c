@@ -10,7 +10,8 @@
  *     store_log.c, store_read.c, store_walk.c, store_extent.c): every LMDB
  *     return value goes through store_errno() before it reaches a caller.
  *  3. Readers run from any thread (MDB_NOTLS), each call in its own
- *     read-only transaction, and copy what they return before it ends.
+ *     read-only transaction (a point read: its thread's, renewed;
+ *     store_read.c note 5), and copy what they return before it ends.
  *  4. The map is only resized with `resize` held for writing; every
  *     transaction (read or write) runs with `resize` held for reading, so
  *     mdb_env_set_mapsize never runs under a live transaction.
@@ -32,12 +33,15 @@
  *     (store_log.c note 5). Point reads (store_get_inode, store_get_dentry,
  *     store_get_entry) hold `ovl_lock` for reading from before they look in
  *     the overlay until their read ends, so an apply cannot empty the
- *     overlay between the look and the read; every other read of the
- *     tables (scans, snapshots, the walk, extents) begins its transaction
- *     with nothing left to apply (store_rtxn_begin_applied). A read-only
- *     store cannot apply: store_open loads the overlay from the log, and
- *     store_walk and the point reads merge it in (its scans see the
- *     tables only: fsck --offline needs the walk alone). Format 1 (no applied_seq: every batch
+ *     overlay between the look and the read. Directory scans (one-shot
+ *     and snapshots) merge the overlay that goes with their transaction's
+ *     tables (store_read.c note 1) and never apply; the extents table is
+ *     behind only for an inode deleted in a batch not applied (a batch
+ *     with extent records is applied at its commit), which
+ *     store_scan_extents asks the overlay (ovl_inode_dropped) under
+ *     `ovl_lock` as a point read; only the walk begins with nothing left to apply
+ *     (store_rtxn_begin_applied). A read-only store cannot apply:
+ *     store_open loads the overlay from the log, and every read merges it. Format 1 (no applied_seq: every batch
  *     applied) is upgraded to format 2 in place when opened for writing.
  * 10. store_open replays the batches after applied_seq (recovery after a
  *     crash) before it returns, or, when the map is full at its limit,
@@ -144,8 +148,6 @@ out:
 
 /* ---- read transactions ------------------------------------------------ */
 
-_Thread_local unsigned store_rtxn_depth;
-
 int store_rtxn_begin(struct store *s, MDB_txn **txn)
 {
 	pthread_rwlock_rdlock(&s->resize);
@@ -154,14 +156,12 @@ int store_rtxn_begin(struct store *s, MDB_txn **txn)
 		pthread_rwlock_unlock(&s->resize);
 		return store_errno(rc);
 	}
-	store_rtxn_depth++;
 	return 0;
 }
 
 void store_rtxn_end(struct store *s, MDB_txn *txn)
 {
 	mdb_txn_abort(txn);
-	store_rtxn_depth--;
 	pthread_rwlock_unlock(&s->resize);
 }
 
@@ -397,6 +397,13 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 	pthread_rwlock_init(&s->resize, NULL);
 	pthread_rwlock_init(&s->ovl_lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
+	if (store_readers_init(s) < 0) {
+		pthread_mutex_destroy(&s->commit_lock);
+		pthread_rwlock_destroy(&s->ovl_lock);
+		pthread_rwlock_destroy(&s->resize);
+		free(s);
+		return -ENOMEM;
+	}
 	s->readonly = o.existing;
 	s->apply_batches = o.apply_batches ? o.apply_batches : STORE_APPLY_BATCHES;
 	s->apply_bytes = o.apply_bytes ? o.apply_bytes : STORE_APPLY_BYTES;
@@ -473,6 +480,7 @@ int store_open(const char *dir, const struct store_opts *opts, struct store **ou
 
 fail:
 	ovl_clear(&s->ovl);
+	store_readers_fini(s);
 	if (s->env)
 		mdb_env_close(s->env);
 	if (s->lockfd >= 0)
@@ -492,6 +500,7 @@ void store_close(struct store *s)
 	if (!s->readonly)
 		(void)store_apply_now(s);   /* note 10; store_open replays it otherwise */
 	ovl_clear(&s->ovl);
+	store_readers_fini(s);      /* before the environment goes */
 	mdb_env_close(s->env);
 	if (s->lockfd >= 0)
 		close(s->lockfd);      /* releases the flock */
@@ -519,6 +528,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 {
 	uint8_t key[8];
 	MDB_txn *txn;
+	struct store_reader *rd = NULL;
 	MDB_val k = { 8, key }, v;
 	struct mc_inode_rec rec;
 	size_t tlen;
@@ -538,7 +548,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 	if (o == 1) {
 		v = (MDB_val){ ovl, (void *)ov };
 	} else {
-		err = store_rtxn_begin(s, &txn);
+		err = store_point_txn(s, &txn, &rd);
 		if (!err)
 			err = store_errno(mdb_get(txn, s->inodes, &k, &v));
 		if (err)
@@ -562,7 +572,7 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 	*out = rec;
 out:
 	if (txn)
-		store_rtxn_end(s, txn);
+		store_point_txn_end(s, txn, rd);
 	store_point_end(s);
 	return err;
 }
@@ -584,6 +594,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 {
 	uint8_t key[STORE_DENTRY_KEY_MAX];
 	MDB_txn *txn;
+	struct store_reader *rd = NULL;
 	MDB_val k = { 8 + namelen, key }, v;
 	int err = store_dentry_key(key, parent, name, namelen);
 	if (err)
@@ -599,7 +610,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 		err = o;
 	else if (o == 1)
 		v = (MDB_val){ ovl, (void *)ov };
-	else if ((err = store_rtxn_begin(s, &txn)) == 0)
+	else if ((err = store_point_txn(s, &txn, &rd)) == 0)
 		err = store_errno(mdb_get(txn, s->dentries, &k, &v));
 	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
 		err = -EIO;
@@ -611,7 +622,7 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 			*dtype = p[8];
 	}
 	if (txn)
-		store_rtxn_end(s, txn);
+		store_point_txn_end(s, txn, rd);
 	store_point_end(s);
 	return err;
 }
@@ -619,11 +630,19 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg)
 {
 	MDB_txn *txn;
-	int fn_rc, err = store_rtxn_begin_applied(s, &txn);
+	/* A batch that changes an extent map is applied at its commit
+	 * (store_log.c note 5): the table is behind only for an inode deleted
+	 * in a batch not applied, whose extents are gone (note 9). */
+	int fn_rc = 0, rc = 0, err = store_point_begin(s);
 	if (err)
 		return err;
-	int rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
-	store_rtxn_end(s, txn);
+	if (!ovl_inode_dropped(&s->ovl, ino) && (err = store_rtxn_begin(s, &txn)) == 0) {
+		rc = store_ext_scan(txn, s->extents, ino, fn, arg, &fn_rc);
+		store_rtxn_end(s, txn);
+	}
+	store_point_end(s);
+	if (err)
+		return err;
 	if (fn_rc)
 		return fn_rc;
 	return rc == MDB_CORRUPTED ? -EIO : store_errno(rc);
@@ -649,104 +668,32 @@ int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, si
 	return scan_dir(s, parent, after, after_len, NULL, fn, arg);
 }
 
-/* The inode record of ino through cursor icur (on the inodes table) when
- * it is there and has no symlink target; else false. A cursor, not
- * mdb_get: LMDB looks on the cursor's leaf page first, and a directory's
- * files have nearby inode numbers. */
-static bool inode_plain(MDB_cursor *icur, uint64_t ino, struct mc_inode_rec *out)
-{
-	uint8_t key[8];
-	MDB_val k = { 8, key }, v;
-	put_be64(key, ino);
-	if (mdb_cursor_get(icur, &k, &v, MDB_SET_KEY) != 0 ||
-	    v.mv_size != JOURNAL_INODE_DISK_SIZE)
-		return false;
-	journal_inode_decode(v.mv_data, out);
-	return out->ino == ino;
-}
-
-int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
-                        size_t after_len, store_dirent_fn fn, void *arg)
-{
-	uint8_t prefix[8 + MC_NAME_MAX];
-	char name[MC_NAME_MAX + 1];
-	MDB_cursor *cur;
-	if (after_len > MC_NAME_MAX)
-		return -EINVAL;
-	put_be64(prefix, parent);
-	if (after_len)
-		memcpy(prefix + 8, after, after_len);
-	MDB_val k = { 8 + after_len, prefix }, v;
-
-	int err = 0, rc = mdb_cursor_open(txn, dentries, &cur);
-	if (rc)
-		return store_errno(rc);
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
-			break;
-		size_t namelen = k.mv_size - 8;
-		if (after_len && namelen == after_len &&
-		    memcmp((const uint8_t *)k.mv_data + 8, after, after_len) == 0)
-			continue; /* the resume point itself */
-		if (namelen == 0 || namelen > MC_NAME_MAX || v.mv_size != STORE_DENTRY_VAL_SIZE) {
-			err = -EIO;
-			goto out;
-		}
-		memcpy(name, (const uint8_t *)k.mv_data + 8, namelen);
-		name[namelen] = '\0';
-		const uint8_t *p = v.mv_data;
-		err = fn(arg, name, namelen, get_le64(p), p[8]);
-		if (err)
-			goto out;
-	}
-	if (rc != MDB_NOTFOUND && rc != 0)
-		err = store_errno(rc);
-out:
-	mdb_cursor_close(cur);
-	return err;
-}
-
-/* What scan_dir hands store_dentries_scan: the caller's callback (fn or
- * afn, the other NULL) and, for afn, the inodes cursor. */
+/* What scan_dir hands store_scan_merged: the caller's callback (fn or
+ * afn, the other NULL). */
 struct scan_dir_ctx {
 	store_dirent_fn fn;
 	store_dirent_attr_fn afn;
-	MDB_cursor *icur;
 	void *arg;
 };
 
 static int scan_dir_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
-                          uint8_t dtype)
+                          uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
+                          size_t tlen)
 {
 	struct scan_dir_ctx *c = arg;
+	(void)target;
+	(void)tlen;
 	if (!c->afn)
 		return c->fn(c->arg, name, namelen, ino, dtype);
-	struct mc_inode_rec rec;
-	bool have = inode_plain(c->icur, ino, &rec);
-	return c->afn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL);
+	return c->afn(c->arg, name, namelen, ino, dtype, rec);
 }
 
 static int scan_dir(struct store *s, uint64_t parent, const char *after, size_t after_len,
                     store_dirent_fn fn, store_dirent_attr_fn afn, void *arg)
 {
-	struct scan_dir_ctx c = { fn, afn, NULL, arg };
-	MDB_txn *txn;
-	if (after_len > MC_NAME_MAX)
-		return -EINVAL;
-	int err = store_rtxn_begin_applied(s, &txn);
-	if (err)
-		return err;
-	int rc = afn ? mdb_cursor_open(txn, s->inodes, &c.icur) : 0;
-	if (rc)
-		err = store_errno(rc);
-	else
-		err = store_dentries_scan(txn, s->dentries, parent, after, after_len,
-		                          scan_dir_entry, &c);
-	if (c.icur)
-		mdb_cursor_close(c.icur);
-	store_rtxn_end(s, txn);
-	return err;
+	struct scan_dir_ctx c = { fn, afn, arg };
+	return store_scan_merged(s, NULL, NULL, parent, after, after_len,
+	                         afn ? SCAN_PLAIN_RECS : SCAN_NO_RECS, scan_dir_entry, &c);
 }
 
 int store_walk(struct store *s, store_walk_fn fn, void *arg)

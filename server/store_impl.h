@@ -10,10 +10,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "mc_shm.h"
 #include "store.h"
 #include "store_overlay.h"
+#include "store_read.h"
 
 #define STORE_PAGE             4096ull
 #define STORE_DENTRY_VAL_SIZE  9u        /* u64 ino LE, u8 dtype */
@@ -49,6 +51,20 @@ struct store {
 	pthread_rwlock_t ovl_lock;  /* the overlay; before `resize` (store.c note 9) */
 	struct store_ovl ovl;       /* changes of the batches not applied */
 	bool ovl_broken;            /* the overlay missed a change: reads apply first */
+	/* Which tables the overlay goes with (store_read.c note 1), both LMDB
+	 * transaction ids: the commit that last applied the log (0: none
+	 * since open; under ovl_lock), and one that applies it and may be
+	 * visible already while the overlay is not emptied yet (0: none;
+	 * written by the committer only, read under ovl_lock). */
+	uint64_t tables_txnid;
+	_Atomic uint64_t apply_txnid;
+	/* Point reads' read transactions, one per thread, reset between
+	 * reads and renewed (store_read.c note 5): the key's value is the
+	 * thread's; `readers` lists them all (readers_mu) for store_close. */
+	pthread_key_t reader_key;
+	bool reader_key_ok;
+	pthread_mutex_t readers_mu;
+	LIST_HEAD(, store_reader) readers;
 	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
 	int fault_err;
 };
@@ -58,10 +74,6 @@ int store_errno(int rc);
 /* A read-only transaction with `resize` held for reading; 0 or -errno. */
 int store_rtxn_begin(struct store *s, MDB_txn **txn);
 void store_rtxn_end(struct store *s, MDB_txn *txn);
-/* This thread's read transactions begun and not ended (so `resize` is
- * held): a point read inside one must not block on `ovl_lock`
- * (store_point_begin). */
-extern _Thread_local unsigned store_rtxn_depth;
 /* LMDB codes. */
 int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len);
 int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
@@ -70,12 +82,26 @@ int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *re
  * empty name, -ENAMETOOLONG above MC_NAME_MAX. */
 int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const char *name,
                      size_t namelen);
-/* Call fn for each entry of directory `parent` in txn's dentries table, in
- * name order, from the first name after `after` (after_len bytes, 0: from
- * the start). fn's nonzero return stops the scan and is returned; -EINVAL
- * when after_len is above MC_NAME_MAX, -EIO for a malformed entry. */
-int store_dentries_scan(MDB_txn *txn, MDB_dbi dentries, uint64_t parent, const char *after,
-                        size_t after_len, store_dirent_fn fn, void *arg);
+/* What a directory scan gives of each entry's inode record. */
+enum store_scan_recs {
+	SCAN_NO_RECS,            /* none */
+	SCAN_PLAIN_RECS,         /* the record, not of a symlink (store_scan_dir_attrs) */
+	SCAN_ALL_RECS,           /* the record with a symlink's target (store_snap_scan_dir) */
+};
+/* Call fn for each entry of directory parent after the name `after`
+ * (after_len bytes; 0: from the first) in name order: the tables merged
+ * with the overlay, read in chunks with `ovl_lock` held for reading and
+ * handed to fn without it (store_read.c note 1), never applying the log
+ * unless the overlay is broken. held NULL: the scan begins and ends a
+ * transaction of its own (*txn is not used); else *txn is a snapshot's,
+ * live while *held, which the scan may renew between chunks and may
+ * leave ended on failure (*held false then). fn's nonzero return stops
+ * the scan and is returned; -EINVAL (after_len above MC_NAME_MAX), -EIO
+ * (a malformed entry; with SCAN_ALL_RECS, a malformed inode record),
+ * -ENOMEM, -EAGAIN. */
+int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t parent,
+                      const char *after, size_t after_len, enum store_scan_recs recs,
+                      store_snap_fn fn, void *arg);
 /* Begin a read-only transaction in which every committed change is in the
  * tables: apply the batches not applied first (store_log.c note 5). Not
  * with `resize` held. 0 or -errno; store_rtxn_end ends it. */
@@ -83,6 +109,22 @@ int store_rtxn_begin_applied(struct store *s, MDB_txn **txn);
 /* Apply the batches of `log` after applied_seq up to last_seq to the
  * tables (store_open's recovery, and the reads above); 0 or -errno. */
 int store_apply_now(struct store *s);
+/* The overlay that goes with the tables of txn, which began with
+ * `ovl_lock` held for reading (store_read.c note 1): 1 the overlay, 0 none
+ * (txn's tables hold every committed batch), -ESTALE (txn is older than the
+ * tables the overlay goes with: begin it again). */
+int store_ovl_view(struct store *s, MDB_txn *txn);
+/* A read-only transaction for a point read, with `resize` held for
+ * reading: the calling thread's own, renewed (store_read.c note 5), or a
+ * new one when that is in use or cannot be had. *rd is what
+ * store_point_txn_end needs. 0 or -errno. */
+struct store_reader;
+int store_point_txn(struct store *s, MDB_txn **txn, struct store_reader **rd);
+void store_point_txn_end(struct store *s, MDB_txn *txn, struct store_reader *rd);
+/* Set up (at store_open; 0 or -errno) and end (store_close: every
+ * thread's transaction is aborted) the per-thread readers. */
+int store_readers_init(struct store *s);
+void store_readers_fini(struct store *s);
 /* Take `ovl_lock` for reading for a point read (store.c note 9), after
  * applying everything when the overlay is broken; 0 (then
  * store_point_end) or -errno. */

@@ -22,7 +22,8 @@
  *     figures under commit_lock only after its read transaction ended:
  *     holding `resize` while waiting for commit_lock would deadlock with a
  *     commit growing the map. `ovl_lock` comes before `resize` for readers
- *     (store.c note 9); a commit takes it only after its transaction ended.
+ *     (store.c note 9); a commit takes it only after its transaction
+ *     ended (apply_txnid, written before, is an atomic).
  *  5. The log is the commit; the tables follow in groups. A commit writes
  *     the batch to `log` only, and is durable when mdb_txn_commit returns:
  *     the last batch of the log is the last committed one, and its header
@@ -34,10 +35,11 @@
  *     tables hold, which the overlay cannot state), or when the overlay failed (ovl_broken): then every
  *     batch after meta.applied_seq is read back from `log` and applied, and
  *     applied_seq moves to the batch. Until then the overlay holds their
- *     inode and dentry changes for the point reads, and every other read of
- *     the tables applies them first (store_apply_pending). So a read never
- *     misses a committed change, and a commit dirties the log's pages and
- *     meta's only, most of the time.
+ *     inode and dentry changes, which the point reads and the directory
+ *     scans merge with the tables (store_read.c note 1); only the walk
+ *     applies them first. So a read never misses a committed change, a
+ *     read never writes (but where the overlay is broken), and a commit
+ *     dirties the log's pages and meta's only, most of the time.
  *  6. Retention never drops a batch that is not applied: the recovery in
  *     store_open replays `log` from applied_seq + 1 to last_seq.
  */
@@ -382,6 +384,13 @@ static int store_apply_due(struct store *s, const struct journal_batch *b, uint6
 	return k < 0 ? k : due;
 }
 
+/* Record (or clear, id 0) the commit that applies the log, before its
+ * transaction commits (store_read.c note 1b). */
+static void store_mark_apply(struct store *s, uint64_t id)
+{
+	atomic_store(&s->apply_txnid, id);
+}
+
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
  * set when it failed on MDB_MAP_FULL, *applied when the tables took every
  * batch up to b. Nothing is written on failure. b NULL: apply the batches
@@ -465,7 +474,12 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 	t->apply_ns = t1 - t0;
 	t0 = t1;
 
+	/* An apply: say so before it can be seen (store_read.c note 1b). */
+	if (*applied)
+		store_mark_apply(s, mdb_txn_id(txn));
 	rc = mdb_txn_commit(txn);       /* frees txn, committed or not */
+	if (rc && *applied)
+		store_mark_apply(s, 0);     /* not committed: the id is used again */
 	t->sync_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	if (rc == 0) {
 		s->log_bytes = bytes;
@@ -494,6 +508,8 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 	if (applied) {
 		ovl_clear(&s->ovl);
 		s->ovl_broken = false;
+		s->tables_txnid = atomic_load(&s->apply_txnid); /* store_read.c note 1b */
+		atomic_store(&s->apply_txnid, 0);
 		s->applied_seq = b ? b->seq : s->last_seq;
 		s->pending_bytes = 0;
 	} else {

@@ -1,7 +1,10 @@
 /* store_overlay.c - committed changes not yet in the tables, by table key
  * (store_overlay.h): a chained hash table of entries that each hold the key
  * and the newest value, grown by doubling, emptied at once when the
- * store applies the log to its tables. */
+ * store applies the log to its tables. Each dentry entry is also on its
+ * parent's list (struct ovl_dir, a second hash table by parent), and an
+ * entry never moves once made (a dentry's room fits any of its values), so
+ * those lists need no upkeep but the push of a new key. */
 #include "store_overlay.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include "mc_shm.h"
 
 #define OVL_MIN_BUCKETS 256u
+#define OVL_DENTRY_VAL  9u      /* u64 ino, u8 dtype (store.h) */
 
 static uint64_t ovl_hash(unsigned t, const uint8_t *k, size_t n)
 {
@@ -56,6 +60,52 @@ static int ovl_grow(struct store_ovl *o)
 	return 0;
 }
 
+static struct ovl_dir **ovl_dslot(const struct store_ovl *o, uint64_t parent)
+{
+	struct ovl_dir **pp = &o->dtab[ovl_hash(0, (const uint8_t *)&parent, 8) & (o->ndbuckets - 1)];
+	while (*pp && (*pp)->parent != parent)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static int ovl_dgrow(struct store_ovl *o)
+{
+	size_t nb = o->ndbuckets ? o->ndbuckets * 2 : OVL_MIN_BUCKETS;
+	struct ovl_dir **tab = calloc(nb, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < o->ndbuckets; i++) {
+		struct ovl_dir *d = o->dtab[i], *next;
+		for (; d; d = next) {
+			size_t b = ovl_hash(0, (const uint8_t *)&d->parent, 8) & (nb - 1);
+			next = d->next;
+			d->next = tab[b];
+			tab[b] = d;
+		}
+	}
+	free(o->dtab);
+	o->dtab = tab;
+	o->ndbuckets = nb;
+	return 0;
+}
+
+/* The list of parent's dentries, made when missing; NULL: no memory. */
+static struct ovl_dir *ovl_dir_get(struct store_ovl *o, uint64_t parent)
+{
+	if (o->ndirs >= o->ndbuckets && ovl_dgrow(o) < 0)
+		return NULL;
+	struct ovl_dir **pp = ovl_dslot(o, parent);
+	if (*pp)
+		return *pp;
+	struct ovl_dir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->parent = parent;
+	*pp = d;
+	o->ndirs++;
+	return d;
+}
+
 /* Set key k of table t to v (vlen bytes), or to deleted when v is NULL. */
 static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t klen,
                    const uint8_t *v, size_t vlen)
@@ -64,26 +114,42 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 		return -ENOMEM;
 	uint64_t h = ovl_hash(t, k, klen);
 	struct ovl_ent **pp = ovl_slot(o, t, k, klen, h), *old = *pp;
+	o->gen++;
 	struct ovl_ent *e;
-	if (old && old->vlen >= vlen) {
+	struct ovl_dir *d = NULL;
+	/* A dentry's room is the size of its value (deletions too): it never
+	 * moves, being on its parent's list. */
+	size_t cap = t == OVL_DENTRIES ? OVL_DENTRY_VAL : vlen;
+	if (old && old->vcap >= vlen) {
 		e = old;                        /* reuse it: the value fits */
 	} else {
-		e = malloc(sizeof(*e) + klen + vlen);
+		if (t == OVL_DENTRIES && !(d = ovl_dir_get(o, get_be64(k))))
+			return -ENOMEM;
+		e = malloc(sizeof(*e) + klen + cap);
 		if (!e)
 			return -ENOMEM;
 		e->next = old ? old->next : NULL;
+		e->dnext = NULL;
 		e->hash = h;
 		e->k8 = get_be64(k);
 		e->table = (uint8_t)t;
 		e->klen = (uint16_t)klen;
+		e->vcap = (uint16_t)cap;
+		e->dropped = old && old->dropped;
 		memcpy(e->data, k, klen);
 		*pp = e;
 		if (old)
-			free(old);
+			free(old);              /* an inode's: on no list */
 		else
 			o->n++;
+		if (d) {
+			e->dnext = d->first;
+			d->first = e;
+			d->n++;
+		}
 	}
 	e->deleted = v == NULL;
+	e->dropped = e->dropped || e->deleted;
 	e->vlen = (uint16_t)vlen;
 	if (vlen)
 		memcpy(e->data + klen, v, vlen);
@@ -142,6 +208,16 @@ int ovl_get(const struct store_ovl *o, enum ovl_table t, const uint8_t *key, siz
 	return 1;
 }
 
+bool ovl_inode_dropped(const struct store_ovl *o, uint64_t ino)
+{
+	uint8_t key[8];
+	if (o->n == 0)
+		return false;
+	put_be64(key, ino);
+	const struct ovl_ent *e = *ovl_slot(o, OVL_INODES, key, 8, ovl_hash(OVL_INODES, key, 8));
+	return e && e->dropped;
+}
+
 int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen)
 {
 	size_t n = e->klen < klen ? e->klen : klen;
@@ -185,8 +261,59 @@ int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent
 	return 0;
 }
 
+static int ovl_namecmp(const void *a, const void *b)
+{
+	const struct ovl_ent *x = *(const struct ovl_ent *const *)a;
+	const struct ovl_ent *y = *(const struct ovl_ent *const *)b;
+	return ovl_keycmp(x, y->data, y->klen);     /* one parent: the names decide */
+}
+
+int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after,
+                   size_t after_len, const struct ovl_ent ***out, size_t *n)
+{
+	uint8_t k[8 + MC_NAME_MAX];
+	const struct ovl_dir *d = o->ndirs ? *ovl_dslot(o, parent) : NULL;
+	const struct ovl_ent **v = NULL;
+	size_t m = 0;
+	*out = NULL;
+	*n = 0;
+	if (!d || d->n == 0)
+		return 0;
+	if (after_len > MC_NAME_MAX)
+		after_len = MC_NAME_MAX;
+	put_be64(k, parent);
+	if (after_len)
+		memcpy(k + 8, after, after_len);
+	v = malloc(d->n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (const struct ovl_ent *e = d->first; e; e = e->dnext)
+		if (!after_len || ovl_keycmp(e, k, 8 + after_len) > 0)
+			v[m++] = e;
+	if (m > 1)
+		qsort(v, m, sizeof(*v), ovl_namecmp);
+	if (!m) {
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	*n = m;
+	return 0;
+}
+
 void ovl_clear(struct store_ovl *o)
 {
+	for (size_t i = 0; i < o->ndbuckets; i++) {
+		struct ovl_dir *d = o->dtab[i], *next;
+		for (; d; d = next) {
+			next = d->next;
+			free(d);
+		}
+	}
+	free(o->dtab);
+	o->dtab = NULL;
+	o->ndbuckets = 0;
+	o->ndirs = 0;
 	for (size_t i = 0; i < o->nbuckets; i++) {
 		struct ovl_ent *e = o->tab[i], *next;
 		for (; e; e = next) {
@@ -198,4 +325,5 @@ void ovl_clear(struct store_ovl *o)
 	o->tab = NULL;
 	o->nbuckets = 0;
 	o->n = 0;
+	o->gen++;
 }

@@ -20,18 +20,34 @@ enum ovl_table {
  * (store.h), or `deleted`. */
 struct ovl_ent {
 	struct ovl_ent *next;     /* hash chain */
+	struct ovl_ent *dnext;    /* a dentry: the next of its parent's (struct ovl_dir) */
 	uint64_t hash;
 	uint64_t k8;              /* the key's first 8 bytes, big-endian (keys have 8 at least) */
 	uint8_t table;            /* enum ovl_table */
 	bool deleted;
+	bool dropped;             /* deleted at some point in these batches */
 	uint16_t klen, vlen;
+	uint16_t vcap;            /* value bytes allocated: an entry is reused, never moved */
 	uint8_t data[];           /* klen key bytes, then vlen value bytes */
+};
+
+/* The dentries of one parent, so a directory scan finds its names
+ * without going through the whole overlay. */
+struct ovl_dir {
+	struct ovl_dir *next;     /* hash chain */
+	uint64_t parent;
+	struct ovl_ent *first;    /* in no order; deletions too */
+	size_t n;
 };
 
 struct store_ovl {
 	struct ovl_ent **tab;
 	size_t nbuckets;          /* a power of two, or 0 before the first add */
 	size_t n;                 /* entries */
+	struct ovl_dir **dtab;    /* parents of the dentries */
+	size_t ndbuckets;         /* a power of two, or 0 */
+	size_t ndirs;
+	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
 };
 
 /* Record what r does to the tables; extent records change nothing here
@@ -44,11 +60,19 @@ int ovl_add(struct store_ovl *o, const struct journal_rec *r);
  * the overlay knows nothing of it. */
 int ovl_get(const struct store_ovl *o, enum ovl_table t, const uint8_t *key, size_t klen,
             const uint8_t **val, size_t *vlen);
+/* Was inode ino deleted in the batches the overlay holds (even if made
+ * again since)? Its extents in the tables are then gone too. */
+bool ovl_inode_dropped(const struct store_ovl *o, uint64_t ino);
 /* The entries of table t in the tables' key order (bytewise, a shorter
  * prefix first), in a new array (*out, free() it; NULL when *n is 0).
  * 0 or -ENOMEM. */
 int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent ***out,
                size_t *n);
+/* The dentries of directory parent (deletions too) whose name sorts after
+ * `after` (after_len bytes; 0: every one), in name order, in a new array
+ * (*out, free() it; NULL when *n is 0). 0 or -ENOMEM. */
+int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after,
+                   size_t after_len, const struct ovl_ent ***out, size_t *n);
 /* Compare an entry's key with k the way the tables order keys. */
 int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen);
 void ovl_clear(struct store_ovl *o);

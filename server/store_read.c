@@ -1,21 +1,65 @@
-/* store_read.c - long-lived read snapshots (store_read.h), and the read
- * transactions that see every committed batch (store_impl.h).
+/* store_read.c - long-lived read snapshots (store_read.h), directory
+ * scans of the tables merged with the overlay, and the read transactions
+ * that see every committed batch (store_impl.h).
  *
  * Invariants:
- *  1. `held` is true exactly when the reader holds the store's resize lock
+ *  1. A scan reads the tables of its transaction merged with the overlay
+ *     (deletions hide a name, puts add or replace it, in name order; inode
+ *     records from the overlay where it has them), never applying the log
+ *     (store_log.c note 5) except when the overlay is broken. The overlay
+ *     it merges is the one that goes with its tables:
+ *     a. a commit that does not apply changes the log only, then the
+ *        overlay (under `ovl_lock`, written): the tables stay those the
+ *        overlay sits on, and a reader sees the overlay before or after
+ *        the batch, each the state of a committed prefix;
+ *     b. a commit that applies writes every batch not applied to the
+ *        tables; before its transaction commits it stores its id in
+ *        apply_txnid (an atomic: the commit's meta write comes after it,
+ *        and a reader reads it after the meta that gave its transaction
+ *        its id, with a fence between), and once committed it empties
+ *        the overlay, moves that id to tables_txnid and clears
+ *        apply_txnid, in one hold of `ovl_lock` (written); a failed
+ *        commit clears apply_txnid (the id is used again);
+ *     c. a reader begins its transaction and compares its id with both
+ *        while it holds `ovl_lock` for reading (store_ovl_view): at or
+ *        past apply_txnid, its tables hold every committed batch, and the
+ *        overlay (older) is left out; below tables_txnid, its tables are
+ *        older than those the overlay goes with (the overlay lost what
+ *        they lack): it begins again; else the overlay is its own. Only
+ *        one commit runs at a time and (b) ends before the next begins,
+ *        so no other case exists;
+ *     d. a scan fills a chunk of SCAN_CHUNK entries with `ovl_lock` held
+ *        for reading and hands it to the caller without the lock (whose
+ *        callback may take the namespace lock or read the store), then
+ *        checks (c) again for the next chunk: a commit is never held up
+ *        by more than one chunk, and a held snapshot may show batches
+ *        committed after it was taken (never fewer than before), which
+ *        is what a fresh snapshot would show;
+ *     e. a broken overlay (it missed a change) is the one case where a
+ *        read applies the log first, with no transaction of its own open
+ *        (an apply may grow the map).
+ *  2. `held` is true exactly when the reader holds the store's resize lock
  *     for reading and its transaction is live (begun or renewed).
- *  2. The transaction handle, once begun, is only ever reset and renewed,
+ *  3. The transaction handle, once begun, is only ever reset and renewed,
  *     never aborted before store_snap_free: its reader slot stays ours.
- *  3. A snapshot begins with every committed batch applied to the tables
- *     (store_snap_take applies them first, under `ovl_lock` as
- *     store_rtxn_begin_applied does); store_get_entry, a point read, looks
- *     in the overlay instead (store.c note 9).
+ *  4. store_get_entry, a point read, looks in the overlay first with
+ *     `ovl_lock` held for reading across its read (store.c note 9).
+ *  5. A point read uses its thread's read transaction (store_point_txn):
+ *     begun once, then renewed and reset around each read, as snapshots
+ *     are (note 3), which costs a fraction of a begin and an abort. It is
+ *     live only between store_point_txn and store_point_txn_end, with
+ *     `resize` held for reading all that time, so a reset transaction
+ *     never stands in the way of a resize (LMDB renews it on the new
+ *     map); MDB_NOTLS lets it be a thread's without LMDB's thread-local
+ *     slot. A thread that exits gives its transaction back (the key's
+ *     destructor aborts it); store_close aborts those left. A point read
+ *     nested in another on the same thread (`busy`) begins its own.
  */
 #include "store_read.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +67,13 @@
 #include "bytes.h"
 #include "mc_shm.h"
 #include "store_impl.h"
+
+struct store_reader {
+	LIST_ENTRY(store_reader) link;   /* on st->readers */
+	struct store *st;
+	MDB_txn *txn;                    /* NULL until the first read */
+	bool busy;                       /* live: between store_point_txn and _end */
+};
 
 struct store_snap {
 	struct store *st;    /* whose environment and tables */
@@ -48,20 +99,119 @@ int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
 	}
 }
 
+int store_ovl_view(struct store *s, MDB_txn *txn)
+{
+	if (s->readonly)
+		return 1;               /* the tables never change */
+	uint64_t id = mdb_txn_id(txn);
+	/* After the read of LMDB's meta that gave txn its id (note 1b). */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint64_t applying = atomic_load(&s->apply_txnid);
+	if (applying && id >= applying)
+		return 0;
+	return id < s->tables_txnid ? -ESTALE : 1;
+}
+
+/* ---- per-thread point-read transactions (note 5) ---- */
+
+static void reader_free(struct store_reader *r)
+{
+	if (r->txn)
+		mdb_txn_abort(r->txn);
+	free(r);
+}
+
+/* The key's destructor: the thread is gone. */
+static void reader_gone(void *p)
+{
+	struct store_reader *r = p;
+	pthread_mutex_lock(&r->st->readers_mu);
+	LIST_REMOVE(r, link);
+	pthread_mutex_unlock(&r->st->readers_mu);
+	reader_free(r);
+}
+
+int store_readers_init(struct store *s)
+{
+	LIST_INIT(&s->readers);
+	int rc = pthread_mutex_init(&s->readers_mu, NULL);
+	if (rc)
+		return -rc;
+	/* No key (the process ran out of them): every read begins its own. */
+	s->reader_key_ok = pthread_key_create(&s->reader_key, reader_gone) == 0;
+	return 0;
+}
+
+void store_readers_fini(struct store *s)
+{
+	struct store_reader *r;
+	if (s->reader_key_ok)
+		pthread_key_delete(s->reader_key);  /* no destructor runs after this */
+	while ((r = LIST_FIRST(&s->readers))) {
+		LIST_REMOVE(r, link);
+		reader_free(r);
+	}
+	pthread_mutex_destroy(&s->readers_mu);
+}
+
+/* The calling thread's reader, made on its first read; NULL when none
+ * can be had. */
+static struct store_reader *reader_self(struct store *s)
+{
+	if (!s->reader_key_ok)
+		return NULL;
+	struct store_reader *r = pthread_getspecific(s->reader_key);
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->st = s;
+	if (pthread_setspecific(s->reader_key, r) != 0) {
+		free(r);
+		return NULL;
+	}
+	pthread_mutex_lock(&s->readers_mu);
+	LIST_INSERT_HEAD(&s->readers, r, link);
+	pthread_mutex_unlock(&s->readers_mu);
+	return r;
+}
+
+int store_point_txn(struct store *s, MDB_txn **txn, struct store_reader **rd)
+{
+	struct store_reader *r = reader_self(s);
+	*rd = NULL;
+	if (!r || r->busy)
+		return store_rtxn_begin(s, txn);
+	pthread_rwlock_rdlock(&s->resize);
+	int rc = r->txn ? mdb_txn_renew(r->txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn);
+	if (rc) {
+		if (r->txn) {
+			mdb_txn_abort(r->txn);  /* begin afresh next time */
+			r->txn = NULL;
+		}
+		pthread_rwlock_unlock(&s->resize);
+		return store_errno(rc);
+	}
+	r->busy = true;
+	*txn = r->txn;
+	*rd = r;
+	return 0;
+}
+
+void store_point_txn_end(struct store *s, MDB_txn *txn, struct store_reader *rd)
+{
+	if (!rd) {
+		store_rtxn_end(s, txn);
+		return;
+	}
+	mdb_txn_reset(txn);
+	rd->busy = false;
+	pthread_rwlock_unlock(&s->resize);
+}
+
 int store_point_begin(struct store *s)
 {
-	if (store_rtxn_depth) {
-		/* A point read inside a scan (a listing loading its inodes)
-		 * already holds `resize`, which comes after `ovl_lock` (store.c
-		 * note 9): wait for the lock without blocking on it. Its only
-		 * writer, a commit publishing to the overlay, never waits for
-		 * `resize` while holding it, so this ends. The scan began with
-		 * nothing to apply; a broken overlay here is read through, as
-		 * an apply would need `resize` for writing. */
-		while (pthread_rwlock_tryrdlock(&s->ovl_lock) != 0)
-			sched_yield();
-		return 0;
-	}
 	for (;;) {
 		pthread_rwlock_rdlock(&s->ovl_lock);
 		if (s->readonly || !s->ovl_broken)
@@ -121,7 +271,7 @@ int store_snap_take(struct store_snap *sn)
 		store_snap_release(sn);
 	for (;;) {
 		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (s->readonly || s->applied_seq >= s->last_seq) {
+		if (s->readonly || !s->ovl_broken) {   /* note 1e */
 			int err = snap_begin(sn);
 			pthread_rwlock_unlock(&s->ovl_lock);
 			return err;
@@ -142,18 +292,15 @@ void store_snap_release(struct store_snap *sn)
 	sn->held = false;
 }
 
-/* The inode record of ino: 1 found (rec, target, *tlen set), 0 missing,
- * -EIO malformed. With a cursor on `inodes` (icur), a key on the page the
- * cursor stands on is found without descending the tree again: a
- * directory's children mostly have neighbouring inode numbers. */
-static int snap_inode(struct store_snap *sn, MDB_cursor *icur, uint64_t ino,
-                      struct mc_inode_rec *rec, char *target, size_t *tlen)
+/* The inode record of ino in sn's transaction: 1 found (rec, target,
+ * *tlen set), 0 missing, -EIO malformed. */
+static int snap_inode(struct store_snap *sn, uint64_t ino, struct mc_inode_rec *rec,
+                      char *target, size_t *tlen)
 {
 	uint8_t key[8];
 	MDB_val k = { 8, key }, v;
 	put_be64(key, ino);
-	int rc = icur ? mdb_cursor_get(icur, &k, &v, MDB_SET_KEY)
-	              : mdb_get(sn->txn, sn->st->inodes, &k, &v);
+	int rc = mdb_get(sn->txn, sn->st->inodes, &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc)
@@ -191,40 +338,14 @@ static int ovl_inode(struct store *s, uint64_t ino, struct mc_inode_rec *rec, ch
 	return 1;
 }
 
-/* What store_snap_scan_dir hands store_dentries_scan. */
-struct snap_scan_ctx {
-	struct store_snap *sn;
-	MDB_cursor *icur;
-	store_snap_fn fn;
-	void *arg;
-};
-
-static int snap_scan_entry(void *arg, const char *name, size_t namelen, uint64_t ino,
-                           uint8_t dtype)
-{
-	struct snap_scan_ctx *c = arg;
-	char target[MC_SYMLINK_MAX];
-	struct mc_inode_rec rec;
-	size_t tlen = 0;
-	int have = snap_inode(c->sn, c->icur, ino, &rec, target, &tlen);
-	if (have < 0)
-		return have;
-	return c->fn(c->arg, name, namelen, ino, dtype, have ? &rec : NULL, target, tlen);
-}
-
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
                         size_t after_len, store_snap_fn fn, void *arg)
 {
-	struct snap_scan_ctx c = { sn, NULL, fn, arg };
 	assert(sn->held);
 	if (after_len > MC_NAME_MAX)
 		return -EINVAL;
-	int rc = mdb_cursor_open(sn->txn, sn->st->inodes, &c.icur);
-	if (rc)
-		return store_errno(rc);
-	int err = store_dentries_scan(sn->txn, sn->st->dentries, parent, after, after_len,
-	                              snap_scan_entry, &c);
-	mdb_cursor_close(c.icur);
+	int err = store_scan_merged(sn->st, &sn->txn, &sn->held, parent, after, after_len,
+	                            SCAN_ALL_RECS, fn, arg);
 	return err > 0 ? 0 : err;
 }
 
@@ -234,6 +355,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 {
 	uint8_t key[STORE_DENTRY_KEY_MAX];
 	struct store_snap sn = { .txn = NULL, .held = false };
+	struct store_reader *rd;
 	int err = store_dentry_key(key, parent, name, namelen);
 	if (err)
 		return err;
@@ -241,7 +363,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 	err = store_point_begin(s);
 	if (err)
 		return err;
-	err = snap_begin(&sn);
+	err = store_point_txn(s, &sn.txn, &rd);
 	if (err) {
 		store_point_end(s);
 		return err;
@@ -262,7 +384,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 		size_t tl = 0;
 		int have = ovl_inode(s, i, rec, target, &tl);
 		if (have == 2)
-			have = snap_inode(&sn, NULL, i, rec, target, &tl);
+			have = snap_inode(&sn, i, rec, target, &tl);
 		if (have < 0) {
 			err = have;
 		} else {
@@ -272,8 +394,7 @@ int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t n
 			*have_rec = have;
 		}
 	}
-	store_snap_release(&sn);
-	mdb_txn_abort(sn.txn);
+	store_point_txn_end(s, sn.txn, rd);
 	store_point_end(s);
 	return err;
 }

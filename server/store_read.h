@@ -47,7 +47,11 @@ typedef int (*store_snap_fn)(void *arg, const char *name, size_t namelen, uint64
                              uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
                              size_t tlen);
 /* Call fn for every entry of directory parent after the name `after`
- * (after_len bytes; 0: from the first) in name order. Needs a held
+ * (after_len bytes; 0: from the first) in name order: the tables merged
+ * with the batches committed but not applied, never applying them. The
+ * snapshot is renewed for every chunk of 64 entries (store_read.c note
+ * 1d), so it shows what every commit that returned before the chunk
+ * wrote, and it is held again when the scan returns 0. Needs a held
  * snapshot (assert). -EINVAL (after_len above MC_NAME_MAX), -EIO (a
  * malformed entry or inode record). */
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,

@@ -142,8 +142,10 @@ static int seen_fn(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 	return ++s->n == s->stop_at ? 1 : 0;
 }
 
-/* A held snapshot does not see later commits; released and taken again,
- * it does; the reader slot is reused (renew) across takes. */
+/* A held snapshot shows the batches committed after it was taken but not
+ * applied (the overlay it merges is the store's at the scan, store_read.c
+ * note 1d); released and taken again, it shows them too; the reader slot
+ * is reused (renew) across takes. */
 static void test_snapshot_isolation_and_renew(void **state)
 {
 	struct fixture *f = *state;
@@ -155,9 +157,9 @@ static void test_snapshot_isolation_and_renew(void **state)
 	commit_names_elsewhere(f, 0, 5, true);
 	struct seen s = { 0 };
 	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
-	assert_int_equal(s.n, 10);          /* n000..n009, as when taken */
-	assert_int_equal(s.recs, 10);
-	assert_int_equal(s.symlinks_ok, 5);
+	assert_int_equal(s.n, 15);          /* n005..n019, as committed */
+	assert_int_equal(s.recs, 15);
+	assert_int_equal(s.symlinks_ok, 8);
 	store_snap_release(sn);
 	store_snap_release(sn);             /* no-op when released */
 	assert_int_equal(store_snap_take(sn), 0);
@@ -173,6 +175,78 @@ static void test_snapshot_isolation_and_renew(void **state)
 	assert_int_equal(s.n, 16);
 	store_snap_free(sn);
 	store_snap_free(NULL);
+}
+
+/* A held snapshot whose tables the store applied past meanwhile (32
+ * batches: the overlay it would merge no longer goes with its tables)
+ * goes on in a fresh transaction: it shows the committed state, not the
+ * tables it began with. */
+static void test_held_snapshot_across_apply(void **state)
+{
+	struct fixture *f = *state;
+	struct store_snap *sn;
+	commit_names(f, 0, 100, false);
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	for (int i = 0; i < 40; i++)                    /* an apply among them */
+		commit_names_elsewhere(f, i, i + 1, true);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_true(m.applied_seq > 1);
+	assert_true(m.applied_seq < m.last_seq);
+	struct seen s = { 0 };
+	assert_int_equal(store_snap_scan_dir(sn, 1, NULL, 0, seen_fn, &s), 0);
+	assert_int_equal(s.n, 60);                      /* n040..n099 */
+	assert_int_equal(s.recs, 60);
+	assert_string_equal(s.last, "n099");
+	store_snap_free(sn);
+}
+
+/* A point read on a thread of its own, which then exits. */
+static void *point_read_main(void *arg)
+{
+	struct fixture *f = arg;
+	uint64_t ino = 0;
+	intptr_t rc = store_get_dentry(f->st, 1, "n000", 4, &ino, NULL);
+	if (rc == 0 && ino != 10)
+		rc = -EIO;
+	return (void *)rc;
+}
+
+/* Point reads reuse their thread's read transaction: a thread that exits
+ * gives its reader slot back (600 threads, one after another, against
+ * LMDB's 512 slots), and a thread's transaction, reset, follows the map
+ * when a commit grows it and the tables when they are applied. */
+static void test_point_reader_per_thread(void **state)
+{
+	struct fixture *f = *state;
+	commit_names(f, 0, 1, false);
+	for (int i = 0; i < 600; i++) {
+		pthread_t th;
+		void *rc;
+		assert_int_equal(pthread_create(&th, NULL, point_read_main, f), 0);
+		pthread_join(th, &rc);
+		assert_int_equal((intptr_t)rc, 0);
+	}
+	store_close(f->st);
+	struct store_opts o = { .map_size = 64 << 10, .map_size_max = 64 << 20,
+	                        .apply_batches = 2 };
+	assert_int_equal(store_open(f->tmp, &o, &f->st), 0);
+	uint64_t ino;
+	struct mc_inode_rec rec;
+	assert_int_equal(store_get_dentry(f->st, 1, "n000", 4, &ino, NULL), 0);
+	struct store_info before, after;
+	assert_int_equal(store_info(f->st, &before), 0);
+	for (int i = 1; i < 400; i += 50) {
+		commit_names(f, i, i + 50, false);      /* grows the map */
+		char name[16];
+		snprintf(name, sizeof(name), "n%03d", i + 49);
+		assert_int_equal(store_get_dentry(f->st, 1, name, 4, &ino, NULL), 0);
+		assert_int_equal(ino, 10 + (uint64_t)i + 49);
+		assert_int_equal(store_get_inode(f->st, ino, &rec, NULL, NULL), 0);
+	}
+	assert_int_equal(store_info(f->st, &after), 0);
+	assert_true(after.map_size > before.map_size);
 }
 
 /* A scan stops when fn says 1 and resumes after a name; bad arguments. */
@@ -306,7 +380,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_snapshot_isolation_and_renew, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_snapshot_across_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_point_reader_per_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_entry, setup, teardown),
 		cmocka_unit_test(test_commit_sem_writer_waits_and_is_seen),
 	};
