@@ -61,6 +61,7 @@ void ns_hold_begin(struct ns *ns)
 	assert(ns_held == NULL);
 	ns_lock_op(ns);
 	ns_held = ns;
+	walk_memo_forget(ns);
 }
 
 void ns_hold_yield(struct ns *ns)
@@ -70,12 +71,14 @@ void ns_hold_yield(struct ns *ns)
 		return;
 	pthread_mutex_unlock(&ns->lock);
 	ns_lock_op(ns);
+	walk_memo_forget(ns);
 }
 
 void ns_hold_end(struct ns *ns)
 {
 	assert(ns_held == ns);
 	ns_held = NULL;
+	walk_memo_forget(ns);
 	pthread_mutex_unlock(&ns->lock);
 }
 
@@ -348,6 +351,7 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 	r.size = S_ISLNK(mode) ? tlen : (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
 	r.atime_ns = r.mtime_ns = r.ctime_ns = now;
 	init_owner(c, inode_at(s, dir), &r);
+	uint32_t dir_seq = atomic_load_explicit(&inode_at(s, dir)->seq, memory_order_relaxed);
 
 	mc_off_t off = inode_add(s, &r, target, tlen);
 	if (!off)
@@ -365,6 +369,7 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 	inode_changed(ns, off);
 	name_set(ns, dir, nd_, off);
 	dir_entries(ns, dir, +1, S_ISDIR(mode) ? 1 : 0, now);
+	walk_memo_created(ns, dir, dir_seq);
 	*out = off;
 	return 0;
 }
