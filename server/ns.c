@@ -143,6 +143,17 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 	}
 }
 
+/* Dirty and journal d (in dir), which names inode off of type dtype. */
+static void name_record(struct ns *ns, mc_off_t dir, mc_off_t d, const struct mc_inode *i,
+                        uint8_t dtype)
+{
+	struct shm *s = ns->shm;
+	dentry_dirty(ns, d);
+	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
+	                        dentry_at(s, d)->namelen, i->ino, dtype),
+	     "journaling a dentry");
+}
+
 /* Name d (in dir) now names inode off of type dtype. */
 void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 {
@@ -150,10 +161,7 @@ void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 	struct mc_inode *i = inode_at(s, off);
 	uint8_t dtype = (uint8_t)IFTODT(i->mode);
 	dcache_set(s, d, off, dtype);
-	dentry_dirty(ns, d);
-	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
-	                        dentry_at(s, d)->namelen, i->ino, dtype),
-	     "journaling a dentry");
+	name_record(ns, dir, d, i, dtype);
 }
 
 /* Remove name d from dir (note 3). */
@@ -360,14 +368,20 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 		inode_del(s, off);
 		return -ENOSPC;
 	}
-	mc_off_t nd_;
-	if (name_slot(ns, dir, d, name, len, &nd_) < 0) {
+	/* A name not cached gets its dentry positive at once (no negative
+	 * placeholder to turn). */
+	uint8_t dtype = (uint8_t)IFTODT(mode);
+	mc_off_t de = d ? d : dcache_add(s, dir, name, len, off, dtype);
+	if (!de) {
 		inode_del(s, off);
 		return -ENOSPC;
 	}
 	ns->next_ino++;
 	inode_changed(ns, off);
-	name_set(ns, dir, nd_, off);
+	if (d)
+		name_set(ns, dir, d, off);
+	else
+		name_record(ns, dir, de, inode_at(s, off), dtype);
 	dir_entries(ns, dir, +1, S_ISDIR(mode) ? 1 : 0, now);
 	walk_memo_created(ns, dir, dir_seq);
 	*out = off;

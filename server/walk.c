@@ -359,13 +359,9 @@ static bool memo_use(struct nd *nd, const char *path, size_t len, size_t klen)
 		if (k > 0 && seq_of(&dentry_at(s, m->dent[k])->seq) != m->dseq[k])
 			return false;
 	}
-	for (unsigned k = 0; k < m->depth; k++) {
-		int rc = nd_push(nd, m->dir[k]);
-		if (rc < 0) {
-			nd->depth = 0;
-			return false;
-		}
-	}
+	_Static_assert(WALK_MEMO_DEPTH <= ND_INLINE, "a memo's stack fits nd's inline one");
+	memcpy(nd->stack, m->dir, m->depth * sizeof(m->dir[0]));
+	nd->depth = m->depth;
 	nd->last = path + klen;
 	nd->lastlen = len - klen;
 	nd->slash = false;
