@@ -314,6 +314,8 @@ void inode_maybe_free(struct ns *ns, mc_off_t off);
 /* dir gained/lost entries and links; mtime and ctime become now. */
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
 void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off);
+void name_record(struct ns *ns, mc_off_t dir, mc_off_t d, const struct mc_inode *i,
+                 uint8_t dtype);
 void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d);
 int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
               mc_off_t *out);
