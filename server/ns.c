@@ -289,7 +289,6 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 	r.size = S_ISLNK(mode) ? tlen : (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
 	r.atime_ns = r.mtime_ns = r.ctime_ns = now;
 	init_owner(c, inode_at(s, dir), &r);
-	uint32_t dir_seq = atomic_load_explicit(&inode_at(s, dir)->seq, memory_order_relaxed);
 
 	mc_off_t off = inode_add(s, &r, target, tlen);
 	if (!off)
@@ -313,7 +312,6 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 	else
 		name_record(ns, dir, de, inode_at(s, off), dtype);
 	dir_entries(ns, dir, +1, S_ISDIR(mode) ? 1 : 0, now);
-	walk_memo_created(ns, dir, dir_seq);
 	*out = off;
 	return 0;
 }

@@ -150,9 +150,10 @@ int nd_push(struct nd *nd, mc_off_t dir);
  * leaving the last component in nd->last*. */
 int walk_parent(struct nd *nd, const char *path, size_t len);
 /* The parent memo (walk.c notes): a new hold, a yield or a retry forgets
- * it; a create in dir, whose seq was seq_before, carries it over. */
+ * it; a change of dir's entries, links or times (dir_entries), whose seq
+ * was seq_before, carries it over. */
 void walk_memo_forget(struct ns *ns);
-void walk_memo_created(struct ns *ns, mc_off_t dir, uint32_t seq_before);
+void walk_memo_carry(struct ns *ns, mc_off_t dir, uint32_t seq_before);
 /* Resolve nd->last* (after walk_parent) to an inode; follow a final symlink
  * when follow (or a trailing slash) says so. A directory result is pushed. */
 int walk_last(struct nd *nd, bool follow, mc_off_t *res);

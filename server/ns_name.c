@@ -12,6 +12,7 @@
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
 {
 	mc_time_t t = mc_time_from_ns(now);
+	uint32_t seq = atomic_load_explicit(&inode_at(ns->shm, dir)->seq, memory_order_relaxed);
 	INODE_EDIT(ns, dir, {
 		ie_->u.dir.nentries = (uint32_t)((int64_t)ie_->u.dir.nentries + delta);
 		ie_->nlink = (uint32_t)((int64_t)ie_->nlink + nlink_delta);
@@ -19,6 +20,7 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 		ie_->ctime = t;
 	});
 	inode_changed(ns, dir);
+	walk_memo_carry(ns, dir, seq);
 	/* Its last entry went: no stale name of the tree stays (rule 1). */
 	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {
 		dcache_now_empty(ns->shm, dir);

@@ -27,10 +27,14 @@
  *     owner (so the same search permission). A rename, an rmdir, a chmod
  *     or chown, an eviction: each bumps one of those seqs (a freed slot's
  *     seq keeps counting across reuse), and the walk takes the long way.
- *  3. A create changes its directory inside the inode's seq (entries,
- *     times, links) but nothing a walk reads; walk_memo_created carries the
- *     memo over such a change when the memo was current just before it, so
- *     the next create in the same directory still hits.
+ *     Each dentry must also still join the two slots it joined: a page
+ *     freed whole may be carved again for blobs, which have no seq (shm.c
+ *     note 2), so a seq alone could match by chance there.
+ *  3. A create or a removal changes its directory inside the inode's seq
+ *     (entries, times, links: dir_entries) but nothing a walk reads;
+ *     walk_memo_carry carries the memo over such a change when the memo was
+ *     current just before it, so the next create or removal in the same
+ *     directory still hits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -338,7 +342,7 @@ static size_t memo_key_len(const char *path, size_t len)
 	return klen <= WALK_MEMO_KEY ? klen : 0;
 }
 
-static uint32_t seq_of(_Atomic uint32_t *seq)
+static uint32_t seq_of(const _Atomic uint32_t *seq)
 {
 	return atomic_load_explicit(seq, memory_order_relaxed);
 }
@@ -356,7 +360,11 @@ static bool memo_use(struct nd *nd, const char *path, size_t len, size_t klen)
 	for (unsigned k = 0; k < m->depth; k++) {
 		if (seq_of(&inode_at(s, m->dir[k])->seq) != m->iseq[k])
 			return false;
-		if (k > 0 && seq_of(&dentry_at(s, m->dent[k])->seq) != m->dseq[k])
+		if (k == 0)
+			continue;
+		const struct mc_dentry *e = dentry_at(s, m->dent[k]);
+		if (seq_of(&e->seq) != m->dseq[k] || e->parent != m->dir[k - 1] ||
+		    e->inode != m->dir[k])
 			return false;
 	}
 	_Static_assert(WALK_MEMO_DEPTH <= ND_INLINE, "a memo's stack fits nd's inline one");
@@ -400,7 +408,7 @@ void walk_memo_forget(struct ns *ns)
 	ns->hold_epoch++;
 }
 
-void walk_memo_created(struct ns *ns, mc_off_t dir, uint32_t seq_before)
+void walk_memo_carry(struct ns *ns, mc_off_t dir, uint32_t seq_before)
 {
 	struct walk_memo *m = &ns->memo;
 	if (m->epoch == ns->hold_epoch && m->depth > 0 && m->dir[m->depth - 1] == dir &&

@@ -1,10 +1,10 @@
 /* test-walk.c - the server's path walk (server/walk.c) over a real store
  * and segment: the parent memo of a run of operations under one lock
- * (walk.c, "THE PARENT MEMO"). Creates in one directory reuse the walk of
- * its prefix; each change that must send the walk the long way again does
- * so, within the same hold: a chmod of an ancestor, a rename of the parent
- * or of an ancestor, an rmdir and mkdir of the parent, an eviction of the
- * parent, other credentials. The lock is let go in the middle of a hold
+ * (walk.c, "THE PARENT MEMO"). Creates and removals in one directory reuse
+ * the walk of its prefix; each change that must send the walk the long way
+ * again does so, within the same hold: a chmod of an ancestor, a rename of
+ * the parent or of an ancestor, an rmdir and mkdir of the parent, an
+ * eviction of the parent, other credentials. The lock is let go in the middle of a hold
  * behind its back (hold_pause) for the changes that take it themselves, so
  * that only the memo's seqs can notice them. */
 #include <errno.h>
@@ -141,12 +141,26 @@ static void test_memo_same_parent(void **state)
 		snprintf(path, sizeof(path), "/p/q/f%d", k);
 		assert_int_equal(stat_of(f, path, &a), 0);
 	}
-	/* A new hold starts with no memo. */
+	/* A new hold starts with no memo; removals in the directory carry it
+	 * over as creates do. */
 	hits = f->ns->memo_hits;
 	ns_hold_begin(f->ns);
 	assert_int_equal(create(f, &root_cred, "/p/q/g"), 0);
-	ns_hold_end(f->ns);
 	assert_int_equal(f->ns->memo_hits, hits);
+	for (int k = 0; k < 10; k++) {
+		snprintf(path, sizeof(path), "/p/q/f%d", k);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, path, strlen(path)), 0);
+	}
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/p/q/f3")), -ENOENT);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/p/q/sub"), 0755, NULL), 0);
+	assert_int_equal(ns_rmdir(f->ns, &root_cred, P("/p/q/sub")), 0);
+	ns_hold_end(f->ns);
+	assert_int_equal(f->ns->memo_hits - hits, 13);
+	assert_int_equal(stat_of(f, "/p/q", &a), 0);
+	assert_int_equal(a.size, 1);
+	assert_int_equal(a.nlink, 2);
+	assert_int_equal(stat_of(f, "/p/q/g", &a), 0);
+	assert_int_equal(stat_of(f, "/p/q/f0", &a), -ENOENT);
 }
 
 /* A chmod of an ancestor between two creates of one hold: the second
