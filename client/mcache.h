@@ -425,6 +425,59 @@ MC_EXPORT int mc_extent_set_v(mc_client *c, int fd, const struct mc_extent *e, s
 MC_EXPORT int mc_extent_punch_v(mc_client *c, int fd, const struct mc_extent *e, size_t n,
                                 int *errs);
 
+/* ---- watching (mcachefs) ---------------------------------------------------
+ *
+ * A file system that lets its kernel cache names and attributes (mcachefs)
+ * opens a watch: mcached then tells it, for every change made by any other
+ * client, which names (directory, name) and which inodes' attributes the
+ * change made stale, and answers a library client's change only once every
+ * watch acknowledged its events (or was dropped for not acknowledging
+ * within a second). A mount's own connections are tagged with the watch's
+ * id (mc_mount_tag): their changes are not sent to that watch (its kernel
+ * made them) and are answered without waiting for other watches. Opening
+ * a watch and tagging need root or the server's own user (EACCES). */
+typedef struct mc_watch mc_watch;
+
+#define MC_WATCH_ATTR  1   /* the attributes of inode ino changed (or it went) */
+#define MC_WATCH_ENTRY 2   /* name in directory ino was made, removed or repointed */
+struct mc_watch_event {
+	int kind;                 /* MC_WATCH_ATTR, MC_WATCH_ENTRY */
+	uint64_t ino;
+	const char *name;         /* MC_WATCH_ENTRY: not NUL-terminated */
+	size_t namelen;
+};
+
+/* Open a watch on the server at socket_path (as mc_connect). Returns the
+ * watch (mc_watch_close frees it), or NULL with errno: those of
+ * mc_connect, EACCES (neither root nor the server's user), EOPNOTSUPP
+ * (the server has no watches), ENOMEM. */
+MC_EXPORT mc_watch *mc_watch_open(const char *socket_path);
+/* The watch's mount id (for mc_mount_tag) and its socket (readable when
+ * events may have come: for poll). */
+MC_EXPORT uint64_t mc_watch_id(const mc_watch *w);
+MC_EXPORT int mc_watch_fd(const mc_watch *w);
+/* Wait up to timeout_ms (-1: no bound) for events and call fn(arg, ev)
+ * for each, in order (ev and its name live until fn returns). Returns the
+ * number of event batches read (0: none came in time), *seq set to the
+ * last one's sequence when above 0 (left alone when only parts of a long
+ * batch came: the rest follows); acknowledge it with mc_watch_ack once
+ * applied (acknowledging 0 settles nothing: a keep-alive). -1 with errno: ECONNRESET (the server closed the watch: it is
+ * over, and changes are no longer announced), EPROTO (a malformed push),
+ * ENOMEM, or poll's and recv's errors (EINTR). */
+MC_EXPORT int mc_watch_read(mc_watch *w, int timeout_ms,
+                            void (*fn)(void *arg, const struct mc_watch_event *ev), void *arg,
+                            uint64_t *seq);
+/* Acknowledge every batch up to sequence seq: the changes waiting for them
+ * are answered. 0, or -1 with errno: EPIPE/ECONNRESET (the watch is over),
+ * ENOMEM, EAGAIN (the socket is full: the server stopped reading). */
+MC_EXPORT int mc_watch_ack(mc_watch *w, uint64_t seq);
+/* Close the watch (NULL: no-op). */
+MC_EXPORT void mc_watch_close(mc_watch *w);
+/* Tag c's connection as mount id's (mc_watch_id). 0, or -1 with errno:
+ * EACCES, EALREADY (tagged with another id), EINVAL (id 0), and those
+ * listed at the top of this header. */
+MC_EXPORT int mc_mount_tag(mc_client *c, uint64_t id);
+
 #ifdef __cplusplus
 }
 #endif

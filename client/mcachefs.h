@@ -12,7 +12,8 @@
  * that pushes invalidations), mcachefs_node.c (inode table, paths, per
  * request credentials and clients), mcachefs_meta.c (namespace operations),
  * mcachefs_dir.c (listings), mcachefs_data.c (open files, data in the
- * backing directory).
+ * backing directory), mcachefs_watch.c (the watch: invalidations pushed
+ * by mcached for every change made by other clients).
  *
  * Invariants:
  *  1. Every node in the table has nlookup > 0 (the root always): the kernel
@@ -26,7 +27,18 @@
  *     and its own credentials apply, as the server would refuse acting).
  *  4. Each worker thread uses its own mc_client (one request in flight per
  *     client); clients live until unmount, so a file handle may name the
- *     client it was opened on and be used from any thread.
+ *     client it was opened on and be used from any thread. With a watch,
+ *     each is tagged with its mount id before its first request.
+ *  5. With a watch, a reply lets the kernel cache (timeouts above 0) only
+ *     when no watch event was applied since the request began (fs->gen,
+ *     read by fs_begin), checked under fs->mu together with the node's
+ *     reference: an event applied before finds no node and bumps gen
+ *     (the reply caches nothing); one applied after finds the node and
+ *     invalidates it, or, while the kernel has not taken the reply in yet,
+ *     invalidates its name, which waits for the directory lock the
+ *     request holds (mcachefs_watch.c). Listings the kernel keeps (opendir
+ *     with the watch) are dropped with their directory's inode, after the
+ *     names of the same events: a listing in progress holds the lock.
  */
 #ifndef MCACHEFS_H
 #define MCACHEFS_H
@@ -35,6 +47,7 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -53,6 +66,11 @@ struct fs {
 	double entry_timeout;        /* seconds the kernel may cache a name */
 	double attr_timeout;         /* seconds it may cache attributes */
 	unsigned poll_ms;            /* invalidation poll period (0: no poller) */
+	bool watch_on;               /* --no-watch not given */
+	mc_watch *watch;             /* the watch, opened at start; NULL: none */
+	uint64_t mount_id;           /* its id, for the clients' tags */
+	_Atomic bool watching;       /* the watch stands: timeouts may apply */
+	_Atomic uint64_t gen;        /* watch events applied (invariant 5) */
 	bool act;                    /* running as root: act for each caller */
 	struct fuse_session *se;
 	pthread_mutex_t mu;          /* guards the node table and clients */
@@ -98,8 +116,12 @@ int fs_path(struct fs *fs, uint64_t ino, char *buf, size_t size);
 /* The path of name in directory parent. */
 int fs_child_path(struct fs *fs, uint64_t parent, const char *name, char *buf, size_t size);
 /* Lookup count +1 for st's inode, found as name in parent (created if
- * absent); its last known attributes recorded. -ENOMEM. */
-int fs_node_ref(struct fs *fs, uint64_t parent, const char *name, const struct stat *st);
+ * absent); its last known attributes recorded; e's timeouts set
+ * (invariant 5) when e is not NULL. -ENOMEM. */
+int fs_node_ref(struct fs *fs, uint64_t parent, const char *name, const struct stat *st,
+                struct fuse_entry_param *e);
+/* The attribute timeout for a reply of this request (invariant 5). */
+double fs_attr_timeout(struct fs *fs);
 /* Lookup count -n; the node goes at 0. */
 void fs_node_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* name in parent was removed (or replaced): detach the node named so. */
@@ -111,6 +133,29 @@ void fs_node_seen(struct fs *fs, const struct stat *st);
 /* The poller: for every named node, compare the namespace with what the
  * kernel was told, and push invalidations for what changed. */
 void fs_nodes_poll(struct fs *fs);
+
+/* A watch event, as the watch thread keeps it (name malloc'd, NULL for
+ * an inode's attributes), and what the kernel must be told for it. */
+struct fs_wev {
+	uint64_t ino;                /* the inode, or the directory of name */
+	char *name;
+	bool skip;                   /* the kernel knows neither: nothing to tell */
+	uint64_t parent;             /* an inode's: its name, to invalidate when */
+	char *pname;                 /* the kernel has not taken the inode in yet */
+};
+/* Under fs->mu, apply events ev[0..n) to the table: gen +1 (invariant 5),
+ * each marked skip or given its node's name. */
+void fs_nodes_watch(struct fs *fs, struct fs_wev *ev, size_t n);
+/* Every name and inode the kernel holds, as events (malloc'd array in
+ * *out, names malloc'd): for dropping the kernel's whole cache. The count,
+ * or 0 with *out NULL on ENOMEM. gen +1. */
+size_t fs_nodes_all(struct fs *fs, struct fs_wev **out);
+
+/* mcachefs_watch.c: open the watch (before the mount; false: none, the
+ * reason printed), start its thread (after), stop it. */
+bool fs_watch_open(struct fs *fs);
+int fs_watch_start(struct fs *fs);
+void fs_watch_stop(struct fs *fs);
 
 /* mcachefs_meta.c / mcachefs_data.c: fill in their operations. */
 void fs_meta_ops(struct fuse_lowlevel_ops *ops);

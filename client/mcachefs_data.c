@@ -149,16 +149,14 @@ static void open_file(fuse_req_t req, uint64_t parent, const char *name, fuse_in
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->keep_cache = 0;
 	if (create) {
-		if (fs_node_ref(r.fs, parent, name, &st) < 0) {
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		if (fs_node_ref(r.fs, parent, name, &st, &e) < 0) {
 			fuse_reply_err(req, ENOMEM);
 			goto undo;
 		}
-		struct fuse_entry_param e;
-		memset(&e, 0, sizeof(e));
 		e.ino = (fuse_ino_t)st.st_ino;
 		e.attr = st;
-		e.attr_timeout = r.fs->attr_timeout;
-		e.entry_timeout = r.fs->entry_timeout;
 		if (fuse_reply_create(req, &e, fi) != 0) {
 			fs_node_forget(r.fs, e.ino, 1);
 			goto undo;

@@ -39,6 +39,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	h->ino = ino;
 	h->c = r.c;
 	fi->fh = (uint64_t)(uintptr_t)h;
+	/* With the watch, the kernel keeps listings too: a change by another
+	 * client invalidates the directory's inode, and with it the listing,
+	 * once the listing in progress is in (mcachefs_watch.c). */
+	if (atomic_load(&r.fs->watching)) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
 	if (fuse_reply_open(req, fi) != 0) {
 		mc_closedir(h->d);
 		free(h);
@@ -138,9 +145,13 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				path[dl++] = '/';
 			memcpy(path + dl, name, nl + 1);
 			if (mc_lstat(r.c, path, &e.attr) == 0) {
+				/* Referenced before the reply is built: its
+				 * timeouts are decided with it (invariant 5). */
+				if (fs_node_ref(r.fs, ino, name, &e.attr, &e) < 0) {
+					rc = -ENOMEM;
+					break;
+				}
 				e.ino = (fuse_ino_t)e.attr.st_ino;
-				e.attr_timeout = r.fs->attr_timeout;
-				e.entry_timeout = r.fs->entry_timeout;
 				ref = true;
 			}
 			/* else: gone since it was listed; named without attributes */
@@ -150,12 +161,10 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		else
 			n = fuse_add_direntry(req, buf + used, size - used, name, &e.attr, h->pos + 1);
 		if (n > size - used) {
+			if (ref)
+				fs_node_forget(r.fs, e.ino, 1);
 			if (h->pos >= 2)
 				h->pending = true;
-			break;
-		}
-		if (ref && fs_node_ref(r.fs, ino, name, &e.attr) < 0) {
-			rc = -ENOMEM;
 			break;
 		}
 		used += n;

@@ -1,14 +1,19 @@
 /* mcachefs_main.c - mcachefs: mount the mcache namespace with FUSE.
  *
  *   mcachefs [-s SOCKET] [--data-dir DIR] [--entry-timeout SEC]
- *            [--attr-timeout SEC] [--poll-ms MS] MOUNTPOINT [FUSE OPTIONS]
+ *            [--attr-timeout SEC] [--poll-ms MS] [--no-watch] MOUNTPOINT
+ *            [FUSE OPTIONS]
  *
- * Options, the mount, the multi-threaded session loop, and the poller that
- * pushes invalidations to the kernel when the kernel may cache (timeouts
- * above 0): every --poll-ms (or twice the time a scan took, when longer)
- * it compares what the kernel was told with the namespace (fs_nodes_poll). With the default timeouts of 0 the kernel
- * caches nothing and asks mcachefs, which answers from shared memory: a
- * change through this host's mcached is seen at once. */
+ * Options, the mount, the multi-threaded session loop, the watch
+ * (mcachefs_watch.c) and the poller. With the watch (the default) the
+ * kernel caches names and attributes (timeouts FS_WATCH_TIMEOUT_S unless
+ * given) and mcached's events invalidate them before a library client's
+ * change is answered. Without it (--no-watch, or a server that refuses
+ * it) the timeouts default to 0: the kernel caches nothing and asks
+ * mcachefs, which answers from shared memory; timeouts above 0 then get
+ * the poller, which every --poll-ms (or twice the time a scan took, when
+ * longer) compares what the kernel was told with the namespace
+ * (fs_nodes_poll). */
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 
 #define FS_DEFAULT_DATA_DIR "/var/lib/mcachefs"
 #define FS_DEFAULT_POLL_MS 100u
+#define FS_WATCH_TIMEOUT_S 3600.0
 
 struct fs fs_global;
 
@@ -36,6 +42,7 @@ struct options {
 	char *entry_timeout;
 	char *attr_timeout;
 	char *poll_ms;
+	int no_watch;
 	int help;
 };
 
@@ -53,6 +60,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("--attr-timeout=%s", attr_timeout),
 	OPT("--poll-ms %s", poll_ms),
 	OPT("--poll-ms=%s", poll_ms),
+	OPT("--no-watch", no_watch),
 	OPT("-h", help),
 	OPT("--help", help),
 	FUSE_OPT_END
@@ -75,13 +83,23 @@ static void usage(void)
 	       "                         else " MC_DEFAULT_SOCKET ")\n"
 	       "  --data-dir=DIR         backing directory for file data, one file per\n"
 	       "                         inode number (default " FS_DEFAULT_DATA_DIR ")\n"
-	       "  --entry-timeout=SEC    how long the kernel may cache a name (default 0)\n"
-	       "  --attr-timeout=SEC     how long it may cache attributes (default 0)\n"
-	       "  --poll-ms=MS           with a timeout above 0: how often changes made by\n"
-	       "                         other clients are looked for and invalidated in\n"
-	       "                         the kernel (default %u; 1..60000; a scan takes\n"
-	       "                         time in proportion to the inodes the kernel\n"
-	       "                         holds, and the period stretches to twice that)\n"
+	       "  --entry-timeout=SEC    how long the kernel may cache a name (default 3600\n"
+	       "                         with the watch, 0 without)\n"
+	       "  --attr-timeout=SEC     how long it may cache attributes (the same)\n"
+	       "  --no-watch             do not open a watch: mcached then does not tell\n"
+	       "                         this mount what other clients change, and the\n"
+	       "                         timeouts default to 0 (the kernel caches nothing).\n"
+	       "                         With the watch (root or mcached's user only),\n"
+	       "                         a library client's change is invalidated in the\n"
+	       "                         kernel before its call returns, another mount's\n"
+	       "                         at once after; if mcached drops the watch, the\n"
+	       "                         mount goes on with timeouts 0\n"
+	       "  --poll-ms=MS           without the watch and with a timeout above 0: how\n"
+	       "                         often changes made by other clients are looked\n"
+	       "                         for and invalidated in the kernel (default %u;\n"
+	       "                         1..60000; a scan takes time in proportion to the\n"
+	       "                         inodes the kernel holds, and the period\n"
+	       "                         stretches to twice that)\n"
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     debug output (implies -f)\n"
 	       "  -o OPT[,OPT...]        FUSE mount options: allow_other (let other users\n"
@@ -174,6 +192,7 @@ int main(int argc, char *argv[])
 	fs->data_dir = o.data_dir ? o.data_dir : strdup(FS_DEFAULT_DATA_DIR);
 	fs->poll_ms = FS_DEFAULT_POLL_MS;
 	fs->act = geteuid() == 0;
+	fs->watch_on = !o.no_watch;
 	fs->data_fd = -1;
 	if ((o.entry_timeout &&
 	     parse_seconds(o.entry_timeout, "--entry-timeout", &fs->entry_timeout) < 0) ||
@@ -208,6 +227,12 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	mc_disconnect(probe);
+	if (fs_watch_open(fs)) {
+		if (!o.entry_timeout)
+			fs->entry_timeout = FS_WATCH_TIMEOUT_S;
+		if (!o.attr_timeout)
+			fs->attr_timeout = FS_WATCH_TIMEOUT_S;
+	}
 	if (fs_nodes_init(fs) < 0) {
 		fprintf(stderr, "mcachefs: out of memory\n");
 		goto out;
@@ -225,7 +250,9 @@ int main(int argc, char *argv[])
 		goto out;
 	mounted = true;
 	fuse_daemonize(cl.foreground);
-	if (fs->entry_timeout > 0 || fs->attr_timeout > 0) {
+	if (fs_watch_start(fs) < 0)
+		fprintf(stderr, "mcachefs: cannot start the watch thread: timeouts 0\n");
+	if (!fs->watch && (fs->entry_timeout > 0 || fs->attr_timeout > 0)) {
 		if (pthread_create(&poll_thread, NULL, poller, fs) == 0)
 			polling = true;
 	}
@@ -248,6 +275,7 @@ out:
 		poller_stop = 1;
 		pthread_join(poll_thread, NULL);
 	}
+	fs_watch_stop(fs);
 	if (fs->se) {
 		if (mounted)
 			fuse_session_unmount(fs->se);

@@ -36,17 +36,15 @@ int fs_stat_ino(struct fs_req *r, uint64_t ino, struct stat *st)
 void fs_reply_entry(fuse_req_t req, struct fs *fs, uint64_t parent, const char *name,
                     const struct stat *st)
 {
-	int rc = fs_node_ref(fs, parent, name, st);
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	int rc = fs_node_ref(fs, parent, name, st, &e);
 	if (rc < 0) {
 		reply_rc(req, rc);
 		return;
 	}
-	struct fuse_entry_param e;
-	memset(&e, 0, sizeof(e));
 	e.ino = (fuse_ino_t)st->st_ino;
 	e.attr = *st;
-	e.attr_timeout = fs->attr_timeout;
-	e.entry_timeout = fs->entry_timeout;
 	if (fuse_reply_entry(req, &e) != 0)
 		fs_node_forget(fs, e.ino, 1);
 }
@@ -106,7 +104,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void reply_attr(fuse_req_t req, struct fs *fs, const struct stat *st)
 {
 	fs_node_seen(fs, st);
-	fuse_reply_attr(req, st, fs->attr_timeout);
+	fuse_reply_attr(req, st, fs_attr_timeout(fs));
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -9,6 +9,8 @@
 #include "mcachefs.h"
 
 static _Thread_local mc_client *thread_client;
+/* fs->gen when this thread's request began (invariant 5). */
+static _Thread_local uint64_t thread_gen;
 
 static size_t slot_of(const struct fs *fs, uint64_t ino)
 {
@@ -93,7 +95,8 @@ static mc_client *client_get(struct fs *fs)
 	mc_client *c = mc_connect(fs->socket);
 	if (!c)
 		return NULL;
-	if (mc_path_max_set(c, FS_PATH_MAX) < 0) {
+	if (mc_path_max_set(c, FS_PATH_MAX) < 0 ||
+	    (fs->watch && mc_mount_tag(c, fs->mount_id) < 0)) {
 		int e = errno;
 		mc_disconnect(c);
 		errno = e;
@@ -122,6 +125,7 @@ int fs_begin(struct fs_req *r, fuse_req_t req)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	thread_gen = atomic_load(&fs->gen);
 	r->fs = fs;
 	r->c = client_get(fs);
 	if (!r->c)
@@ -223,10 +227,29 @@ static void do_forget(struct fs *fs, uint64_t ino, uint64_t k)
 	}
 }
 
-int fs_node_ref(struct fs *fs, uint64_t parent, const char *name, const struct stat *st)
+/* May a reply of this request let the kernel cache (invariant 5)? */
+static bool reply_may_cache(struct fs *fs)
+{
+	if (!fs->watch)
+		return true;             /* timeouts as given, with the poller */
+	return atomic_load(&fs->watching) && atomic_load(&fs->gen) == thread_gen;
+}
+
+double fs_attr_timeout(struct fs *fs)
+{
+	return reply_may_cache(fs) ? fs->attr_timeout : 0;
+}
+
+int fs_node_ref(struct fs *fs, uint64_t parent, const char *name, const struct stat *st,
+                struct fuse_entry_param *e)
 {
 	uint64_t ino = (uint64_t)st->st_ino;
 	pthread_mutex_lock(&fs->mu);
+	if (e) {
+		bool cache = reply_may_cache(fs);
+		e->attr_timeout = cache ? fs->attr_timeout : 0;
+		e->entry_timeout = cache ? fs->entry_timeout : 0;
+	}
 	struct fs_node *n = node_find(fs, ino);
 	int rc = 0;
 	if (!n) {
@@ -304,6 +327,42 @@ void fs_node_seen(struct fs *fs, const struct stat *st)
 	if (n)
 		node_set_attr(n, st);
 	pthread_mutex_unlock(&fs->mu);
+}
+
+void fs_nodes_watch(struct fs *fs, struct fs_wev *ev, size_t n)
+{
+	pthread_mutex_lock(&fs->mu);
+	atomic_fetch_add(&fs->gen, 1);
+	for (size_t i = 0; i < n; i++) {
+		struct fs_node *nd = node_find(fs, ev[i].ino);
+		ev[i].skip = !nd;
+		if (nd && !ev[i].name && nd->name && ev[i].ino != FUSE_ROOT_ID) {
+			ev[i].parent = nd->parent;
+			ev[i].pname = strdup(nd->name);   /* NULL: the inode alone */
+		}
+	}
+	pthread_mutex_unlock(&fs->mu);
+}
+
+size_t fs_nodes_all(struct fs *fs, struct fs_wev **out)
+{
+	size_t k = 0;
+	pthread_mutex_lock(&fs->mu);
+	atomic_fetch_add(&fs->gen, 1);
+	struct fs_wev *ev = calloc(2 * fs->nnodes + 1, sizeof(*ev));
+	for (size_t i = 0; ev && i <= fs->tabmask; i++)
+		for (struct fs_node *n = fs->tab[i]; n; n = n->next) {
+			ev[k++].ino = n->ino;
+			if (n->name && n->ino != FUSE_ROOT_ID) {
+				ev[k].ino = n->parent;
+				ev[k].name = strdup(n->name);
+				if (ev[k].name)
+					k++;
+			}
+		}
+	pthread_mutex_unlock(&fs->mu);
+	*out = ev;
+	return k;
 }
 
 /* One node as the poller checks it: taken under the lock, checked

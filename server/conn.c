@@ -25,11 +25,13 @@
  * Invariants:
  *  1. A conn, its buffers and events, session, done-event and deadline timer are
  *     touched only by its worker thread. The one exception is
- *     conn_commit_cb, which runs on the committer thread and only stores
- *     wait_err and activates ev_done.
+ *     conn_wait_cb, which runs on the committer thread or another worker
+ *     (the last watcher acknowledging, watch.h) and only stores wait_err,
+ *     counts nwaits down and, at 0, activates ev_done.
  *  2. A conn holds one reference for being open (fd >= 0) and one while a
- *     commit wait is outstanding; it is freed when both are gone, so a
- *     connection closed while waiting lives until its callback has run.
+ *     wait (commit, watchers) is outstanding; it is freed when both are
+ *     gone, so a connection closed while waiting lives until its callbacks
+ *     have run.
  *  3. Replies leave in request order: while WAITING the conn does not read
  *     and does not parse input already buffered; conn_done_cb writes the held
  *     reply and only then resumes parsing.
@@ -77,8 +79,9 @@
 #include "ops.h"
 #include "request.h"
 #include "stats.h"
+#include "watch.h"
 
-static void conn_commit_cb(void *arg, int err);
+static void conn_wait_cb(void *arg, int err);
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_step_cb(evutil_socket_t fd, short what, void *arg);
@@ -393,6 +396,17 @@ out:
 	return err;
 }
 
+/* A watcher's pushes (watch.h): sent like replies, between them. */
+static void conn_watch_send(void *arg, uint8_t *frame, size_t len)
+{
+	conn_queue(arg, 0, frame, len);
+}
+
+static void conn_watch_drop(void *arg)
+{
+	conn_close(arg);
+}
+
 static void conn_hello(struct conn *c, const Mcache__Request *req)
 {
 	struct rpc *r = c->w->r;
@@ -412,6 +426,8 @@ static void conn_hello(struct conn *c, const Mcache__Request *req)
 		conn_fail(c, req->id, ENOMEM, "out of memory");
 		return;
 	}
+	*session_watch(c->sess) = (struct watch_sess){
+		.sink = { c->w->base, conn_watch_send, conn_watch_drop, c } };
 	/* Counted out before the client can see the reply and act on it. */
 	conn_prehello_leave(c);
 	/* Listed before the reply too: a client connecting after this one saw
@@ -458,12 +474,26 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 	if (rr.full)
 		log_debug("rpc: pid %d: reply of request %llu full at %u bytes", (int)c->pid,
 		          (unsigned long long)id, (unsigned)w->r->o.max_reply);
-	if (rr.wait_seq == 0) {
+	/* The waits are counted before they start, with one more held until
+	 * all have started, so that none can finish the hold early (a wait
+	 * is handed over under its own lock: relaxed stores will do). */
+	atomic_store_explicit(&c->wait_err, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->nwaits, 1, memory_order_relaxed);
+	bool watchers = false;
+	struct watch_sess *ws = session_watch(c->sess);
+	if (watch_pending(ws)) {
+		atomic_fetch_add(&c->nwaits, 1);
+		watchers = watch_publish(w->r->m->watch, ws, conn_wait_cb, c) == 1;
+		if (!watchers)
+			atomic_fetch_sub(&c->nwaits, 1);
+	}
+	if (rr.wait_seq == 0 && !watchers) {
 		if (conn_queue(c, id, rr.buf, rr.len) == 0 && resumed && !w->exiting)
 			conn_process(c);
 		return;
 	}
-	/* Hold the reply until wait_seq is durable (invariant 3). */
+	/* Hold the reply until wait_seq is durable and the watchers applied
+	 * its events (invariant 3). */
 	c->held = rr.buf;
 	c->held_len = rr.len;
 	c->held_id = id;
@@ -472,9 +502,13 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 	c->refs++;
 	conn_io_reading(c, false);
 	evtimer_del(c->ev_deadline);
-	err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_commit_cb, c);
-	if (err)
-		conn_commit_cb(c, err);
+	if (rr.wait_seq) {
+		atomic_fetch_add(&c->nwaits, 1);
+		err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_wait_cb, c);
+		if (err)
+			conn_wait_cb(c, err);
+	}
+	conn_wait_cb(c, 0);               /* every wait started */
 }
 
 /* Run a request's ops (taking job) and queue (or hold) the reply. */
@@ -514,13 +548,16 @@ static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
-/* Committer thread (or inline): hand back to the worker (invariant 1). */
-static void conn_commit_cb(void *arg, int err)
+/* Committer thread, another worker, or inline: one wait is over; the
+ * last hands back to the worker (invariant 1). */
+static void conn_wait_cb(void *arg, int err)
 {
 	struct conn *c = arg;
 
-	atomic_store(&c->wait_err, err);
-	event_active(c->ev_done, EV_READ, 0);
+	if (err < 0)
+		atomic_store(&c->wait_err, err);
+	if (atomic_fetch_sub(&c->nwaits, 1) == 1)
+		event_active(c->ev_done, EV_READ, 0);
 }
 
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg)

@@ -18,7 +18,7 @@ enum conn_state {
 	CONN_HELLO,     /* waiting for the Hello request */
 	CONN_READY,     /* reading and answering requests */
 	CONN_RUNNING,   /* a request's ops running in slices (ev_step) */
-	CONN_WAITING,   /* reply held until a commit is durable */
+	CONN_WAITING,   /* reply held until a commit is durable and watchers acknowledged */
 	CONN_CLOSING,   /* last reply draining, then close */
 	CONN_CLOSED,    /* fd gone, struct kept for the commit callback */
 };
@@ -42,6 +42,7 @@ struct conn {
 	struct event *ev_step;       /* runs the next slice of job */
 	struct request_job *job;     /* while RUNNING */
 	_Atomic int wait_err;        /* commit result, set before ev_done fires */
+	_Atomic unsigned nwaits;     /* waits (commit, watchers) left before ev_done fires */
 	/* The reply held during WAITING. */
 	uint8_t *held;
 	size_t held_len;

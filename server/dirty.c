@@ -85,6 +85,7 @@ void inode_dirty(struct ns *ns, mc_off_t off)
 void inode_changed(struct ns *ns, mc_off_t off)
 {
 	struct mc_inode *i = inode_at(ns->shm, off);
+	watch_note_inode(i->ino);
 	inode_dirty(ns, off);
 	if (i->nlink == 0)
 		return;
@@ -110,6 +111,7 @@ void inode_changed(struct ns *ns, mc_off_t off)
 
 void inode_gone(struct ns *ns, mc_off_t off)
 {
+	watch_note_inode(inode_at(ns->shm, off)->ino);
 	inode_dirty(ns, off);
 	must(journal_del_inode(ns->running, inode_at(ns->shm, off)->ino), "journaling a delete");
 }

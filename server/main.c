@@ -35,6 +35,7 @@
 #include "slowlog.h"
 #include "store.h"
 #include "warm.h"
+#include "watch.h"
 
 int main(int argc, char **argv)
 {
@@ -140,7 +141,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (clients_new(&m.clients) < 0 ||
-	    slowlog_new(cfg.slowlog_ms * 1000ull, cfg.slowlog_len, &m.slowlog) < 0) {
+	    slowlog_new(cfg.slowlog_ms * 1000ull, cfg.slowlog_len, &m.slowlog) < 0 ||
+	    watch_hub_new(&m.watch) < 0) {
 		rc = -ENOMEM;
 		log_error("cannot start: out of memory");
 		goto out;
@@ -280,6 +282,7 @@ out:
 	store_close(m.store);
 	slowlog_free(m.slowlog);
 	clients_free(m.clients);
+	watch_hub_free(m.watch);
 	config_free(&cfg);
 	return status;
 }

@@ -25,6 +25,7 @@ struct mcd {
 	uint64_t start_time_s;       /* Unix time at start (/metrics' start time) */
 	struct clients *clients;     /* connected clients (OP_CLIENTS); may be NULL */
 	struct slowlog *slowlog;     /* slow operations (OP_SLOWLOG); may be NULL */
+	struct watch_hub *watch;     /* watchers (OP_WATCH, watch.h); may be NULL */
 };
 
 /* Gather a statistics snapshot of the whole server (admin_fill_fn). */

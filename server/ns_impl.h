@@ -22,6 +22,7 @@
 #include "shm.h"
 #include "shrink.h"
 #include "store.h"
+#include "watch.h"
 
 #define NS_MAX_SYMLINKS 40
 

@@ -35,6 +35,7 @@ void name_record(struct ns *ns, mc_off_t dir, mc_off_t d, const struct mc_inode 
 {
 	struct shm *s = ns->shm;
 	dentry_dirty(ns, d);
+	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
 	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
 	                        dentry_at(s, d)->namelen, i->ino, dtype),
 	     "journaling a dentry");
@@ -54,6 +55,7 @@ void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
 void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
 {
 	struct shm *s = ns->shm;
+	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
 	must(journal_del_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
 	                        dentry_at(s, d)->namelen),
 	     "journaling a dentry delete");

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "area.h"
 #include "commit.h"
@@ -63,10 +64,16 @@ uint32_t session_slot(const struct session *s)
 	return s->slot;
 }
 
+struct watch_sess *session_watch(struct session *s)
+{
+	return &s->ws;
+}
+
 void session_free(struct session *s)
 {
 	if (!s)
 		return;
+	watch_sess_release(s->m->watch, &s->ws);
 	for (size_t i = 0; i < s->locked.cap; i++)
 		if (s->locked.keys[i])
 			ns_range_release(s->m->ns, s->locked.keys[i], s->owner);
@@ -597,6 +604,16 @@ static int op_extent_map(struct session *s, const Mcache__Op *op, struct handle 
 	return rc;
 }
 
+/* OP_WATCH: a peer acting for others (op->cred, accepted from root
+ * only) or root or the server's own user may watch (watch.h). */
+static int op_watch(struct session *s, const Mcache__Op *op, struct handle *h,
+                    struct op_out *out)
+{
+	(void)h;
+	bool privileged = op->cred || s->cred.uid == 0 || s->cred.uid == geteuid();
+	return watch_op(s->m->watch, &s->ws, op->flags, op->cookie, privileged, &out->res.cookie);
+}
+
 /* ---- the op table ------------------------------------------------------
  *
  * One row per op code, in the manner of a command table: the name, the
@@ -644,6 +661,7 @@ static const struct op_desc op_table[] = {
 	OP(LOG,          "log",          op_log,          0),
 	OP(FSCK,         "fsck",         op_fsck,         0),
 	OP(MKNOD,        "mknod",        op_mknod,        OPF_PATH | OPF_MUTATION | OPF_BARE),
+	OP(WATCH,        "watch",        op_watch,        0),
 };
 
 #undef OP
@@ -727,7 +745,10 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 			rc = -EOPNOTSUPP;
 		else if ((rc = ops_check(s, d, op, &h)) == 0) {
 			out->bare = d->flags & OPF_BARE;
+			if (d->flags & OPF_MUTATION)
+				watch_note_begin(s->m->watch, &s->ws);
 			rc = d->run(s, op, h, out);
+			watch_note_end();
 		}
 	}
 	if (op->cred)

@@ -30,6 +30,8 @@ struct cred {
 struct session *session_new(struct mcd *m, const struct cred *cred);
 /* The session's statistics slot in the client area, or UINT32_MAX. */
 uint32_t session_slot(const struct session *s);
+/* The session's watch state (watch.h), for its connection. */
+struct watch_sess *session_watch(struct session *s);
 /* Release the session's open handles (unlinked files whose last handle this
  * was are freed) and free it. */
 void session_free(struct session *s);

@@ -9,6 +9,7 @@
 
 #include "map.h"
 #include "ops.h"
+#include "watch.h"
 
 struct handle {
 	uint64_t ino;                /* 0: free slot */
@@ -24,6 +25,7 @@ struct session {
 	uint32_t slot;               /* client-area slot, UINT32_MAX: none */
 	uint32_t owner;              /* range-lock owner id */
 	struct map locked;           /* inos this session took range locks in */
+	struct watch_sess ws;        /* mount id, watcher, events of the running request */
 };
 
 /* ops_admin.c: handlers of the op table (ops.c), as every handler: 0 or

@@ -42,6 +42,8 @@ int remove_uncached(struct ns *ns, const struct cred *c, mc_off_t dir, const cha
 	if (!d)
 		return -ENOSPC;
 	int64_t now = now_ns();
+	watch_note_entry(di->ino, name, len);
+	watch_note_inode(ino);        /* its link count, or gone */
 	must(journal_del_dentry(ns->running, di->ino, name, len), "journaling a dentry delete");
 	dentry_dirty(ns, d);
 	if (rec && rec->nlink == 1)

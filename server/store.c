@@ -144,6 +144,8 @@ out:
 
 /* ---- read transactions ------------------------------------------------ */
 
+_Thread_local unsigned store_rtxn_depth;
+
 int store_rtxn_begin(struct store *s, MDB_txn **txn)
 {
 	pthread_rwlock_rdlock(&s->resize);
@@ -152,12 +154,14 @@ int store_rtxn_begin(struct store *s, MDB_txn **txn)
 		pthread_rwlock_unlock(&s->resize);
 		return store_errno(rc);
 	}
+	store_rtxn_depth++;
 	return 0;
 }
 
 void store_rtxn_end(struct store *s, MDB_txn *txn)
 {
 	mdb_txn_abort(txn);
+	store_rtxn_depth--;
 	pthread_rwlock_unlock(&s->resize);
 }
 

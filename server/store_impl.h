@@ -58,6 +58,10 @@ int store_errno(int rc);
 /* A read-only transaction with `resize` held for reading; 0 or -errno. */
 int store_rtxn_begin(struct store *s, MDB_txn **txn);
 void store_rtxn_end(struct store *s, MDB_txn *txn);
+/* This thread's read transactions begun and not ended (so `resize` is
+ * held): a point read inside one must not block on `ovl_lock`
+ * (store_point_begin). */
+extern _Thread_local unsigned store_rtxn_depth;
 /* LMDB codes. */
 int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len);
 int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,

@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,18 @@ int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
 
 int store_point_begin(struct store *s)
 {
+	if (store_rtxn_depth) {
+		/* A point read inside a scan (a listing loading its inodes)
+		 * already holds `resize`, which comes after `ovl_lock` (store.c
+		 * note 9): wait for the lock without blocking on it. Its only
+		 * writer, a commit publishing to the overlay, never waits for
+		 * `resize` while holding it, so this ends. The scan began with
+		 * nothing to apply; a broken overlay here is read through, as
+		 * an apply would need `resize` for writing. */
+		while (pthread_rwlock_tryrdlock(&s->ovl_lock) != 0)
+			sched_yield();
+		return 0;
+	}
 	for (;;) {
 		pthread_rwlock_rdlock(&s->ovl_lock);
 		if (s->readonly || !s->ovl_broken)

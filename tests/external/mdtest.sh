@@ -9,8 +9,9 @@
 # MDTEST_BINARY: a built mdtest (IOR's src/mdtest; see README.md here).
 # BUILD_DIR: the mcache build holding server/mcached, client/mcachefs and
 # client/mcachectl. N defaults to 50000, FIND_ENTRIES to 100000;
-# $MCACHEFS_ARGS adds mcachefs options (e.g. "--entry-timeout=60
-# --attr-timeout=60" to let the kernel cache). MPI ranks are told to yield
+# $MCACHEFS_ARGS adds mcachefs options (the kernel caches by default,
+# kept exact by mcachefs's watch; "--no-watch" for a mount whose kernel
+# caches nothing, as before the watch). MPI ranks are told to yield
 # when idle, or on two cores their busy-waiting starves the FUSE daemon. Fetches
 # nothing; needs root and /dev/fuse. Not part of `meson test`. Timings on a
 # shared machine are noisy: compare the ratios of one run.

@@ -2,6 +2,7 @@
  * mc_connect (full listen backlog, stopped server), one client shared by
  * many threads, responses that arrive in pieces, and how long a client may
  * answer from the segment of a server that was killed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -109,13 +110,50 @@ static void test_connect_backlog_full(void **state)
 	unlink(path);
 }
 
+/* Wait until every thread of pid is stopped (state T in /proc): SIGSTOP
+ * takes effect when each thread next enters the kernel, which a loaded
+ * machine may delay past a connect. True when they all stopped in 5 s. */
+static bool all_threads_stopped(pid_t pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (int tries = 0; tries < 500; tries++, usleep(10000)) {
+		DIR *d = opendir(dir);
+		if (!d)
+			return false;
+		bool all = true;
+		struct dirent *e;
+		while (all && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[384], buf[512];
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+			FILE *f = fopen(path, "r");
+			if (!f)
+				continue;       /* the thread ended */
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = '\0';
+			const char *rp = strrchr(buf, ')');
+			all = rp && rp[1] == ' ' && rp[2] == 'T';
+		}
+		closedir(d);
+		if (all)
+			return true;
+	}
+	return false;
+}
+
 /* A stopped server: the kernel accepts the connection, nobody answers. */
 static void test_connect_server_stopped(void **state)
 {
 	(void)state;
 	assert_int_equal(kill(srv.pid, SIGSTOP), 0);
-	connect_times_out(srv.socket);
+	bool stopped = all_threads_stopped(srv.pid);
+	if (stopped)
+		connect_times_out(srv.socket);
 	assert_int_equal(kill(srv.pid, SIGCONT), 0);
+	assert_true(stopped);
 	mc_client *c = mc_connect(srv.socket);
 	assert_non_null(c);
 	struct stat st;

@@ -4,8 +4,10 @@
 # ln, ln -s, mkfifo, mknod, truncate, dd, find, stat, rm -rf) and check what
 # they see, that a library client (mcachectl) sees the same namespace, that
 # mcache enforces the callers' permissions, that fsync clears the dirty
-# ranges, that data survives a remount, and that a mount whose kernel
-# caches (timeouts > 0) learns of other clients' changes, and that files
+# ranges, that data survives a remount, that a mount (whose kernel caches,
+# with its watch) shows a library client's change once the call returned,
+# that one without the watch but with timeouts learns of it by polling,
+# and that files
 # deeper than PATH_MAX below the mount's root work. Speaks TAP;
 # skipped where /dev/fuse, fusermount3 or root is missing. Needs $MCACHED,
 # $MCACHECTL and $MCACHEFS (meson sets them).
@@ -93,10 +95,10 @@ until_true() {
 }
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-echo "1..60"
+echo "1..62"
 
 # ---- usage ------------------------------------------------------------------
-check "--help names every option" sh -c "'$MCACHEFS' --help | grep -q -- --data-dir && '$MCACHEFS' --help | grep -q -- --entry-timeout && '$MCACHEFS' --help | grep -q -- --poll-ms"
+check "--help names every option" sh -c "'$MCACHEFS' --help | grep -q -- --data-dir && '$MCACHEFS' --help | grep -q -- --entry-timeout && '$MCACHEFS' --help | grep -q -- --poll-ms && '$MCACHEFS' --help | grep -q -- --no-watch"
 check "a bad timeout: exit 2 and a message" sh -c "'$MCACHEFS' -s '$SOCK' --attr-timeout=-1 '$M' 2>&1; test \$? -eq 2" 
 check "no server: exit 1, saying so, nothing mounted" sh -c "'$MCACHEFS' -s '$T/none.sock' --data-dir '$T/data' '$M' 2>&1 | grep -q 'cannot connect to mcached'; ! mountpoint -q '$M'"
 
@@ -107,7 +109,7 @@ until_true 10 test -S "$SOCK" || { echo "Bail out! mcached did not start"; exit 
 if ! mount_fs "$M" 2>"$T/mount.err"; then
 	if grep -qiE "fuse: device not found|permission denied|operation not permitted" "$T/mount.err"; then
 		echo "# SKIP: FUSE cannot mount here: $(head -1 "$T/mount.err")"
-		for i in $(seq 60); do echo "ok $i # SKIP no FUSE mount"; done
+		for i in $(seq 62); do echo "ok $i # SKIP no FUSE mount"; done
 		exit 0
 	fi
 	echo "Bail out! mcachefs did not mount: $(cat "$T/mount.err")"
@@ -184,8 +186,16 @@ fusermount3 -u "$M"
 check "remount" mount_fs "$M"
 eq "data after a remount" "0123456789" "$(cat "$M/a/data")"
 
-# ---- a caching mount learns of other clients' changes ----------------------
-check "mount with timeouts of 60 s" mount_fs "$M2" --entry-timeout=60 --attr-timeout=60 --poll-ms=50
+# ---- the kernel caches; library changes are invalidated before they return --
+touch "$M/a/cached"
+stat "$M/a/cached" >/dev/null
+check "a library chmod is seen by the (caching) mount at once" \
+	sh -c "'$MCACHECTL' -s '$SOCK' chmod 0604 /a/cached && test \"\$(stat -c %a '$M/a/cached')\" = 604"
+check "a library rm is seen by the (caching) mount at once" \
+	sh -c "'$MCACHECTL' -s '$SOCK' rm /a/cached && test ! -e '$M/a/cached'"
+
+# ---- without the watch, a caching mount learns of changes by polling -------
+check "mount with timeouts of 60 s" mount_fs "$M2" --no-watch --entry-timeout=60 --attr-timeout=60 --poll-ms=50
 DATA_INO=$(stat -c %i "$M2/a/data")
 ctl chmod 0606 /a/data
 check "a library chmod reaches a caching mount" until_true 3 sh -c "test \"\$(stat -c %a '$M2/a/data')\" = 606"
@@ -230,5 +240,5 @@ wait "$SERVER_PID"
 rc=$?
 SERVER_PID=
 [ "$rc" -eq 0 ] || { echo "# mcached exited $rc"; sed 's/^/#   /' "$T/mcached.log"; FAILED=$((FAILED + 1)); }
-[ "$N" -eq 60 ] || echo "# ran $N checks, planned 60"
+[ "$N" -eq 62 ] || echo "# ran $N checks, planned 62"
 exit $((FAILED > 0))

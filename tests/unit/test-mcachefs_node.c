@@ -25,7 +25,7 @@ static struct stat st_of(uint64_t ino)
 static void ref(struct fs *fs, uint64_t parent, const char *name, uint64_t ino)
 {
 	struct stat st = st_of(ino);
-	assert_int_equal(fs_node_ref(fs, parent, name, &st), 0);
+	assert_int_equal(fs_node_ref(fs, parent, name, &st, NULL), 0);
 }
 
 static void expect_path(struct fs *fs, uint64_t ino, const char *want)
