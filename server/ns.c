@@ -61,6 +61,7 @@ void ns_hold_begin(struct ns *ns)
 	assert(ns_held == NULL);
 	ns_lock_op(ns);
 	ns_held = ns;
+	walk_memo_forget(ns);
 }
 
 void ns_hold_yield(struct ns *ns)
@@ -68,6 +69,7 @@ void ns_hold_yield(struct ns *ns)
 	assert(ns_held == ns);
 	if (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed))
 		return;
+	walk_memo_forget(ns); /* before others run: none of theirs may carry it over */
 	pthread_mutex_unlock(&ns->lock);
 	ns_lock_op(ns);
 }
@@ -76,6 +78,7 @@ void ns_hold_end(struct ns *ns)
 {
 	assert(ns_held == ns);
 	ns_held = NULL;
+	walk_memo_forget(ns);
 	pthread_mutex_unlock(&ns->lock);
 }
 
@@ -119,70 +122,6 @@ void inode_maybe_free(struct ns *ns, mc_off_t off)
 		dcache_prune(ns->shm, off);
 	extent_ino_drop(&ns->ext, i->ino);
 	inode_del(ns->shm, off);
-}
-
-
-void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
-{
-	mc_time_t t = mc_time_from_ns(now);
-	INODE_EDIT(ns, dir, {
-		ie_->u.dir.nentries = (uint32_t)((int64_t)ie_->u.dir.nentries + delta);
-		ie_->nlink = (uint32_t)((int64_t)ie_->nlink + nlink_delta);
-		ie_->mtime = t;
-		ie_->ctime = t;
-	});
-	inode_changed(ns, dir);
-	/* Its last entry went: no stale name of the tree stays (rule 1). */
-	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {
-		dcache_now_empty(ns->shm, dir);
-		if (dcache_complete(ns->shm, dir))
-			dcache_dirx(ns->shm, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
-	}
-}
-
-/* Name d (in dir) now names inode off of type dtype. */
-void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off)
-{
-	struct shm *s = ns->shm;
-	struct mc_inode *i = inode_at(s, off);
-	uint8_t dtype = (uint8_t)IFTODT(i->mode);
-	dcache_set(s, d, off, dtype);
-	dentry_dirty(ns, d);
-	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
-	must(journal_put_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
-	                        dentry_at(s, d)->namelen, i->ino, dtype),
-	     "journaling a dentry");
-}
-
-/* Remove name d from dir (note 3). */
-void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d)
-{
-	struct shm *s = ns->shm;
-	watch_note_entry(inode_at(s, dir)->ino, dcache_name(s, d), dentry_at(s, d)->namelen);
-	must(journal_del_dentry(ns->running, inode_at(s, dir)->ino, dcache_name(s, d),
-	                        dentry_at(s, d)->namelen),
-	     "journaling a dentry delete");
-	if (dcache_complete(s, dir)) {
-		dcache_del(s, d);
-		dcache_dirx(s, dir, false)->rm_seq = (uint32_t)ns->running->seq | 1u;
-	} else {
-		dcache_set(s, d, 0, 0);
-		dentry_dirty(ns, d);
-	}
-}
-
-/* A dentry slot for a new name in dir: the cached negative one, or a new
- * negative placeholder. */
-int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
-                     mc_off_t *out)
-{
-	if (!d) {
-		d = dcache_add(ns->shm, dir, name, len, 0, 0);
-		if (!d)
-			return -ENOSPC;
-	}
-	*out = d;
-	return 0;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -358,14 +297,20 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 		inode_del(s, off);
 		return -ENOSPC;
 	}
-	mc_off_t nd_;
-	if (name_slot(ns, dir, d, name, len, &nd_) < 0) {
+	/* A name not cached gets its dentry positive at once (no negative
+	 * placeholder to turn). */
+	uint8_t dtype = (uint8_t)IFTODT(mode);
+	mc_off_t de = d ? d : dcache_add(s, dir, name, len, off, dtype);
+	if (!de) {
 		inode_del(s, off);
 		return -ENOSPC;
 	}
 	ns->next_ino++;
 	inode_changed(ns, off);
-	name_set(ns, dir, nd_, off);
+	if (d)
+		name_set(ns, dir, d, off);
+	else
+		name_record(ns, dir, de, inode_at(s, off), dtype);
 	dir_entries(ns, dir, +1, S_ISDIR(mode) ? 1 : 0, now);
 	*out = off;
 	return 0;

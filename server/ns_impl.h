@@ -53,6 +53,23 @@ struct shrinker {
 	bool running, stop;
 };
 
+/* The directory a path prefix resolved to, kept for the next walk under
+ * the same prefix within one run of operations (walk.c, notes). */
+#define WALK_MEMO_KEY 256
+#define WALK_MEMO_DEPTH 16
+struct walk_memo {
+	uint64_t epoch;                  /* ns->hold_epoch it was made in; 0: none */
+	const struct cred *cred;         /* made for these credentials */
+	uint32_t uid, gid;
+	unsigned depth;                  /* directories, root first */
+	mc_off_t dir[WALK_MEMO_DEPTH];   /* inode slots, as nd->stack */
+	uint32_t iseq[WALK_MEMO_DEPTH];  /* their seqs */
+	mc_off_t dent[WALK_MEMO_DEPTH];  /* the dentry naming each (0 for the root) */
+	uint32_t dseq[WALK_MEMO_DEPTH];  /* their seqs */
+	size_t klen;
+	char key[WALK_MEMO_KEY];         /* the path up to its last slash */
+};
+
 struct ns {
 	pthread_mutex_t lock;
 	/* The committer is waiting for the lock (ns_swap, ns_publish): a
@@ -97,6 +114,11 @@ struct ns {
 	struct commit_sem csem;
 	void (*miss_fn)(void *arg, uint64_t dir_ino);
 	void *miss_arg;
+	/* Runs of operations under one lock (ns_hold_begin): the hold's
+	 * number, and the parent it resolved last (walk.c). */
+	uint64_t hold_epoch;
+	struct walk_memo memo;
+	uint64_t memo_hits;              /* walks the memo served */
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -128,6 +150,11 @@ int nd_push(struct nd *nd, mc_off_t dir);
 /* Walk all of path but its last component (following symlinks on the way),
  * leaving the last component in nd->last*. */
 int walk_parent(struct nd *nd, const char *path, size_t len);
+/* The parent memo (walk.c notes): a new hold, a yield or a retry forgets
+ * it; a change of dir's entries, links or times (dir_entries), whose seq
+ * was seq_before, carries it over. */
+void walk_memo_forget(struct ns *ns);
+void walk_memo_carry(struct ns *ns, mc_off_t dir, uint32_t seq_before);
 /* Resolve nd->last* (after walk_parent) to an inode; follow a final symlink
  * when follow (or a trailing slash) says so. A directory result is pushed. */
 int walk_last(struct nd *nd, bool follow, mc_off_t *res);
@@ -289,6 +316,8 @@ void inode_maybe_free(struct ns *ns, mc_off_t off);
 /* dir gained/lost entries and links; mtime and ctime become now. */
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
 void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off);
+void name_record(struct ns *ns, mc_off_t dir, mc_off_t d, const struct mc_inode *i,
+                 uint8_t dtype);
 void name_drop(struct ns *ns, mc_off_t dir, mc_off_t d);
 int name_slot(struct ns *ns, mc_off_t dir, mc_off_t d, const char *name, size_t len,
               mc_off_t *out);

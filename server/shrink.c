@@ -386,7 +386,7 @@ static bool reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 	return true;
 }
 
-bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+static bool reclaim_again(struct ns *ns, int rc, struct reclaim *r)
 {
 	if (ns_miss_resolve(ns, rc))
 		return true; /* a miss was read from the store without the lock */
@@ -401,6 +401,14 @@ bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
 		return true;
 	ns_miss_disarm();
 	return false;
+}
+
+bool do_reclaim_retry(struct ns *ns, int rc, struct reclaim *r)
+{
+	if (!reclaim_again(ns, rc, r))
+		return false;
+	walk_memo_forget(ns); /* evicted, or the lock was dropped: walk again */
+	return true;
 }
 
 bool do_neg_room(struct ns *ns, mc_off_t dir)

@@ -7,6 +7,34 @@
  * ".." needs no parent pointer: the walk keeps the chain of directories from
  * the root to where it stands (nd->stack), and a directory has exactly one
  * parent, so the chain is the real ancestry. Called with the lock held.
+ *
+ * THE PARENT MEMO (ns->memo): within one run of operations under one lock
+ * (ns_hold_begin), a batch of creates names one directory again and again;
+ * walk_parent remembers where the last path prefix led and starts the next
+ * walk under the same prefix there, as the client's prefix cache does
+ * (client/shmprefix.c).
+ *  1. The memo is the exact prefix (the path up to its last slash) and, for
+ *     every directory it resolved to from the root down, its inode slot
+ *     with that inode's seq and the dentry naming it with that dentry's
+ *     seq. It is made only by a walk from the root that followed no
+ *     symlink and took no "..", with credentials cred, in a hold.
+ *  2. It is used only in the same hold (ns->hold_epoch: a new hold, a
+ *     yield to the committer or a retry after reclaim or a miss read
+ *     starts another), by the same credentials, for a path that does not
+ *     end in a slash, and only if every seq is still what it says. Then
+ *     nothing the walk read has changed: each dentry still joins the same
+ *     parent to the same directory, each directory has the same mode and
+ *     owner (so the same search permission). A rename, an rmdir, a chmod
+ *     or chown, an eviction: each bumps one of those seqs (a freed slot's
+ *     seq keeps counting across reuse), and the walk takes the long way.
+ *     Each dentry must also still join the two slots it joined: a page
+ *     freed whole may be carved again for blobs, which have no seq (shm.c
+ *     note 2), so a seq alone could match by chance there.
+ *  3. A create or a removal changes its directory inside the inode's seq
+ *     (entries, times, links: dir_entries) but nothing a walk reads;
+ *     walk_memo_carry carries the memo over such a change when the memo was
+ *     current just before it, so the next create or removal in the same
+ *     directory still hits.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -210,6 +238,9 @@ struct swalk {
 	struct mc_walk w;
 	struct nd *nd;
 	mc_off_t cur;
+	mc_off_t cur_d;                  /* the dentry that named cur */
+	bool plain;                      /* no symlink, no "..", not too deep: memo note 1 */
+	mc_off_t dent[WALK_MEMO_DEPTH];  /* the dentry naming each stack entry */
 };
 
 static struct swalk *sw_of(struct mc_walk *w)
@@ -221,6 +252,7 @@ static int sw_root(struct mc_walk *w)
 {
 	struct nd *nd = sw_of(w)->nd;
 	nd->depth = 0;
+	sw_of(w)->dent[0] = 0;
 	return nd_push(nd, nd->ns->shm->hdr->root);
 }
 
@@ -245,18 +277,25 @@ static int sw_lookup(struct mc_walk *w, const struct mc_comp *c, uint32_t *mode)
 	if (!ino)
 		return -ENOENT;
 	sw->cur = ino;
+	sw->cur_d = d;
 	*mode = inode_at(sw->nd->ns->shm, ino)->mode;
 	return 0;
 }
 
 static int sw_push(struct mc_walk *w)
 {
-	return nd_push(sw_of(w)->nd, sw_of(w)->cur);
+	struct swalk *sw = sw_of(w);
+	if (sw->nd->depth < WALK_MEMO_DEPTH)
+		sw->dent[sw->nd->depth] = sw->cur_d;
+	else
+		sw->plain = false;
+	return nd_push(sw->nd, sw->cur);
 }
 
 static void sw_pop(struct mc_walk *w)
 {
 	struct nd *nd = sw_of(w)->nd;
+	sw_of(w)->plain = false;
 	if (nd->depth > 1)
 		nd->depth--;
 }
@@ -264,6 +303,7 @@ static void sw_pop(struct mc_walk *w)
 static int sw_target(struct mc_walk *w, unsigned level, const char **t, size_t *len)
 {
 	(void)level;
+	sw_of(w)->plain = false;
 	*t = inode_target(sw_of(w)->nd->ns->shm, sw_of(w)->cur, len);
 	return 0;
 }
@@ -287,16 +327,111 @@ static void sw_init(struct swalk *sw, struct nd *nd)
 	sw->w.nlinks = nd->nlinks;
 	sw->nd = nd;
 	sw->cur = 0;
+	sw->cur_d = 0;
+	sw->plain = true;
+}
+
+/* The length of path's memo key (up to its last slash), or 0 when the path
+ * cannot use the memo: relative, ending in a slash, or too long. */
+static size_t memo_key_len(const char *path, size_t len)
+{
+	if (len < 2 || path[0] != '/' || path[len - 1] == '/')
+		return 0;
+	const char *slash = memrchr(path, '/', len);
+	size_t klen = (size_t)(slash - path) + 1;
+	return klen <= WALK_MEMO_KEY ? klen : 0;
+}
+
+static uint32_t seq_of(const _Atomic uint32_t *seq)
+{
+	return atomic_load_explicit(seq, memory_order_relaxed);
+}
+
+/* Memo note 2: stand where the memo says, and leave the last component. */
+static bool memo_use(struct nd *nd, const char *path, size_t len, size_t klen)
+{
+	struct ns *ns = nd->ns;
+	struct walk_memo *m = &ns->memo;
+	struct shm *s = ns->shm;
+	if (m->epoch != ns->hold_epoch || m->cred != nd->cred || m->uid != nd->cred->uid ||
+	    m->gid != nd->cred->gid || m->klen != klen || memcmp(m->key, path, klen) != 0 ||
+	    m->dir[0] != s->hdr->root)
+		return false;
+	for (unsigned k = 0; k < m->depth; k++) {
+		if (seq_of(&inode_at(s, m->dir[k])->seq) != m->iseq[k])
+			return false;
+		if (k == 0)
+			continue;
+		const struct mc_dentry *e = dentry_at(s, m->dent[k]);
+		if (seq_of(&e->seq) != m->dseq[k] || e->parent != m->dir[k - 1] ||
+		    e->inode != m->dir[k])
+			return false;
+	}
+	_Static_assert(WALK_MEMO_DEPTH <= ND_INLINE, "a memo's stack fits nd's inline one");
+	memcpy(nd->stack, m->dir, m->depth * sizeof(m->dir[0]));
+	nd->depth = m->depth;
+	nd->last = path + klen;
+	nd->lastlen = len - klen;
+	nd->slash = false;
+	nd->last_type = mc_comp_type(nd->last, nd->lastlen);
+	ns->memo_hits++;
+	return true;
+}
+
+/* Memo note 1: remember where the walk of path's prefix led. */
+static void memo_make(struct nd *nd, const struct swalk *sw, const char *path, size_t klen)
+{
+	struct ns *ns = nd->ns;
+	struct walk_memo *m = &ns->memo;
+	struct shm *s = ns->shm;
+	if (!sw->plain || nd->depth > WALK_MEMO_DEPTH) {
+		m->epoch = 0;
+		return;
+	}
+	m->epoch = ns->hold_epoch;
+	m->cred = nd->cred;
+	m->uid = nd->cred->uid;
+	m->gid = nd->cred->gid;
+	m->depth = nd->depth;
+	for (unsigned k = 0; k < nd->depth; k++) {
+		m->dir[k] = nd->stack[k];
+		m->iseq[k] = seq_of(&inode_at(s, nd->stack[k])->seq);
+		m->dent[k] = k ? sw->dent[k] : 0;
+		m->dseq[k] = k ? seq_of(&dentry_at(s, sw->dent[k])->seq) : 0;
+	}
+	m->klen = klen;
+	memcpy(m->key, path, klen);
+}
+
+void walk_memo_forget(struct ns *ns)
+{
+	ns->hold_epoch++;
+}
+
+void walk_memo_carry(struct ns *ns, mc_off_t dir, uint32_t seq_before)
+{
+	struct walk_memo *m = &ns->memo;
+	if (m->epoch == ns->hold_epoch && m->depth > 0 && m->dir[m->depth - 1] == dir &&
+	    m->iseq[m->depth - 1] == seq_before)
+		m->iseq[m->depth - 1] = seq_of(&inode_at(ns->shm, dir)->seq);
 }
 
 int walk_parent(struct nd *nd, const char *path, size_t len)
 {
+	/* The memo serves a fresh walk from the root only, in a hold. */
+	size_t klen = 0;
+	if (nd->depth == 0 && nd->nlinks == 0 && ns_held == nd->ns)
+		klen = memo_key_len(path, len);
+	if (klen && memo_use(nd, path, len, klen))
+		return 0;
 	struct swalk sw;
 	sw_init(&sw, nd);
 	int rc = mc_walk_parent(&sw.w, &sw_ops, path, len, 0);
 	nd->nlinks = sw.w.nlinks;
 	if (rc < 0)
 		return rc;
+	if (klen)
+		memo_make(nd, &sw, path, klen);
 	nd->last = sw.w.last.name;
 	nd->lastlen = sw.w.last.len;
 	nd->slash = sw.w.last.slash;

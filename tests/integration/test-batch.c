@@ -5,7 +5,9 @@
  * the server runs under one taking of the namespace lock per run of ops,
  * all succeed while another client's syncs are committed; a large
  * batch, sent as pipelined requests, keeps the order of its ops across
- * them and fails cleanly when the server dies while requests are out. */
+ * them and fails cleanly when the server dies while requests are out;
+ * creates after their parent was renamed, replaced or removed and made
+ * again within one batch land where their paths name. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -134,6 +136,71 @@ static void test_pipelined_order(void **state)
 		assert_int_equal(st[i].st_mode, S_IFREG | 0600);
 	mc_batch_free(b);
 	assert_int_equal(mc_rmtree(c, "/po"), 0);
+	mc_disconnect(c);
+}
+
+/* Within one batch (runs of creates and removals under one taking of
+ * the lock, whose walks start at the directory the last path's prefix led
+ * to), the parent renamed away, another directory renamed onto its name,
+ * the parent removed and its name made again after another directory took
+ * its slot: every create lands where its path names, or fails as it would
+ * on tmpfs. The slashed paths leave the server's memo of "/pm/d/" as the
+ * creates made it. */
+static void test_parent_changes_mid_batch(void **state)
+{
+	(void)state;
+	mc_client *c = harness_client(&srv);
+	static const struct {
+		char op;          /* m: mkdir, c: create, u: unlink, r: rmdir, n: rename */
+		const char *path, *to;
+		int err;
+	} ops[] = {
+		{ 'm', "/pm", NULL, 0 },        { 'm', "/pm/d", NULL, 0 },
+		{ 'c', "/pm/d/f1", NULL, 0 },   { 'c', "/pm/d/f2", NULL, 0 },
+		{ 'n', "/pm/d/", "/pm/e/", 0 }, { 'c', "/pm/d/f3", NULL, ENOENT },
+		{ 'c', "/pm/e/f3", NULL, 0 },   { 'm', "/pm/x", NULL, 0 },
+		{ 'c', "/pm/d/f4", NULL, ENOENT }, { 'n', "/pm/x/", "/pm/d/", 0 },
+		{ 'c', "/pm/d/f4", NULL, 0 },   { 'u', "/pm/d/f4", NULL, 0 },
+		{ 'r', "/pm/d/", NULL, 0 },     { 'm', "/pm/z/", NULL, 0 },
+		{ 'c', "/pm/d/f5", NULL, ENOENT }, { 'm', "/pm/d/", NULL, 0 },
+		{ 'c', "/pm/d/f6", NULL, 0 },   { 'c', "/pm/e/f7", NULL, 0 },
+		{ 'c', "/pm/d/f8", NULL, 0 },
+	};
+	size_t n = sizeof(ops) / sizeof(ops[0]);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++) {
+		int rc = ops[i].op == 'm' ? mc_batch_mkdir(b, ops[i].path, 0755)
+		       : ops[i].op == 'c' ? mc_batch_create(b, ops[i].path, 0644)
+		       : ops[i].op == 'u' ? mc_batch_unlink(b, ops[i].path)
+		       : ops[i].op == 'r' ? mc_batch_rmdir(b, ops[i].path)
+		       : mc_batch_rename(b, ops[i].path, ops[i].to);
+		assert_int_equal(rc, (int)i);
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (mc_batch_error(b, i) != ops[i].err)
+			fail_msg("op %zu (%c %s): errno %d, want %d", i, ops[i].op, ops[i].path,
+			         mc_batch_error(b, i), ops[i].err);
+	}
+	mc_batch_free(b);
+	static const char *const there[] = { "/pm/e/f1", "/pm/e/f2", "/pm/e/f3", "/pm/e/f7",
+	                                     "/pm/d/f6", "/pm/d/f8" };
+	static const char *const gone[] = { "/pm/d/f1", "/pm/d/f3", "/pm/d/f4", "/pm/d/f5",
+	                                    "/pm/e/f6", "/pm/e/f8", "/pm/z/f6", "/pm/z/f8",
+	                                    "/pm/x" };
+	struct stat st;
+	for (size_t i = 0; i < sizeof(there) / sizeof(there[0]); i++)
+		if (mc_stat(c, there[i], &st) != 0)
+			fail_msg("%s: errno %d", there[i], errno);
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		errno = 0;
+		if (mc_stat(c, gone[i], &st) != -1 || errno != ENOENT)
+			fail_msg("%s: there, or errno %d", gone[i], errno);
+	}
+	assert_int_equal(mc_stat(c, "/pm/d", &st), 0);
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(mc_rmtree(c, "/pm"), 0);
 	mc_disconnect(c);
 }
 
@@ -293,6 +360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths_move),
 		cmocka_unit_test(test_pipelined_order),
+		cmocka_unit_test(test_parent_changes_mid_batch),
 		cmocka_unit_test(test_server_dies_mid_batch),
 		cmocka_unit_test(test_streams_let_committer_in),
 	};
