@@ -202,11 +202,11 @@ static void *bg_rmtree(void *arg)
 	return NULL;
 }
 
-#define BIG_FILES 62000
+#define BIG_FILES 8000
 
-/* One change whose events pass the largest frame (an rmtree of 62,000
- * long names: about 17 MiB of events) comes in parts, all applied before
- * the one acknowledgement that answers it. */
+/* One change whose events pass the largest frame (an rmtree of 8,000
+ * long names: about 2 MiB of events, against frames of 1 MiB) comes in
+ * parts, all applied before the one acknowledgement that answers it. */
 static void test_long_change_in_parts(void **state)
 {
 	(void)state;
