@@ -523,6 +523,20 @@ int store_get_meta(struct store *s, struct store_meta *out)
 	return err;
 }
 
+int store_inode_value(const void *val, size_t len, uint64_t ino, struct mc_inode_rec *rec,
+                      char *target, size_t *tlen)
+{
+	if (len < JOURNAL_INODE_DISK_SIZE || len > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
+		return -EIO;
+	journal_inode_decode(val, rec);
+	if (rec->ino != ino)
+		return -EIO;
+	*tlen = len - JOURNAL_INODE_DISK_SIZE;
+	if (target && *tlen)
+		memcpy(target, (const uint8_t *)val + JOURNAL_INODE_DISK_SIZE, *tlen);
+	return 0;
+}
+
 int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
                     char *target, size_t *target_len)
 {
@@ -554,19 +568,9 @@ int store_get_inode(struct store *s, uint64_t ino, struct mc_inode_rec *out,
 		if (err)
 			goto out;
 	}
-	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
-	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX) {
-		err = -EIO;
+	err = store_inode_value(v.mv_data, v.mv_size, ino, &rec, target, &tlen);
+	if (err)
 		goto out;
-	}
-	journal_inode_decode(v.mv_data, &rec);
-	if (rec.ino != ino) {
-		err = -EIO;
-		goto out;
-	}
-	tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
-	if (target && tlen)
-		memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
 	if (target_len)
 		*target_len = tlen;
 	*out = rec;

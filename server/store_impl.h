@@ -71,6 +71,11 @@ struct store {
 
 /* An LMDB code as a negative errno (0 for MDB_SUCCESS). */
 int store_errno(int rc);
+/* An `inodes` value (len bytes at val) that must hold inode ino: 0 with
+ * rec, *tlen and, when target is not NULL, the symlink target copied to
+ * target (MC_SYMLINK_MAX bytes); -EIO when malformed. */
+int store_inode_value(const void *val, size_t len, uint64_t ino, struct mc_inode_rec *rec,
+                      char *target, size_t *tlen);
 /* A read-only transaction with `resize` held for reading; 0 or -errno. */
 int store_rtxn_begin(struct store *s, MDB_txn **txn);
 void store_rtxn_end(struct store *s, MDB_txn *txn);

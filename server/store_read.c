@@ -305,15 +305,8 @@ static int snap_inode(struct store_snap *sn, uint64_t ino, struct mc_inode_rec *
 		return 0;
 	if (rc)
 		return store_errno(rc);
-	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
-	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
-		return -EIO;
-	journal_inode_decode(v.mv_data, rec);
-	if (rec->ino != ino)
-		return -EIO;
-	*tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
-	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, *tlen);
-	return 1;
+	rc = store_inode_value(v.mv_data, v.mv_size, ino, rec, target, tlen);
+	return rc < 0 ? rc : 1;
 }
 
 /* The inode record of ino in the overlay: 1 found (rec, target, *tlen
@@ -330,12 +323,8 @@ static int ovl_inode(struct store *s, uint64_t ino, struct mc_inode_rec *rec, ch
 		return 2;
 	if (o < 0)
 		return 0;
-	if (vlen < JOURNAL_INODE_DISK_SIZE || vlen > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
-		return -EIO;
-	journal_inode_decode(v, rec);
-	*tlen = vlen - JOURNAL_INODE_DISK_SIZE;
-	memcpy(target, v + JOURNAL_INODE_DISK_SIZE, *tlen);
-	return 1;
+	int err = store_inode_value(v, vlen, ino, rec, target, tlen);
+	return err < 0 ? err : 1;
 }
 
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,

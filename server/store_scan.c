@@ -83,15 +83,8 @@ static int scan_inode(const struct store_ovl *o, MDB_cursor *icur, uint64_t ino,
 		if (rc)
 			return store_errno(rc);
 	}
-	if (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
-	    v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX)
-		return -EIO;
-	journal_inode_decode(v.mv_data, rec);
-	if (rec->ino != ino)
-		return -EIO;
-	*tlen = v.mv_size - JOURNAL_INODE_DISK_SIZE;
-	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, *tlen);
-	return 1;
+	int err = store_inode_value(v.mv_data, v.mv_size, ino, rec, target, tlen);
+	return err < 0 ? err : 1;
 }
 
 /* Add one entry (name, namelen bytes; val, vlen bytes as the dentries
