@@ -26,11 +26,17 @@
  *     takes an entry by moving its seq from even to odd (compare and swap;
  *     a writer that loses does not cache), a reader copies the entry between
  *     two reads of its seq. Every field is accessed with relaxed atomics.
- *     Every offset ever stored in an entry was checked (view_at) when it
- *     was stored, and page types never change (mc_shm.h note 2): so the
- *     seqs the offsets lead to may be read before the entry's seq says the
- *     copy is whole (an offset from a torn copy is still a checked one, or
- *     0, the header); a torn copy is then refused.
+ *     Page types do change (mc_shm.h note 2: a page whose slots are all
+ *     free may serve another type, and an entry can outlive that), so a
+ *     hit checks every stored offset again (view_at: inside the segment,
+ *     in a page of the slot's type) before it reads the seq there, as a
+ *     walk does: a stale offset into a page that now holds blobs, extents
+ *     or another slot type is refused, not compared as a seq; a page
+ *     carved again for the same type starts its seqs above the old ones
+ *     (server/shm.c note 2), so no stored seq matches there either. The
+ *     seqs may thus be read before the entry's seq says the copy is whole
+ *     (an offset from a torn copy is checked like any other); a torn copy
+ *     is then refused.
  *  4. Entries are made with the view's credentials and used only while
  *     they are the same uid and gid (the groups are fixed at set-up).
  *  5. A thread acting for other credentials (mc_cred_set) uses and makes
@@ -101,19 +107,19 @@ int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
 	unsigned n = LDR(e->hit.n);
 	if (n == 0 || n > PREFIX_DEPTH || LD(v->hdr->root) != LDR(e->hit.lv[0].inode))
 		return 0;
-	/* Every offset ever stored in an entry is a checked one (or 0, the
-	 * header): the seqs may be read before the entry's own seq says the
-	 * copy is whole (note 3). */
+	/* Every offset is checked again before its seq is read: the entry
+	 * may be older than the page's present type (note 3). */
 	for (k = 0; k < n; k++) {
 		const struct prefix_level *l = &e->hit.lv[k];
 		mc_off_t io = LDR(l->inode);
 		if (k) {
-			const struct mc_dentry *d = mc_shm_at(v->base, LDR(l->dentry));
-			if (seq_read(&d->seq) != LDR(l->dseq))
+			const struct mc_dentry *d = view_at(v, LDR(l->dentry), sizeof(*d),
+			                                    MC_PT_DENTRY);
+			if (!d || seq_read(&d->seq) != LDR(l->dseq))
 				return 0;
 		}
-		const struct mc_inode *i = mc_shm_at(v->base, io);
-		if (seq_read(&i->seq) != LDR(l->iseq))
+		const struct mc_inode *i = view_at(v, io, sizeof(*i), MC_PT_INODE);
+		if (!i || seq_read(&i->seq) != LDR(l->iseq))
 			return 0;
 		stack[k] = io;
 		stack_ino[k] = LDR(l->ino);

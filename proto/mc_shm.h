@@ -13,6 +13,12 @@
  *     reader checks that an offset lies inside the segment and inside a page
  *     of the expected type before following it, and trusts what it read only
  *     once the seq of what led it there (bucket, dentry, directory) held.
+ *     Not proven: a reader that keeps a slot's address while the slot is
+ *     freed, every other slot of its page too, and the page is carved for
+ *     another type, re-reads as the seq whatever the new type wrote there
+ *     (an offset, a name, a record), and only chance tells it from the seq
+ *     it holds. Freeing bumps the seq first, and the pool is first in,
+ *     first out, so it takes a reader stalled across both.
  *  3. Every dentry, inode and dirx slot starts with a sequence counter. The
  *     server makes it odd before a change and even after (C11 release/acquire
  *     pairs); freeing and reusing a slot are changes. A reader reads the seq
@@ -26,7 +32,11 @@
  *     directory, when it has no cached children. So a dentry's (parent slot,
  *     name) identifies it exactly while its seq is unchanged.
  *  6. Blobs (long names, symlink targets) are owned by one dentry or inode;
- *     they change only together with their owner's seq.
+ *     they change only together with their owner's seq: written before the
+ *     owner links them, freed only while the owner's seq is odd (freeing
+ *     one writes the free-list link over its first word, and reusing it or
+ *     its page rewrites the rest), so a copy the owner's seq vouches for is
+ *     the blob as it was linked.
  *  7. The hash table never resizes while the segment exists.
  *  8. Exceptions to note 3, which readers must not rely on: the DIRTY bits of
  *     dentry and inode flags and the dirx nneg and rm_seq are server bookkeeping,

@@ -84,6 +84,12 @@ void inode_del(struct shm *s, mc_off_t off)
 		}
 	}
 	shm_write_end(&b->seq);
+	if (i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1))
+		s->i_dirty--;
+	/* The target is freed inside the seq's odd window (mc_shm.h note 6):
+	 * freeing writes the free-list link over its first word, which a
+	 * reader copying it must see as a moved seq. */
+	shm_write_begin(&i->seq);
 	if (S_ISLNK(i->mode))
 		shm_blob_free(s, i->u.lnk.blob, i->u.lnk.len);
 	else if (S_ISDIR(i->mode) && i->u.dir.dirx) {
@@ -94,9 +100,6 @@ void inode_del(struct shm *s, mc_off_t off)
 			s->cookie_floor = dx->next_cookie;
 		shm_free(s, SLAB_DIRX, i->u.dir.dirx);
 	}
-	if (i->flags & (MC_I_DIRTY0 | MC_I_DIRTY1))
-		s->i_dirty--;
-	shm_write_begin(&i->seq);
 	i->flags = 0;
 	i->ino = 0;
 	shm_write_end(&i->seq);

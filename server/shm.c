@@ -11,7 +11,9 @@
  *     its seqs above every seq its slots had before (struct shm_page
  *     seqmax), so a reader holding a stale offset sees a different value.
  *     Free slots are linked through their second word. Blobs have no seq:
- *     they are covered by their owner's.
+ *     they are covered by their owner's, and linked through their first
+ *     word when free, so an owner frees its blob only while its own seq is
+ *     odd (mc_shm.h note 6; inode_del, dcache_del).
  *  3. Clients map the segment read-only: they get a read-only descriptor,
  *     and the memfd is sealed against new writable mappings (the server's
  *     own mapping predates the seal), against shrinking and growing (so a
@@ -33,7 +35,7 @@
  *  7. A page given back keeps its bytes until it is carved again (zeroed,
  *     seqs set); readers that still hold an offset into it fail the type
  *     check or the seq of what led them there (the bucket, dentry or
- *     directory whose change freed the slot, client/shmview.c note 3).
+ *     directory whose change freed the slot, client/shmwalk.c note 3).
  *     The pool is first in, first out, so a page waits as long as possible
  *     before it is reused.
  *  8. With a path (--shm-path), the segment is a file instead, which

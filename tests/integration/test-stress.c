@@ -499,6 +499,133 @@ static void test_eviction_under_readers(void **state)
 	mc_disconnect(c);
 }
 
+/* Symlinks with long targets (blobs of several classes) read lock-free
+ * while the shrinker evicts them and reloads bring them back, a writer
+ * replaces them and the churner moves pages between slot types: a target
+ * read is whole or the read is retried, never a freed blob's bytes. */
+#define NLONG 16
+
+static size_t long_target(int n, char *t)
+{
+	size_t len = 40 + 23 * (size_t)n;
+	for (size_t i = 0; i < len; i++)
+		t[i] = (char)('a' + (n + (int)i) % 26);
+	return len;
+}
+
+static void long_writer(void)
+{
+	mc_client *c = mc_connect(srv.socket);
+	if (!c)
+		_exit(10);
+	uint64_t s = 0x5851f42d4c957f2dull;
+	char p[32], t[512];
+	double end = now_s() + seconds;
+	while (now_s() < end) {
+		int n = (int)(rnd(&s) % NLONG);
+		snprintf(p, sizeof(p), "/L/l%d", n);
+		t[long_target(n, t)] = 0;
+		if (mc_unlink(c, p) < 0 && errno != ENOENT)
+			_exit(11);
+		if (mc_symlink(c, t, p) < 0)
+			_exit(12);
+	}
+	mc_disconnect(c);
+	_exit(0);
+}
+
+static void *long_reader(void *arg)
+{
+	struct reader *r = arg;
+	mc_client *c = mc_connect(srv.socket);
+	if (!c) {
+		fail_reader(r, "connect: %s", strerror(errno));
+		return NULL;
+	}
+	uint64_t s = 0x2545f4914f6cdd1dull * (uint64_t)(r->id + 3);
+	char p[32], want[512], buf[512];
+	double end = now_s() + seconds;
+	while (now_s() < end) {
+		int n = (int)(rnd(&s) % NLONG);
+		snprintf(p, sizeof(p), "/L/l%d", n);
+		size_t len = long_target(n, want);
+		struct stat st;
+		if (mc_lstat(c, p, &st) == 0) {
+			r->found++;
+			if (!S_ISLNK(st.st_mode) || st.st_size != (off_t)len)
+				fail_reader(r, "%s: mode %o size %lld", p, st.st_mode, (long long)st.st_size);
+		} else if (errno != ENOENT) {
+			fail_reader(r, "lstat %s: %s", p, strerror(errno));
+		}
+		ssize_t k = mc_readlink(c, p, buf, sizeof(buf));
+		if (k >= 0 && (k != (ssize_t)len || memcmp(buf, want, len) != 0))
+			fail_reader(r, "%s: target of %zd bytes '%.*s'", p, k, (int)(k < 40 ? k : 40), buf);
+		else if (k < 0 && errno != ENOENT)
+			fail_reader(r, "readlink %s: %s", p, strerror(errno));
+		r->ops++;
+	}
+	mc_disconnect(c);
+	return NULL;
+}
+
+static void test_long_targets_under_eviction(void **state)
+{
+	(void)state;
+	assert_int_equal(server_stop(&srv, SIGTERM), 0);
+	server_cleanup(&srv);
+	memset(&srv, 0, sizeof(srv));
+	const char *args[] = { "--cache-size", "2M", "--cache-high", "1", "--cache-low", "1",
+	                       "--commit-interval-ms", "1", NULL };
+	assert_int_equal(server_start(&srv, args), 0);
+	mc_client *c = mc_connect(srv.socket);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/L", 0755), 0);
+	char p[32], t[512];
+	for (int n = 0; n < NLONG; n++) {
+		snprintf(p, sizeof(p), "/L/l%d", n);
+		t[long_target(n, t)] = 0;
+		assert_int_equal(mc_symlink(c, t, p), 0);
+	}
+	pid_t w = fork(), churn;
+	assert_true(w >= 0);
+	if (w == 0)
+		long_writer();
+	churn = fork();
+	assert_true(churn >= 0);
+	if (churn == 0)
+		page_churner();
+	struct reader rd[NREADERS] = { 0 };
+	for (int i = 0; i < NREADERS; i++) {
+		rd[i].id = i;
+		assert_int_equal(pthread_create(&rd[i].th, NULL, long_reader, &rd[i]), 0);
+	}
+	uint64_t ops = 0, found = 0, bad = 0;
+	for (int i = 0; i < NREADERS; i++) {
+		pthread_join(rd[i].th, NULL);
+		if (rd[i].bad)
+			print_message("# long targets reader %d: %llu bad answers, first: %s\n", i,
+			              (unsigned long long)rd[i].bad, rd[i].why);
+		bad += rd[i].bad;
+		ops += rd[i].ops;
+		found += rd[i].found;
+	}
+	int wst = -1, cst = -1;
+	assert_int_equal(waitpid(w, &wst, 0), w);
+	assert_int_equal(waitpid(churn, &cst, 0), churn);
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	print_message("# long targets: %llu reader ops, %llu found, %llu evicted\n",
+	              (unsigned long long)ops, (unsigned long long)found,
+	              (unsigned long long)stat_of(js, "\"cache\"", "evicted"));
+	free(js);
+	mc_disconnect(c);
+	assert_int_equal(bad, 0);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	assert_true(WIFEXITED(cst) && WEXITSTATUS(cst) == 0);
+	assert_true(ops > 1000);
+	assert_true(found > 0);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -524,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_tiny_bounds_still_correct),
 		cmocka_unit_test(test_dotdot_into_reused_slot),
 		cmocka_unit_test(test_eviction_under_readers),
+		cmocka_unit_test(test_long_targets_under_eviction),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
