@@ -268,6 +268,12 @@ static int ovl_namecmp(const void *a, const void *b)
 	return ovl_keycmp(x, y->data, y->klen);     /* one parent: the names decide */
 }
 
+size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent)
+{
+	const struct ovl_dir *d = o->ndirs ? *ovl_dslot(o, parent) : NULL;
+	return d ? d->n : 0;
+}
+
 int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after,
                    size_t after_len, const struct ovl_ent ***out, size_t *n)
 {

@@ -73,6 +73,8 @@ int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent
  * (*out, free() it; NULL when *n is 0). 0 or -ENOMEM. */
 int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after,
                    size_t after_len, const struct ovl_ent ***out, size_t *n);
+/* How many dentries (deletions too) the overlay holds for parent. */
+size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent);
 /* Compare an entry's key with k the way the tables order keys. */
 int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen);
 void ovl_clear(struct store_ovl *o);

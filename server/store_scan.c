@@ -29,6 +29,11 @@
 #include "store_overlay.h"
 
 #define SCAN_CHUNK   64u                    /* entries filled per hold of ovl_lock */
+/* A directory with more names than this in the overlay is scanned after an
+ * apply rather than merged: every chunk after a commit sorts its names
+ * again, which for a directory changed wholesale (created, then removed by
+ * an rmtree: 80,000 names) costs more than the apply, at most one a commit. */
+#define SCAN_MERGE_MAX 128u
 #define SCAN_TARGETS (4u * MC_SYMLINK_MAX)  /* target bytes per chunk, at most */
 
 struct scan_ent {
@@ -270,7 +275,8 @@ int store_scan_merged(struct store *s, MDB_txn **txn, bool *held, uint64_t paren
 		 * store_read.c). */
 		scan_txn_end(s, tp, held);
 		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (!s->readonly && s->ovl_broken) {
+		if (!s->readonly && (s->ovl_broken ||
+		                     ovl_dir_count(&s->ovl, parent) > SCAN_MERGE_MAX)) {
 			/* note 1e of store_read.c: apply with no transaction open */
 			pthread_rwlock_unlock(&s->ovl_lock);
 			scan_txn_end(s, tp, held);

@@ -447,12 +447,51 @@ static void test_scans_race_commits(void **state)
 	store_close(r.s);
 }
 
+/* A directory with many names in the overlay (created wholesale, then
+ * scanned chunk by chunk while commits keep changing it, as an rmtree
+ * does) is scanned after an apply instead of being sorted again at every
+ * chunk; a directory with a few is merged, and nothing is applied. */
+static void test_big_overlay_dir_applies(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	char name[32];
+	uint64_t ino = 10;
+	journal_batch_init(&b, 0);
+	journal_batch_reset(&b, 1);
+	for (unsigned i = 0; i < 4; i++, ino++) {
+		snprintf(name, sizeof(name), "small%u", i);
+		put_file(&b, 2, name, ino, i);
+	}
+	for (unsigned i = 0; i < 500; i++, ino++) {
+		snprintf(name, sizeof(name), "big%03u", i);
+		put_file(&b, 3, name, ino, i);
+	}
+	b.next_ino = ino;
+	commit_ok(s, &b);
+	assert_int_equal(applied_seq(s), 0);
+	struct count c = { 0 };
+	assert_int_equal(store_scan_dir_attrs(s, 2, NULL, 0, attr_count_fn, &c), 0);
+	assert_int_equal(c.n, 4);
+	assert_int_equal(applied_seq(s), 0);            /* merged */
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store_scan_dir_attrs(s, 3, NULL, 0, attr_count_fn, &c), 0);
+	assert_int_equal(c.n, 500);
+	assert_int_equal(c.norec, 0);
+	assert_int_equal(applied_seq(s), 1);            /* applied first */
+	journal_batch_free(&b);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_scan_matches_applied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_sees_commit_between_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scans_race_commits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_big_overlay_dir_applies, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store_scan", tests, NULL, NULL);
 }
