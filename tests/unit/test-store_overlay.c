@@ -28,50 +28,16 @@
 #include "mc_shm.h"
 #include "store.h"
 #include "store_read.h"
-#include "fixture.h"
-
-struct fixture {
-	char tmp[256];
-	char dir[300];
-};
+#include "store_fixture.h"
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->tmp, sizeof(f->tmp), "test-store_overlay");
-	if (!mkdtemp(f->tmp)) {
-		free(f);
-		return -1;
-	}
-	snprintf(f->dir, sizeof(f->dir), "%s/d", f->tmp);
-	*state = f;
-	return 0;
+	return store_fixture_setup(state, "test-store_overlay");
 }
 
 static int teardown(void **state)
 {
-	struct fixture *f = *state;
-	fixture_rmtree(f->tmp);
-	free(f);
-	return 0;
-}
-
-static struct store *open_ok(const char *dir, const struct store_opts *o)
-{
-	struct store *s = NULL;
-	int rc = store_open(dir, o, &s);
-	if (rc != 0)
-		fail_msg("store_open(%s): %d", dir, rc);
-	return s;
-}
-
-static void commit_ok(struct store *s, const struct journal_batch *b)
-{
-	int rc = store_commit(s, b, NULL);
-	if (rc != 0)
-		fail_msg("store_commit(seq %llu): %d", (unsigned long long)b->seq, rc);
+	return store_fixture_teardown(state);
 }
 
 static struct mc_inode_rec file_rec(uint64_t ino, uint64_t size)
