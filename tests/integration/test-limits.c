@@ -520,9 +520,15 @@ static void no_starvation(void **state)
 	Mcache__Op op, quick;
 	op_path(&op, MCACHE__OP_CODE__OP_LSTAT, deep);
 	op_path(&quick, MCACHE__OP_CODE__OP_LSTAT, "/");
+	/* Once untimed: the first run pays for a cold process (page faults,
+	 * sanitizer shadow memory), which made it several times slower than
+	 * the next under ASan. */
+	send_many(lng, 19, &op, 4000);
+	Mcache__Response *rsp = raw_recv_ok(lng);
+	mcache__response__free_unpacked(rsp, NULL);
 	uint64_t t0 = now_ms();
 	send_many(lng, 20, &op, 4000);
-	Mcache__Response *rsp = raw_recv_ok(lng);
+	rsp = raw_recv_ok(lng);
 	uint64_t one = now_ms() - t0;
 	mcache__response__free_unpacked(rsp, NULL);
 	print_message("# one request of 4000 lstats 200 deep: %llu ms\n", (unsigned long long)one);
@@ -538,7 +544,12 @@ static void no_starvation(void **state)
 	int long_done = poll(&p, 1, 0);
 	print_message("# the short request took %llu ms; the long one %s\n",
 	              (unsigned long long)wait, long_done ? "had ended" : "was still running");
-	assert_int_equal(long_done, 0);
+	/* Answered while the long one ran, or (a loaded machine may not run
+	 * the client for a while) at least in a quarter of its time: without
+	 * slices it waits for all of it. */
+	if (long_done && wait * 4 >= one)
+		fail_msg("the short request waited %llu ms for a long one of %llu ms",
+		         (unsigned long long)wait, (unsigned long long)one);
 	rsp = raw_recv_ok(lng);
 	assert_int_equal(rsp->n_results, 4000);
 	mcache__response__free_unpacked(rsp, NULL);
