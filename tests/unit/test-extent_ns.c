@@ -27,45 +27,16 @@
 #include "ops.h"
 #include "shm.h"
 #include "store.h"
-#include "fixture.h"
+#include "ns_fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
 
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
 
-struct fx {
-	char dir[256];
-	struct store *st;
-	struct shm *shm;
-	struct ns *ns;
-};
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->dir, sizeof(f->dir), "test-extent_ns");
-	struct store_opts o = { .root_mode = 0755 };
-	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
-	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0) {
-		free(f);
-		return -1;
-	}
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-	ns_free(f->ns);
-	shm_destroy(f->shm);
-	store_close(f->st);
-	fixture_rmtree(f->dir);
-	free(f);
-	return 0;
+	return ns_fixture_setup(state, "test-extent_ns", 8 * MIB);
 }
 
 static void commit_now(struct fx *f)
@@ -261,10 +232,10 @@ static void test_failed_first_set(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_unlinked_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncate_unloaded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idle_shrink, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failed_first_set, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlinked_open, setup, ns_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_unloaded, setup, ns_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_idle_shrink, setup, ns_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_failed_first_set, setup, ns_fixture_teardown),
 	};
 	return cmocka_run_group_tests_name("extent_ns", tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@
 #include "shm.h"
 #include "shrink.h"
 #include "store.h"
-#include "fixture.h"
+#include "ns_fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -35,46 +35,9 @@
 
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
 
-struct fx {
-	char dir[256];
-	struct store *st;
-	struct shm *shm;
-	struct ns *ns;
-};
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->dir, sizeof(f->dir), "test-rmtree");
-	struct store_opts o = { .root_mode = 0755 };
-	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
-	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-	ns_free(f->ns);
-	shm_destroy(f->shm);
-	store_close(f->st);
-	fixture_rmtree(f->dir);
-	free(f);
-	return 0;
-}
-
-static void commit_all(struct fx *f)
-{
-	struct journal_batch *b;
-	while ((b = ns_swap(f->ns))) {
-		struct store_commit_times t;
-		assert_int_equal(store_commit(f->st, b, &t), 0);
-		ns_publish(f->ns, b);
-	}
+	return ns_fixture_setup(state, "test-rmtree", 8 * MIB);
 }
 
 /* A restart: everything committed, an empty cache. */
@@ -238,8 +201,8 @@ static void test_unlink_uncached(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rmtree_mixed_linear, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unlink_uncached, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rmtree_mixed_linear, setup, ns_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_uncached, setup, ns_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@
 #include "shm.h"
 #include "shrink.h"
 #include "store.h"
-#include "fixture.h"
+#include "ns_fixture.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -37,27 +37,9 @@
 static const struct cred root_cred = { .uid = 0, .gid = 0 };
 static const struct cred user_cred = { .uid = 1000, .gid = 1000 };
 
-struct fx {
-	char dir[256];
-	struct store *st;
-	struct shm *shm;
-	struct ns *ns;
-};
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->dir, sizeof(f->dir), "test-walk");
-	struct store_opts o = { .root_mode = 0755 };
-	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
-	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0) {
-		free(f);
-		return -1;
-	}
-	*state = f;
-	return 0;
+	return ns_fixture_setup(state, "test-walk", 8 * MIB);
 }
 
 static int teardown(void **state)
@@ -65,12 +47,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	if (ns_held == f->ns)
 		ns_hold_end(f->ns); /* a failed check left a hold */
-	ns_free(f->ns);
-	shm_destroy(f->shm);
-	store_close(f->st);
-	fixture_rmtree(f->dir);
-	free(f);
-	return 0;
+	return ns_fixture_teardown(state);
 }
 
 static void commit_now(struct fx *f)

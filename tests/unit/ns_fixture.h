@@ -1,0 +1,61 @@
+/* ns_fixture.h - what the namespace's unit tests share: a store under a
+ * fresh temporary directory, a segment and a namespace over them, and a
+ * commit of everything journaled (header only; include after cmocka.h). */
+#ifndef MC_TEST_NS_FIXTURE_H
+#define MC_TEST_NS_FIXTURE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fixture.h"
+#include "ns.h"
+#include "shm.h"
+#include "store.h"
+
+struct fx {
+	char dir[256];
+	struct store *st;
+	struct shm *shm;
+	struct ns *ns;
+};
+
+/* A fixture with a segment of size bytes, its directory named after name. */
+static inline int ns_fixture_setup(void **state, const char *name, uint64_t size)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	fixture_template(f->dir, sizeof(f->dir), name);
+	struct store_opts o = { .root_mode = 0755 };
+	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
+	    shm_create(size, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static inline int ns_fixture_teardown(void **state)
+{
+	struct fx *f = *state;
+	ns_free(f->ns);
+	shm_destroy(f->shm);
+	store_close(f->st);
+	fixture_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Commit and publish every batch journaled. */
+static inline void commit_all(struct fx *f)
+{
+	struct journal_batch *b;
+	while ((b = ns_swap(f->ns))) {
+		struct store_commit_times t;
+		assert_int_equal(store_commit(f->st, b, &t), 0);
+		ns_publish(f->ns, b);
+	}
+}
+
+#endif
