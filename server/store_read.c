@@ -83,20 +83,30 @@ struct store_snap {
 
 /* ---- reads that see every committed batch (store.c note 9) ---- */
 
-int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
+/* Take `ovl_lock` for reading once the tables hold every committed batch
+ * (all) or the overlay holds what they lack (!all: it is not broken),
+ * applying first otherwise: 0 with the lock held, or -errno. */
+static int ovl_read_lock(struct store *s, bool all)
 {
 	for (;;) {
 		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (s->readonly || s->applied_seq >= s->last_seq) {
-			int err = store_rtxn_begin(s, txn);
-			pthread_rwlock_unlock(&s->ovl_lock);
-			return err;
-		}
+		if (s->readonly || (all ? s->applied_seq >= s->last_seq : !s->ovl_broken))
+			return 0;
 		pthread_rwlock_unlock(&s->ovl_lock);
 		int err = store_apply_now(s);
 		if (err)
 			return err;
 	}
+}
+
+int store_rtxn_begin_applied(struct store *s, MDB_txn **txn)
+{
+	int err = ovl_read_lock(s, true);
+	if (err)
+		return err;
+	err = store_rtxn_begin(s, txn);
+	pthread_rwlock_unlock(&s->ovl_lock);
+	return err;
 }
 
 int store_ovl_view(struct store *s, MDB_txn *txn)
@@ -212,15 +222,7 @@ void store_point_txn_end(struct store *s, MDB_txn *txn, struct store_reader *rd)
 
 int store_point_begin(struct store *s)
 {
-	for (;;) {
-		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (s->readonly || !s->ovl_broken)
-			return 0;
-		pthread_rwlock_unlock(&s->ovl_lock);
-		int err = store_apply_now(s);
-		if (err)
-			return err;
-	}
+	return ovl_read_lock(s, false);
 }
 
 void store_point_end(struct store *s)
@@ -269,18 +271,12 @@ int store_snap_take(struct store_snap *sn)
 	struct store *s = sn->st;
 	if (sn->held)
 		store_snap_release(sn);
-	for (;;) {
-		pthread_rwlock_rdlock(&s->ovl_lock);
-		if (s->readonly || !s->ovl_broken) {   /* note 1e */
-			int err = snap_begin(sn);
-			pthread_rwlock_unlock(&s->ovl_lock);
-			return err;
-		}
-		pthread_rwlock_unlock(&s->ovl_lock);
-		int err = store_apply_now(s);
-		if (err)
-			return err;
-	}
+	int err = ovl_read_lock(s, false);      /* note 1e */
+	if (err)
+		return err;
+	err = snap_begin(sn);
+	pthread_rwlock_unlock(&s->ovl_lock);
+	return err;
 }
 
 void store_snap_release(struct store_snap *sn)
