@@ -15,5 +15,6 @@ static inline uint64_t clock_ns(clockid_t clk)
 /* Monotonic time, for durations. */
 static inline uint64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 static inline uint64_t mono_us(void) { return mono_ns() / 1000; }
+static inline uint64_t mono_ms(void) { return mono_ns() / 1000000; }
 
 #endif

@@ -21,6 +21,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "clock.h"
 #include "frame.h"
 #include "log.h"
 #include "mc_watch.h"
@@ -67,13 +68,6 @@ struct watch_hub {
 };
 
 static _Thread_local struct watch_sess *note_sess;
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 int watch_hub_new(struct watch_hub **out)
 {
@@ -334,7 +328,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t age = 0;
 	bool owes = w->nowed > 0;
 	if (owes)
-		age = now_ms() - w->owed[w->head].t_ms;
+		age = mono_ms() - w->owed[w->head].t_ms;
 	pthread_mutex_unlock(&h->mu);
 	if (!owes)
 		return;
@@ -403,7 +397,7 @@ int watch_publish(struct watch_hub *h, struct watch_sess *s, void (*cb)(void *ar
 		}
 	}
 	pthread_mutex_lock(&h->mu);
-	uint64_t seq = ++h->seq, t = now_ms();
+	uint64_t seq = ++h->seq, t = mono_ms();
 	struct watcher *w, *next;
 	for (w = TAILQ_FIRST(&h->list); w; w = next) {
 		next = TAILQ_NEXT(w, link);
