@@ -179,17 +179,7 @@ int mc_watch_ack(mc_watch *w, uint64_t seq)
 	int err = client_frame_pack(&req, &buf, &len);
 	if (err < 0)
 		return client_fail(err);
-	size_t off = 0;
-	while (off < len) {
-		ssize_t k = send(w->c->sock, buf + off, len - off, MSG_NOSIGNAL);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			err = -errno;
-			break;
-		}
-		off += (size_t)k;
-	}
+	err = frame_write(w->c->sock, buf, len, -1);
 	free(buf);
 	return err < 0 ? client_fail(err) : 0;
 }
