@@ -271,7 +271,7 @@ static unsigned connect_timeout_ms(void)
 	return MC_CONNECT_TIMEOUT_MS;
 }
 
-static uint64_t mono_ms(clockid_t clk)
+static inline uint64_t mono_ms(clockid_t clk)
 {
 	struct timespec ts;
 	clock_gettime(clk, &ts);
@@ -561,9 +561,7 @@ bool client_local(mc_client *c)
 {
 	if (!c->view || atomic_load_explicit(&c->broken, memory_order_relaxed))
 		return false;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
 	uint64_t beat = atomic_load_explicit(&c->view->hdr->heartbeat_ms, memory_order_relaxed);
 	/* |now - beat| <= stale, in one unsigned comparison: a beat from the
 	 * future by more than that (another time namespace) is stale too. */
