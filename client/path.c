@@ -8,34 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-int path_check(const char *path, size_t *out_len)
+/* path_check with room for limit bytes, the NUL included. */
+static int path_check_limit(const char *path, size_t limit, size_t *out_len)
 {
 	if (!path)
 		return -EFAULT;
-	size_t len = strnlen(path, MC_CLIENT_PATH_MAX + 1);
+	size_t len = strnlen(path, limit);
 	if (len == 0)
 		return -ENOENT;
-	if (len > MC_CLIENT_PATH_MAX)
+	if (len >= limit)
 		return -ENAMETOOLONG;
 	if (out_len)
 		*out_len = len;
 	return 0;
 }
 
+int path_check(const char *path, size_t *out_len)
+{
+	return path_check_limit(path, MC_CLIENT_PATH_MAX + 1, out_len);
+}
+
 int path_check_c(const mc_client *c, const char *path, size_t *out_len)
 {
-	if (!c->path_max)
-		return path_check(path, out_len);
-	if (!path)
-		return -EFAULT;
-	size_t len = strnlen(path, c->path_max);
-	if (len == 0)
-		return -ENOENT;
-	if (len >= c->path_max)
-		return -ENAMETOOLONG;
-	if (out_len)
-		*out_len = len;
-	return 0;
+	return path_check_limit(path, c->path_max ? c->path_max : MC_CLIENT_PATH_MAX + 1, out_len);
 }
 
 int mc_path_max_set(mc_client *c, size_t max)
