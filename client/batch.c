@@ -292,8 +292,6 @@ int mc_batch_run(mc_batch *b)
 		/* Large enough to pipeline: halves (BATCH_PIPE_MAX ops at
 		 * most, their replies always fit), two in flight. */
 		size_t chunk = (nsend + 1) / 2;
-		if (chunk < BATCH_PIPE_MIN)
-			chunk = BATCH_PIPE_MIN;
 		if (chunk > BATCH_PIPE_MAX)
 			chunk = BATCH_PIPE_MAX;
 		struct batch_take t = { b, errs, sent };
