@@ -1,8 +1,8 @@
 /* mcachefs_main.c - mcachefs: mount the mcache namespace with FUSE.
  *
  *   mcachefs [-s SOCKET] [--data-dir DIR] [--entry-timeout SEC]
- *            [--attr-timeout SEC] [--poll-ms MS] [--no-watch] MOUNTPOINT
- *            [FUSE OPTIONS]
+ *            [--attr-timeout SEC] [--poll-ms MS] [--no-watch]
+ *            [--no-default-permissions] MOUNTPOINT [FUSE OPTIONS]
  *
  * Options, the mount, the multi-threaded session loop, the watch
  * (mcachefs_watch.c) and the poller. With the watch (the default) the
@@ -13,7 +13,14 @@
  * mcachefs, which answers from shared memory; timeouts above 0 then get
  * the poller, which every --poll-ms (or twice the time a scan took, when
  * longer) compares what the kernel was told with the namespace
- * (fs_nodes_poll). */
+ * (fs_nodes_poll).
+ *
+ * Permissions: mcache checks every request against its caller. With the
+ * watch the kernel's attributes are exact, so the mount also gets
+ * default_permissions: the kernel then checks the opens it serves without
+ * asking mcachefs (FIFOs, devices) too, and answers access(2) and the
+ * search of a cached path itself. Without the watch it would check stale
+ * attributes (or ask for them at every check), so it is left off. */
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -43,6 +50,7 @@ struct options {
 	char *attr_timeout;
 	char *poll_ms;
 	int no_watch;
+	int no_default_permissions;
 	int help;
 };
 
@@ -61,6 +69,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("--poll-ms %s", poll_ms),
 	OPT("--poll-ms=%s", poll_ms),
 	OPT("--no-watch", no_watch),
+	OPT("--no-default-permissions", no_default_permissions),
 	OPT("-h", help),
 	OPT("--help", help),
 	FUSE_OPT_END
@@ -94,6 +103,14 @@ static void usage(void)
 	       "                         kernel before its call returns, another mount's\n"
 	       "                         at once after; if mcached drops the watch, the\n"
 	       "                         mount goes on with timeouts 0\n"
+	       "  --no-default-permissions\n"
+	       "                         with the watch, the mount also has the FUSE\n"
+	       "                         option default_permissions (the kernel checks\n"
+	       "                         the permission bits on the attributes mcache\n"
+	       "                         gave, before mcache checks the request again;\n"
+	       "                         opens of FIFOs and devices, which the kernel\n"
+	       "                         serves without asking mcachefs, are checked\n"
+	       "                         only so): this leaves it to mcache alone\n"
 	       "  --poll-ms=MS           without the watch and with a timeout above 0: how\n"
 	       "                         often changes made by other clients are looked\n"
 	       "                         for and invalidated in the kernel (default %u;\n"
@@ -103,9 +120,9 @@ static void usage(void)
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     debug output (implies -f)\n"
 	       "  -o OPT[,OPT...]        FUSE mount options: allow_other (let other users\n"
-	       "                         in), default_permissions (the kernel checks the\n"
-	       "                         permission bits too: needed for opens of FIFOs\n"
-	       "                         and devices, which the kernel serves itself)\n"
+	       "                         in), default_permissions (the kernel's check\n"
+	       "                         also without the watch, on attributes as old as\n"
+	       "                         --attr-timeout)\n"
 	       "  -h, --help             print this help and exit\n"
 	       "  -V, --version          print the version and exit\n"
 	       "\n"
@@ -238,6 +255,11 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	nodes = true;
+	if (fs->watch && !o.no_default_permissions &&
+	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {
+		fprintf(stderr, "mcachefs: out of memory\n");
+		goto out;
+	}
 
 	fs_meta_ops(&ops);
 	fs_data_ops(&ops);

@@ -11,7 +11,7 @@
 # directory, kept) gets the prove logs. Fetches nothing. Needs root (the
 # suite changes owners and makes devices), prove, /dev/fuse. Not part of
 # `meson test`: it takes minutes. $MCACHEFS_ARGS adds mcachefs options (for
-# example "-o default_permissions").
+# example "--no-default-permissions").
 set -euo pipefail
 
 PJD=$(cd "${1:?usage: pjdfstest.sh PJDFSTEST_DIR BUILD_DIR [OUT_DIR]}" && pwd)

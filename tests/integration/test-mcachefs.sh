@@ -95,7 +95,7 @@ until_true() {
 }
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 
-echo "1..62"
+echo "1..65"
 
 # ---- usage ------------------------------------------------------------------
 check "--help names every option" sh -c "'$MCACHEFS' --help | grep -q -- --data-dir && '$MCACHEFS' --help | grep -q -- --entry-timeout && '$MCACHEFS' --help | grep -q -- --poll-ms && '$MCACHEFS' --help | grep -q -- --no-watch"
@@ -109,7 +109,7 @@ until_true 10 test -S "$SOCK" || { echo "Bail out! mcached did not start"; exit 
 if ! mount_fs "$M" 2>"$T/mount.err"; then
 	if grep -qiE "fuse: device not found|permission denied|operation not permitted" "$T/mount.err"; then
 		echo "# SKIP: FUSE cannot mount here: $(head -1 "$T/mount.err")"
-		for i in $(seq 62); do echo "ok $i # SKIP no FUSE mount"; done
+		for i in $(seq 65); do echo "ok $i # SKIP no FUSE mount"; done
 		exit 0
 	fi
 	echo "Bail out! mcachefs did not mount: $(cat "$T/mount.err")"
@@ -180,6 +180,12 @@ check "nobody creates in a 0777 directory, as its owner" \
 check "nobody cannot read a 0600 root file" sh -c "! $NOBODY cat '$M/a/empty' 2>/dev/null"
 check "nobody cannot chown" sh -c "! $NOBODY chown 0 '$M/a/b/mine' 2>/dev/null"
 check "nobody cannot mknod a device" sh -c "! $NOBODY mknod '$M/a/b/dev' c 1 3 2>/dev/null"
+# The kernel opens a FIFO without asking mcachefs: only the kernel's own
+# check (default_permissions, on with the watch) can refuse it.
+check "the mount has default_permissions (the watch is on)" \
+	sh -c "grep ' $M ' /proc/mounts | grep -q default_permissions"
+check "nobody cannot open a 0640 root FIFO" \
+	sh -c "! $NOBODY sh -c 'exec 3<>\"$M/a/fifo\"' 2>/dev/null"
 
 # ---- remount: data and names survive ---------------------------------------
 fusermount3 -u "$M"
@@ -197,6 +203,8 @@ check "a library rm is seen by the (caching) mount at once" \
 # ---- without the watch, a caching mount learns of changes by polling -------
 check "mount with timeouts of 60 s" mount_fs "$M2" --no-watch --entry-timeout=60 --attr-timeout=60 --poll-ms=50
 DATA_INO=$(stat -c %i "$M2/a/data")
+check "without the watch, mcache alone refuses nobody a create in 0755" \
+	sh -c "! grep ' $M2 ' /proc/mounts | grep -q default_permissions && ! $NOBODY touch '$M2/a/denied2' 2>/dev/null && test ! -e '$M2/a/denied2'"
 ctl chmod 0606 /a/data
 check "a library chmod reaches a caching mount" until_true 3 sh -c "test \"\$(stat -c %a '$M2/a/data')\" = 606"
 ctl rm /a/data
@@ -240,5 +248,5 @@ wait "$SERVER_PID"
 rc=$?
 SERVER_PID=
 [ "$rc" -eq 0 ] || { echo "# mcached exited $rc"; sed 's/^/#   /' "$T/mcached.log"; FAILED=$((FAILED + 1)); }
-[ "$N" -eq 62 ] || echo "# ran $N checks, planned 62"
+[ "$N" -eq 65 ] || echo "# ran $N checks, planned 65"
 exit $((FAILED > 0))
