@@ -76,13 +76,9 @@ mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t
 	return 0;
 }
 
-struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
+struct mc_dirx *dcache_dirx_new(struct shm *s, mc_off_t dir)
 {
 	struct mc_inode *i = inode_at(s, dir);
-	if (i->u.dir.dirx)
-		return shm_at(s, i->u.dir.dirx);
-	if (!create)
-		return NULL;
 	mc_off_t x = shm_alloc(s, SLAB_DIRX);
 	if (!x)
 		return NULL;
@@ -94,15 +90,6 @@ struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
 	i->u.dir.dirx = x;
 	shm_write_end(&i->seq);
 	return dx;
-}
-
-bool dcache_complete(const struct shm *s, mc_off_t dir)
-{
-	const struct mc_inode *i = inode_at(s, dir);
-	if (!i->u.dir.dirx)
-		return false;
-	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
-	return dx->flags & MC_X_COMPLETE;
 }
 
 bool dcache_set_complete(struct shm *s, mc_off_t dir)
