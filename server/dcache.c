@@ -227,14 +227,11 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 	}
 }
 
-void dcache_del(struct shm *s, mc_off_t d)
+/* Take d out of its hash chain. */
+static void unhash(struct shm *s, mc_off_t d)
 {
 	struct mc_dentry *e = dentry_at(s, d);
-	struct mc_inode *dir = inode_at(s, e->parent);
-	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
-	const char *name = dcache_name(s, d);
-	struct mc_bucket *b = dbucket(s, dir->ino, name, e->namelen);
-
+	struct mc_bucket *b = dbucket(s, inode_at(s, e->parent)->ino, name_of(s, e), e->namelen);
 	shm_write_begin(&b->seq);
 	if (b->head == d) {
 		b->head = e->hnext;
@@ -247,13 +244,12 @@ void dcache_del(struct shm *s, mc_off_t d)
 		}
 	}
 	shm_write_end(&b->seq);
-	list_unlink(s, dx, d);
-	if (e->flags & MC_D_POSITIVE) {
-		s->d_positive--;
-	} else {
-		s->d_negative--;
-		dx->nneg--;
-	}
+}
+
+/* Free d, out of every chain and list already. */
+static void release(struct shm *s, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
 	if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
 		s->d_dirty--;
 	shm_write_begin(&e->seq);
@@ -264,6 +260,21 @@ void dcache_del(struct shm *s, mc_off_t d)
 	e->inode = 0;
 	shm_write_end(&e->seq);
 	shm_free(s, SLAB_DENTRY, d);
+}
+
+void dcache_del(struct shm *s, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
+	unhash(s, d);
+	list_unlink(s, dx, d);
+	if (e->flags & MC_D_POSITIVE) {
+		s->d_positive--;
+	} else {
+		s->d_negative--;
+		dx->nneg--;
+	}
+	release(s, d);
 }
 
 size_t dcache_prune(struct shm *s, mc_off_t dir)
@@ -298,11 +309,69 @@ mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget)
 	return 0;
 }
 
+/* Take every dentry of dir out of its hash chain: one pass over the
+ * buckets, which costs less than hashing each name and walking its chain
+ * once they are many. */
+static void unhash_dir(struct shm *s, mc_off_t dir)
+{
+	uint32_t nb = s->hdr->dbucket_mask + 1;
+	for (uint32_t i = 0; i < nb; i++) {
+		struct mc_bucket *b = &s->dbuckets[i];
+		mc_off_t *link = &b->head;
+		bool writing = false;
+		for (mc_off_t d = *link; d; d = *link) {
+			struct mc_dentry *e = dentry_at(s, d);
+			if (e->parent != dir) {
+				link = &e->hnext;
+				continue;
+			}
+			if (!writing) {
+				shm_write_begin(&b->seq);
+				writing = true;
+			}
+			*link = e->hnext;
+		}
+		if (writing)
+			shm_write_end(&b->seq);
+	}
+}
+
+/* Free every child of dir, all negative: the list goes in one write of
+ * its seq (a reader walking it starts over, as after any change), the
+ * names out of their chains name by name, or in one pass over the
+ * buckets when they are at least half as many. */
+static void drop_negatives(struct shm *s, mc_off_t dir, struct mc_dirx *dx)
+{
+	mc_off_t d = dx->head;
+	uint32_t n = dx->nneg;
+	bool sweep = n >= (s->hdr->dbucket_mask + 1) / 2;
+	if (sweep)
+		unhash_dir(s, dir);
+	else
+		for (mc_off_t e = d; e; e = dentry_at(s, e)->sib_next)
+			unhash(s, e);
+	shm_write_begin(&dx->seq);
+	dx->head = dx->tail = 0;
+	dx->ncached = 0;
+	dx->nneg = 0;
+	shm_write_end(&dx->seq);
+	s->d_negative -= n;
+	while (d) {
+		mc_off_t next = dentry_at(s, d)->sib_next;
+		release(s, d);
+		d = next;
+	}
+}
+
 void dcache_now_empty(struct shm *s, mc_off_t dir)
 {
 	if (!dcache_set_complete(s, dir))
 		return;
 	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (dx->ncached == dx->nneg) {
+		drop_negatives(s, dir, dx);
+		return;
+	}
 	mc_off_t d = dx->head;
 	while (d) {
 		mc_off_t next = dentry_at(s, d)->sib_next;
