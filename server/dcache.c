@@ -34,32 +34,51 @@ void dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name,
 	__builtin_prefetch(dbucket(s, parent_ino, name, len), 1);
 }
 
-const char *dcache_name(const struct shm *s, mc_off_t d)
+/* dcache_name, inlined where chains are walked. */
+static inline const char *name_of(const struct shm *s, const struct mc_dentry *e)
 {
-	const struct mc_dentry *e = dentry_at(s, d);
 	if (e->flags & MC_D_LONGNAME)
 		return shm_at(s, e->name.blob);
 	return e->name.inl;
 }
 
+const char *dcache_name(const struct shm *s, mc_off_t d)
+{
+	return name_of(s, dentry_at(s, d));
+}
+
+/* The last 8 bytes of a name of at least 8. */
+static inline uint64_t name_tail(const char *name, size_t len)
+{
+	uint64_t w;
+	memcpy(&w, name + len - 8, 8);
+	return w;
+}
+
 mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t len)
 {
 	uint64_t pino = inode_at(s, dir)->ino;
+	/* The names of one directory met in a chain have the same length
+	 * more often than not, and tend to share a prefix (f.000017,
+	 * f.000042): their last word tells most of them apart without a
+	 * call to memcmp. */
+	uint64_t tail = len >= 8 ? name_tail(name, len) : 0;
 	for (mc_off_t d = dbucket(s, pino, name, len)->head; d; d = dentry_at(s, d)->hnext) {
 		const struct mc_dentry *e = dentry_at(s, d);
-		if (e->parent == dir && e->namelen == len && memcmp(dcache_name(s, d), name, len) == 0)
+		if (e->parent != dir || e->namelen != len)
+			continue;
+		const char *n = name_of(s, e);
+		if (len >= 8 && name_tail(n, len) != tail)
+			continue;
+		if (memcmp(n, name, len) == 0)
 			return d;
 	}
 	return 0;
 }
 
-struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
+struct mc_dirx *dcache_dirx_new(struct shm *s, mc_off_t dir)
 {
 	struct mc_inode *i = inode_at(s, dir);
-	if (i->u.dir.dirx)
-		return shm_at(s, i->u.dir.dirx);
-	if (!create)
-		return NULL;
 	mc_off_t x = shm_alloc(s, SLAB_DIRX);
 	if (!x)
 		return NULL;
@@ -71,15 +90,6 @@ struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
 	i->u.dir.dirx = x;
 	shm_write_end(&i->seq);
 	return dx;
-}
-
-bool dcache_complete(const struct shm *s, mc_off_t dir)
-{
-	const struct mc_inode *i = inode_at(s, dir);
-	if (!i->u.dir.dirx)
-		return false;
-	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
-	return dx->flags & MC_X_COMPLETE;
 }
 
 bool dcache_set_complete(struct shm *s, mc_off_t dir)
@@ -217,14 +227,11 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 	}
 }
 
-void dcache_del(struct shm *s, mc_off_t d)
+/* Take d out of its hash chain. */
+static void unhash(struct shm *s, mc_off_t d)
 {
 	struct mc_dentry *e = dentry_at(s, d);
-	struct mc_inode *dir = inode_at(s, e->parent);
-	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
-	const char *name = dcache_name(s, d);
-	struct mc_bucket *b = dbucket(s, dir->ino, name, e->namelen);
-
+	struct mc_bucket *b = dbucket(s, inode_at(s, e->parent)->ino, name_of(s, e), e->namelen);
 	shm_write_begin(&b->seq);
 	if (b->head == d) {
 		b->head = e->hnext;
@@ -237,13 +244,12 @@ void dcache_del(struct shm *s, mc_off_t d)
 		}
 	}
 	shm_write_end(&b->seq);
-	list_unlink(s, dx, d);
-	if (e->flags & MC_D_POSITIVE) {
-		s->d_positive--;
-	} else {
-		s->d_negative--;
-		dx->nneg--;
-	}
+}
+
+/* Free d, out of every chain and list already. */
+static void release(struct shm *s, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
 	if (e->flags & (MC_D_DIRTY0 | MC_D_DIRTY1))
 		s->d_dirty--;
 	shm_write_begin(&e->seq);
@@ -254,6 +260,21 @@ void dcache_del(struct shm *s, mc_off_t d)
 	e->inode = 0;
 	shm_write_end(&e->seq);
 	shm_free(s, SLAB_DENTRY, d);
+}
+
+void dcache_del(struct shm *s, mc_off_t d)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	struct mc_dirx *dx = dcache_dirx(s, e->parent, false);
+	unhash(s, d);
+	list_unlink(s, dx, d);
+	if (e->flags & MC_D_POSITIVE) {
+		s->d_positive--;
+	} else {
+		s->d_negative--;
+		dx->nneg--;
+	}
+	release(s, d);
 }
 
 size_t dcache_prune(struct shm *s, mc_off_t dir)
@@ -288,11 +309,69 @@ mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget)
 	return 0;
 }
 
+/* Take every dentry of dir out of its hash chain: one pass over the
+ * buckets, which costs less than hashing each name and walking its chain
+ * once they are many. */
+static void unhash_dir(struct shm *s, mc_off_t dir)
+{
+	uint32_t nb = s->hdr->dbucket_mask + 1;
+	for (uint32_t i = 0; i < nb; i++) {
+		struct mc_bucket *b = &s->dbuckets[i];
+		mc_off_t *link = &b->head;
+		bool writing = false;
+		for (mc_off_t d = *link; d; d = *link) {
+			struct mc_dentry *e = dentry_at(s, d);
+			if (e->parent != dir) {
+				link = &e->hnext;
+				continue;
+			}
+			if (!writing) {
+				shm_write_begin(&b->seq);
+				writing = true;
+			}
+			*link = e->hnext;
+		}
+		if (writing)
+			shm_write_end(&b->seq);
+	}
+}
+
+/* Free every child of dir, all negative: the list goes in one write of
+ * its seq (a reader walking it starts over, as after any change), the
+ * names out of their chains name by name, or in one pass over the
+ * buckets when they are at least half as many. */
+static void drop_negatives(struct shm *s, mc_off_t dir, struct mc_dirx *dx)
+{
+	mc_off_t d = dx->head;
+	uint32_t n = dx->nneg;
+	bool sweep = n >= (s->hdr->dbucket_mask + 1) / 2;
+	if (sweep)
+		unhash_dir(s, dir);
+	else
+		for (mc_off_t e = d; e; e = dentry_at(s, e)->sib_next)
+			unhash(s, e);
+	shm_write_begin(&dx->seq);
+	dx->head = dx->tail = 0;
+	dx->ncached = 0;
+	dx->nneg = 0;
+	shm_write_end(&dx->seq);
+	s->d_negative -= n;
+	while (d) {
+		mc_off_t next = dentry_at(s, d)->sib_next;
+		release(s, d);
+		d = next;
+	}
+}
+
 void dcache_now_empty(struct shm *s, mc_off_t dir)
 {
 	if (!dcache_set_complete(s, dir))
 		return;
 	struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (dx->ncached == dx->nneg) {
+		drop_negatives(s, dir, dx);
+		return;
+	}
 	mc_off_t d = dx->head;
 	while (d) {
 		mc_off_t next = dentry_at(s, d)->sib_next;

@@ -43,10 +43,28 @@ void dcache_del(struct shm *s, mc_off_t d);
  * prune in the statistics when anything was freed. */
 size_t dcache_prune(struct shm *s, mc_off_t dir);
 
+/* A new directory state for dir, which has none; NULL when the segment is
+ * full. */
+struct mc_dirx *dcache_dirx_new(struct shm *s, mc_off_t dir);
 /* The directory state of dir, created when missing and create is set;
- * NULL when absent (or the segment is full). */
-struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create);
-bool dcache_complete(const struct shm *s, mc_off_t dir);
+ * NULL when absent (or the segment is full). Inline, as dcache_complete:
+ * both are asked about once or more per entry by every walk and removal. */
+static inline struct mc_dirx *dcache_dirx(struct shm *s, mc_off_t dir, bool create)
+{
+	struct mc_inode *i = inode_at(s, dir);
+	if (i->u.dir.dirx)
+		return shm_at(s, i->u.dir.dirx);
+	return create ? dcache_dirx_new(s, dir) : NULL;
+}
+
+static inline bool dcache_complete(const struct shm *s, mc_off_t dir)
+{
+	const struct mc_inode *i = inode_at(s, dir);
+	if (!i->u.dir.dirx)
+		return false;
+	const struct mc_dirx *dx = shm_at(s, i->u.dir.dirx);
+	return dx->flags & MC_X_COMPLETE;
+}
 /* Mark dir complete (every child cached). false when the segment is full. */
 bool dcache_set_complete(struct shm *s, mc_off_t dir);
 /* dir no longer holds every child (one was evicted). */

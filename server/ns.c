@@ -620,6 +620,8 @@ int delete_checks(const struct cred *c, struct shm *s, mc_off_t dir, mc_off_t vi
 void victim_drop_link(struct ns *ns, mc_off_t victim, bool isdir, int64_t now)
 {
 	mc_time_t t = mc_time_from_ns(now);
+	if (victim == ns->dir_owed)
+		dir_owed_flush(ns); /* its state goes before its deletion */
 	INODE_EDIT(ns, victim, {
 		ie_->nlink = isdir ? 0 : ie_->nlink - 1;
 		ie_->ctime = t;

@@ -119,6 +119,11 @@ struct ns {
 	uint64_t hold_epoch;
 	struct walk_memo memo;
 	uint64_t memo_hits;              /* walks the memo served */
+	/* An rmtree attempt journals the directory it empties once, not per
+	 * removal (ns_name.c, dir_defer_begin): the slot whose record is
+	 * owed, 0 when none. */
+	bool dir_defer;
+	mc_off_t dir_owed;
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -315,6 +320,15 @@ int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec);
 void inode_maybe_free(struct ns *ns, mc_off_t off);
 /* dir gained/lost entries and links; mtime and ctime become now. */
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
+/* Between these two (one attempt, the lock held throughout), dir_entries
+ * changes the directory in the segment as always but journals it only
+ * when another directory's turn comes, when it is removed
+ * (dir_owed_flush) and at dir_defer_end: one record for a run of
+ * removals instead of a rewrite per name. */
+void dir_defer_begin(struct ns *ns);
+void dir_defer_end(struct ns *ns);
+/* Journal the directory whose record is owed, if any. */
+void dir_owed_flush(struct ns *ns);
 void name_set(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t off);
 void name_record(struct ns *ns, mc_off_t dir, mc_off_t d, const struct mc_inode *i,
                  uint8_t dtype);

@@ -9,6 +9,38 @@
 
 #include "ns_impl.h"
 
+/* Deferring a directory's record (dir_defer_begin) changes nothing a
+ * reader of the segment sees: each removal still edits the directory's
+ * entry count and times inside its seq, as it goes. Only the journal
+ * record waits, and the journal is the committer's alone, which cannot
+ * swap it before the attempt ends (it needs the lock). The dirty bit is
+ * set at the first change, so the directory is pinned as before. */
+void dir_owed_flush(struct ns *ns)
+{
+	if (ns->dir_owed)
+		inode_changed(ns, ns->dir_owed);
+	ns->dir_owed = 0;
+}
+
+/* dir's record is owed from now: the one owed before is written first. */
+static void dir_owe(struct ns *ns, mc_off_t dir)
+{
+	dir_owed_flush(ns);
+	inode_dirty(ns, dir);
+	ns->dir_owed = dir;
+}
+
+void dir_defer_begin(struct ns *ns)
+{
+	ns->dir_defer = true;
+}
+
+void dir_defer_end(struct ns *ns)
+{
+	dir_owed_flush(ns);
+	ns->dir_defer = false;
+}
+
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now)
 {
 	mc_time_t t = mc_time_from_ns(now);
@@ -19,7 +51,10 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 		ie_->mtime = t;
 		ie_->ctime = t;
 	});
-	inode_changed(ns, dir);
+	if (!ns->dir_defer)
+		inode_changed(ns, dir);
+	else if (ns->dir_owed != dir)
+		dir_owe(ns, dir);
 	walk_memo_carry(ns, dir, seq);
 	/* Its last entry went: no stale name of the tree stays (rule 1). */
 	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {

@@ -394,7 +394,11 @@ int ns_rmtree(struct ns *ns, const struct cred *c, const char *path, size_t len,
 				case MC_LAST_ROOT: rc = -EBUSY; break;
 				case MC_LAST_DOT: rc = -EINVAL; break;
 				case MC_LAST_DOTDOT: rc = -ENOTEMPTY; break;
-				case MC_LAST_NORM: rc = rmtree_some(&nd, &budget, &rs); break;
+				case MC_LAST_NORM:
+					dir_defer_begin(ns);
+					rc = rmtree_some(&nd, &budget, &rs);
+					dir_defer_end(ns);
+					break;
 				}
 			}
 			nd_free(&nd);

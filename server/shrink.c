@@ -276,12 +276,14 @@ static bool evict_one(struct ns *ns, mc_off_t d, bool ignore_ref)
 }
 
 /* Is the scan done: use at most target, the slab `want` (or none, when
- * negative) able to allocate, at least min evicted? */
+ * negative) able to allocate, at least min evicted? Asked at every slot
+ * the hand passes: the cheap tests first, and no sum over the slabs for
+ * a direct reclaim, whose target is no bound. */
 static bool scan_done(const struct shm *s, uint64_t target, int want, uint64_t evicted,
                       uint64_t min)
 {
-	return shm_bytes_used(s) <= target && (want < 0 || shm_slab_room(s, (enum shm_slab)want)) &&
-	       evicted >= min;
+	return evicted >= min && (want < 0 || shm_slab_room(s, (enum shm_slab)want)) &&
+	       (target == UINT64_MAX || shm_bytes_used(s) <= target);
 }
 
 /* Move the hand at most max_scan slots, evicting until scan_done. A full

@@ -387,6 +387,68 @@ static void test_prune_frees_all(void **state)
 	assert_int_equal(dcache_prune(s, other), 0);
 }
 
+/* dcache_now_empty on a directory of negatives only, few (each name out
+ * of its chain) and at least half as many as the buckets (one pass over
+ * them): nothing of it is left in a chain, its list or the counts, long
+ * names' blobs and dirty counts included, and another directory's
+ * entries under the same names are untouched. */
+static void test_now_empty_drops_negatives(void **state)
+{
+	struct fx *f = *state;
+	struct shm *s = f->s;
+	const int sizes[] = { 100, (int)(s->hdr->dbucket_mask + 1) / 2 + 10 };
+	for (unsigned k = 0; k < 2; k++) {
+		int n = sizes[k];
+		mc_off_t a = mkdir_ino(f), b = mkdir_ino(f), file = mkfile_ino(f);
+		assert_non_null(dcache_dirx(s, a, true));
+		assert_non_null(dcache_dirx(s, b, true));
+		uint64_t base = shm_bytes_used(s), live = s->slab[SLAB_DENTRY].live;
+		uint64_t neg = s->d_negative, pos = s->d_positive, dirty = s->d_dirty;
+		char name[64];
+		for (int i = 0; i < 2 * n; i += 2) {
+			snprintf(name, sizeof(name), "b-%d", i);
+			add_ok(f, b, name, i % 4 ? file : 0, DT_REG);
+		}
+		uint64_t used_b = shm_bytes_used(s) - base;
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), i % 5 ? "b-%d" : "a-name-longer-than-sixteen-%d", i);
+			mc_off_t d = add_ok(f, a, name, 0, 0);
+			if (i % 3 == 0) {
+				dentry_at(s, d)->flags |= MC_D_DIRTY1;
+				s->d_dirty++;
+			}
+		}
+		dcache_now_empty(s, a);
+		assert_true(dcache_complete(s, a));
+		assert_int_equal(check_list(s, a), 0);
+		assert_int_equal(dcache_dirx(s, a, false)->nneg, 0);
+		assert_int_equal(shm_bytes_used(s), base + used_b);
+		assert_int_equal(s->slab[SLAB_DENTRY].live, live + (uint64_t)n);
+		assert_int_equal(s->d_negative, neg + (uint64_t)n / 2);
+		assert_int_equal(s->d_positive, pos + (uint64_t)n / 2);
+		assert_int_equal(s->d_dirty, dirty);
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), i % 5 ? "b-%d" : "a-name-longer-than-sixteen-%d", i);
+			assert_int_equal(dcache_find(s, a, name, strlen(name)), 0);
+		}
+		assert_int_equal(check_list(s, b), (size_t)n);
+		for (int i = 0; i < 2 * n; i += 2) {
+			snprintf(name, sizeof(name), "b-%d", i);
+			mc_off_t d = dcache_find(s, b, name, strlen(name));
+			assert_int_not_equal(d, 0);
+			assert_true(in_chain(s, bucket_of(s, b, name, strlen(name)), d));
+		}
+		for (uint32_t i = 0; i <= s->hdr->dbucket_mask; i++) {
+			assert_int_equal(atomic_load(&s->dbuckets[i].seq) & 1, 0);
+			for (mc_off_t d = s->dbuckets[i].head; d; d = dentry_at(s, d)->hnext) {
+				assert_true(dentry_at(s, d)->flags & MC_D_LIVE);
+				assert_int_not_equal(dentry_at(s, d)->parent, a);
+			}
+		}
+		dcache_prune(s, b);
+	}
+}
+
 static void test_complete_flag(void **state)
 {
 	struct fx *f = *state;
@@ -500,6 +562,7 @@ int main(void)
 		T(test_del_unlinks),
 		T(test_hash_collisions),
 		T(test_prune_frees_all),
+		T(test_now_empty_drops_negatives),
 		T(test_complete_flag),
 		T(test_seq_counters),
 		T(test_add_full_segment),
