@@ -28,15 +28,20 @@
  *     two reads of its seq. Every field is accessed with relaxed atomics.
  *     Page types do change (mc_shm.h note 2: a page whose slots are all
  *     free may serve another type, and an entry can outlive that), so a
- *     hit checks every stored offset again (view_at: inside the segment,
- *     in a page of the slot's type) before it reads the seq there, as a
- *     walk does: a stale offset into a page that now holds blobs, extents
- *     or another slot type is refused, not compared as a seq; a page
- *     carved again for the same type starts its seqs above the old ones
- *     (server/shm.c note 2), so no stored seq matches there either. The
- *     seqs may thus be read before the entry's seq says the copy is whole
- *     (an offset from a torn copy is checked like any other); a torn copy
- *     is then refused.
+ *     hit checks the page type of every stored offset again before it
+ *     reads the seq there: a stale offset into a page that now holds
+ *     blobs, extents or another slot type is refused, not compared as a
+ *     seq; a page carved again for the same type starts its seqs above
+ *     the old ones (server/shm.c note 2), so no stored seq matches there
+ *     either. The type is all of view_at that is checked again
+ *     (view_at_again): every offset an entry holds was accepted by view_at
+ *     in this view when the walk that stored it read it (or is 0, from
+ *     prefix_clear, whose page is the header's), and what else view_at
+ *     checks (inside the segment, the slot inside its page) depends on the
+ *     offset and the segment's size alone, neither of which changes. The
+ *     seqs may thus be read before the entry's seq says the copy is whole:
+ *     each field is one relaxed load, so an offset from a torn copy is
+ *     still one some walk stored; a torn copy is then refused.
  *  4. Entries are made with the view's credentials and used only while
  *     they are the same uid and gid (the groups are fixed at set-up).
  *  5. A thread acting for other credentials (mc_cred_set) uses and makes
@@ -107,18 +112,17 @@ int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
 	unsigned n = LDR(e->hit.n);
 	if (n == 0 || n > PREFIX_DEPTH || LD(v->hdr->root) != LDR(e->hit.lv[0].inode))
 		return 0;
-	/* Every offset is checked again before its seq is read: the entry
-	 * may be older than the page's present type (note 3). */
+	/* Every offset's page type is checked again before its seq is read:
+	 * the entry may be older than the page's present type (note 3). */
 	for (k = 0; k < n; k++) {
 		const struct prefix_level *l = &e->hit.lv[k];
 		mc_off_t io = LDR(l->inode);
 		if (k) {
-			const struct mc_dentry *d = view_at(v, LDR(l->dentry), sizeof(*d),
-			                                    MC_PT_DENTRY);
+			const struct mc_dentry *d = view_at_again(v, LDR(l->dentry), MC_PT_DENTRY);
 			if (!d || seq_read(&d->seq) != LDR(l->dseq))
 				return 0;
 		}
-		const struct mc_inode *i = view_at(v, io, sizeof(*i), MC_PT_INODE);
+		const struct mc_inode *i = view_at_again(v, io, MC_PT_INODE);
 		if (!i || seq_read(&i->seq) != LDR(l->iseq))
 			return 0;
 		stack[k] = io;

@@ -44,6 +44,18 @@ static inline const void *view_at(const struct view *v, mc_off_t off, size_t sz,
 	return v->base + ((size_t)off << MC_OFF_SHIFT);
 }
 
+/* view_at again, for an offset that view_at accepted once for a slot of
+ * `type` in this view (the prefix cache's): of what view_at checks, only
+ * the page's type can have changed since (mc_shm.h note 2). The page index
+ * stays below npages and the slot inside its page, as both are fixed by
+ * the offset and the segment's size, which never changes under a view. */
+static inline const void *view_at_again(const struct view *v, mc_off_t off, unsigned type)
+{
+	if (v->ptypes[off >> (MC_PAGE_SHIFT - MC_OFF_SHIFT)] != type)
+		return NULL;
+	return v->base + ((size_t)off << MC_OFF_SHIFT);
+}
+
 static inline unsigned blob_type(size_t len)
 {
 	unsigned cls = 0;
