@@ -310,19 +310,10 @@ static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow,
 	if (klen < 2 || klen == len || klen > PREFIX_KEY_MAX)
 		return mc_walk_path(&w->w, &cw_ops, path, len, follow, 0, mode);
 	uint64_t kh;
-	struct prefix_top t;
-	int n = prefix_find(v, path, klen, &kh, w->stack, w->stack_ino, &t);
+	int n = prefix_find(v, path, klen, &kh, w->stack, w->stack_ino, &w->top);
 	if (n) {
 		/* Stand where the prefix leads, with the stack it was walked with. */
 		w->depth = (unsigned)n;
-		w->top.off = w->stack[n - 1];
-		w->top.i = mc_shm_at(v->base, w->top.off);
-		w->top.ino = w->stack_ino[n - 1];
-		w->top.seq = t.seq;
-		w->top.mode = t.mode;
-		w->top.uid = t.uid;
-		w->top.gid = t.gid;
-		w->top.u.size = t.u;
 		w->top_ok = true;
 		mc_comp_make(path + klen, len - klen, w->w.seed, &w->w.last);
 		w->w.last_type = mc_comp_type(w->w.last.name, w->w.last.len);

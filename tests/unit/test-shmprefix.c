@@ -91,7 +91,7 @@ static void test_hit_checks_page_types(void **state)
 
 	mc_off_t stack[PREFIX_DEPTH];
 	uint64_t stack_ino[PREFIX_DEPTH], kh;
-	struct prefix_top top;
+	struct isnap top;
 	assert_int_equal(prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
 
 	mc_off_t q = e->hit.lv[2].inode;
