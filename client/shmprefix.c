@@ -65,7 +65,7 @@ static inline uint64_t key_word(const char *path, size_t klen, size_t k)
 		memcpy(&w, path + klen - 8, 8);
 		w >>= 64 - 8 * (klen % 8);
 	} else {
-		memcpy(&w, path, klen);
+		w = mc_load_part(path, klen);
 	}
 	return w;
 }
