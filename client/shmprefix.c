@@ -34,7 +34,7 @@
  *     seq; a page carved again for the same type starts its seqs above
  *     the old ones (server/shm.c note 2), so no stored seq matches there
  *     either. The type is all of view_at that is checked again
- *     (view_at_again): every offset an entry holds was accepted by view_at
+ *     (view_type_still): every offset an entry holds was accepted by view_at
  *     in this view when the walk that stored it read it (or is 0, from
  *     prefix_clear, whose page is the header's), and what else view_at
  *     checks (inside the segment, the slot inside its page) depends on the
