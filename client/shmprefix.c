@@ -28,15 +28,20 @@
  *     two reads of its seq. Every field is accessed with relaxed atomics.
  *     Page types do change (mc_shm.h note 2: a page whose slots are all
  *     free may serve another type, and an entry can outlive that), so a
- *     hit checks every stored offset again (view_at: inside the segment,
- *     in a page of the slot's type) before it reads the seq there, as a
- *     walk does: a stale offset into a page that now holds blobs, extents
- *     or another slot type is refused, not compared as a seq; a page
- *     carved again for the same type starts its seqs above the old ones
- *     (server/shm.c note 2), so no stored seq matches there either. The
- *     seqs may thus be read before the entry's seq says the copy is whole
- *     (an offset from a torn copy is checked like any other); a torn copy
- *     is then refused.
+ *     hit checks the page type of every stored offset again before it
+ *     reads the seq there: a stale offset into a page that now holds
+ *     blobs, extents or another slot type is refused, not compared as a
+ *     seq; a page carved again for the same type starts its seqs above
+ *     the old ones (server/shm.c note 2), so no stored seq matches there
+ *     either. The type is all of view_at that is checked again
+ *     (view_type_still): every offset an entry holds was accepted by view_at
+ *     in this view when the walk that stored it read it (or is 0, from
+ *     prefix_clear, whose page is the header's), and what else view_at
+ *     checks (inside the segment, the slot inside its page) depends on the
+ *     offset and the segment's size alone, neither of which changes. The
+ *     seqs may thus be read before the entry's seq says the copy is whole:
+ *     each field is one relaxed load, so an offset from a torn copy is
+ *     still one some walk stored; a torn copy is then refused.
  *  4. Entries are made with the view's credentials and used only while
  *     they are the same uid and gid (the groups are fixed at set-up).
  *  5. A thread acting for other credentials (mc_cred_set) uses and makes
@@ -60,7 +65,7 @@ static inline uint64_t key_word(const char *path, size_t klen, size_t k)
 		memcpy(&w, path + klen - 8, 8);
 		w >>= 64 - 8 * (klen % 8);
 	} else {
-		memcpy(&w, path, klen);
+		w = mc_load_part(path, klen);
 	}
 	return w;
 }
@@ -83,17 +88,33 @@ static inline struct prefix_entry *entry_of(struct view *v, uint64_t kh)
 	return &v->prefixes[kh & (PREFIX_SLOTS - 1)];
 }
 
+/* The credentials an entry is keyed by (note 4), as one word. */
+static inline uint64_t cred_key(const struct view_cred *c)
+{
+	return (uint64_t)c->gid << 32 | c->uid;
+}
+
+/* Does the slot at off, an offset view_at accepted once, still hold
+ * `seq`? Its page's type first (note 3), then the seq itself. */
+static inline bool slot_holds(const uint8_t *ptypes, const char *base, mc_off_t off,
+                              unsigned type, uint32_t seq)
+{
+	if (!view_type_still(ptypes, off, type))
+		return false;
+	return seq_read((const _Atomic uint32_t *)mc_shm_at(base, off)) == seq;
+}
+
 int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
-                mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top)
+                mc_off_t *stack, uint64_t *stack_ino, struct isnap *top)
 {
 	uint64_t kh = *khp = prefix_hash(path, klen);
 	const struct view_cred *c = view_cred_acting(&v->cred);
 	if (c != &v->cred && c->uid != 0)
 		return 0;   /* note 5 */
-	struct prefix_entry *e = entry_of(v, kh);
+	const struct prefix_entry *e = entry_of(v, kh);
 	uint32_t s0 = seq_read(&e->seq);
-	if ((s0 & 1) || LDR(e->khash) != kh || LDR(e->klen) != klen ||
-	    LDR(e->cuid) != c->uid || LDR(e->cgid) != c->gid)
+	/* No hash to compare: the length and the key tell entries apart. */
+	if ((s0 & 1) || LDR(e->klen) != klen || LDR(e->cred) != cred_key(c))
 		return 0;
 	size_t k = 0;
 	for (; 8 * k + 8 <= klen; k++) {
@@ -105,30 +126,40 @@ int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *khp,
 	if (8 * k < klen && LDR(e->key[k]) != key_word(path, klen, k))
 		return 0;
 	unsigned n = LDR(e->hit.n);
-	if (n == 0 || n > PREFIX_DEPTH || LD(v->hdr->root) != LDR(e->hit.lv[0].inode))
+	mc_off_t io = LDR(e->hit.lv[0].inode);
+	uint32_t is = LDR(e->hit.lv[0].iseq);
+	if (n == 0 || n > PREFIX_DEPTH || io != LD(v->hdr->root))
 		return 0;
-	/* Every offset is checked again before its seq is read: the entry
-	 * may be older than the page's present type (note 3). */
-	for (k = 0; k < n; k++) {
+	/* Every offset's page type is checked again before its seq is read:
+	 * the entry may be older than the page's present type (note 3). The
+	 * view's fields are taken once: each seq read is an acquire. */
+	const uint8_t *pt = v->ptypes;
+	const char *base = v->base;
+	if (!slot_holds(pt, base, io, MC_PT_INODE, is))
+		return 0;
+	stack[0] = io;
+	stack_ino[0] = LDR(e->hit.lv[0].ino);
+	for (k = 1; k < n; k++) {
 		const struct prefix_level *l = &e->hit.lv[k];
-		mc_off_t io = LDR(l->inode);
-		if (k) {
-			const struct mc_dentry *d = view_at(v, LDR(l->dentry), sizeof(*d),
-			                                    MC_PT_DENTRY);
-			if (!d || seq_read(&d->seq) != LDR(l->dseq))
-				return 0;
-		}
-		const struct mc_inode *i = view_at(v, io, sizeof(*i), MC_PT_INODE);
-		if (!i || seq_read(&i->seq) != LDR(l->iseq))
+		if (!slot_holds(pt, base, LDR(l->dentry), MC_PT_DENTRY, LDR(l->dseq)))
+			return 0;
+		io = LDR(l->inode);
+		is = LDR(l->iseq);
+		if (!slot_holds(pt, base, io, MC_PT_INODE, is))
 			return 0;
 		stack[k] = io;
 		stack_ino[k] = LDR(l->ino);
 	}
-	top->seq = LDR(e->hit.lv[n - 1].iseq);
+	/* The last directory's walk fields, as inode_snap would give them
+	 * under the seq just compared. */
+	top->i = mc_shm_at(base, io);
+	top->off = io;
+	top->seq = is;
+	top->ino = stack_ino[n - 1];
 	top->mode = LDR(e->hit.mode);
 	top->uid = LDR(e->hit.uid);
 	top->gid = LDR(e->hit.gid);
-	top->u = LDR(e->hit.u);
+	top->u.size = LDR(e->hit.u);
 	if (!seq_same(&e->seq, s0))
 		return 0;
 	return (int)n;
@@ -148,10 +179,8 @@ void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
 	                                                         memory_order_relaxed))
 		return; /* another thread writes it */
 	atomic_thread_fence(memory_order_release);
-	STR(e->khash, kh);
 	STR(e->klen, (uint32_t)klen);
-	STR(e->cuid, c->uid);
-	STR(e->cgid, c->gid);
+	STR(e->cred, cred_key(c));
 	for (size_t k = 0; 8 * k < klen; k++)
 		STR(e->key[k], key_word(path, klen, k));
 	STR(e->hit.n, h->n);

@@ -31,20 +31,12 @@ struct prefix_hit {
 	uint64_t u;
 };
 
-/* The walk fields of a hit's last directory (as in struct isnap). */
-struct prefix_top {
-	uint32_t seq;
-	uint32_t mode, uid, gid;
-	uint64_t u;
-};
-
 /* One cached prefix; every field is read and written with relaxed atomics
  * between two reads of seq (odd while one thread rewrites the entry). */
 struct prefix_entry {
 	_Atomic uint32_t seq;
 	uint32_t klen;
-	uint64_t khash;
-	uint32_t cuid, cgid;       /* the credentials it was resolved with */
+	uint64_t cred;             /* the credentials it was resolved with: gid << 32 | uid */
 	struct prefix_hit hit;
 	uint64_t key[PREFIX_KEY_MAX / 8]; /* zero-padded */
 };

@@ -44,6 +44,16 @@ static inline const void *view_at(const struct view *v, mc_off_t off, size_t sz,
 	return v->base + ((size_t)off << MC_OFF_SHIFT);
 }
 
+/* view_at again, for an offset that view_at accepted once for a slot of
+ * `type` in this view (the prefix cache's): of what view_at checks, only
+ * the page's type can have changed since (mc_shm.h note 2). The page index
+ * stays below npages and the slot inside its page, as both are fixed by
+ * the offset and the segment's size, which never changes under a view. */
+static inline bool view_type_still(const uint8_t *ptypes, mc_off_t off, unsigned type)
+{
+	return ptypes[off >> (MC_PAGE_SHIFT - MC_OFF_SHIFT)] == type;
+}
+
 static inline unsigned blob_type(size_t len)
 {
 	unsigned cls = 0;
@@ -156,10 +166,11 @@ int view_walk(struct view *v, const char *path, size_t len, bool follow, struct 
 /* The prefix cache (shmprefix.c): for the key path[0..klen), its hash in
  * *kh and a hit whose seqs all hold: the number of directories (0: none),
  * their slots and numbers into stack and stack_ino (PREFIX_DEPTH each), the
- * last one's walk fields into *top; remember a resolution under hash kh (no
- * effect when the entry is busy or the key too long); forget everything. */
+ * last one's snapshot (as inode_snap would take it) into *top; remember a
+ * resolution under hash kh (no effect when the entry is busy or the key too
+ * long); forget everything. */
 int prefix_find(struct view *v, const char *path, size_t klen, uint64_t *kh,
-                mc_off_t *stack, uint64_t *stack_ino, struct prefix_top *top);
+                mc_off_t *stack, uint64_t *stack_ino, struct isnap *top);
 void prefix_add(struct view *v, const char *path, size_t klen, uint64_t kh,
                 const struct prefix_hit *h);
 void prefix_clear(struct view *v);

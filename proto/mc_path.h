@@ -43,6 +43,29 @@ static inline unsigned mc_path_slash_at(uint64_t w)
 	return z ? (unsigned)__builtin_ctzll(z) >> 3 : 8;
 }
 
+/* p[0..n), n <= 8, as a little-endian word zero-padded past n, reading no
+ * byte outside: a memcpy of a variable length under 8 is a call. Two
+ * overlapping 4-byte loads cover 4..7 bytes, three byte loads 1..3. */
+static inline uint64_t mc_load_part(const char *p, size_t n)
+{
+	uint64_t w;
+	if (n == 8) {
+		memcpy(&w, p, 8);
+		return w;
+	}
+	if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, p, 4);
+		memcpy(&b, p + n - 4, 4);
+		return a | (uint64_t)b << (8 * (n - 4));
+	}
+	if (n == 0)
+		return 0;
+	w = (uint8_t)p[0];
+	w |= (uint64_t)(uint8_t)p[n / 2] << (8 * (n / 2));
+	return w | (uint64_t)(uint8_t)p[n - 1] << (8 * (n - 1));
+}
+
 /* The next component of the path at *p (before end), skipping slashes,
  * found 8 bytes at a time and folded into c->hash on the way (the dentry
  * hash's name part, mc_hash_part, from seed). false when only slashes were
@@ -65,7 +88,7 @@ static inline bool mc_path_next_hash(const char **p, const char *end, uint64_t s
 		if (room >= 8)
 			memcpy(&w, q, 8);
 		else
-			memcpy(&w, q, room); /* zero bytes are never '/' */
+			w = mc_load_part(q, room); /* zero bytes are never '/' */
 		unsigned i = mc_path_slash_at(w);
 		if (i > room)
 			i = (unsigned)room;
@@ -101,23 +124,32 @@ static inline bool mc_path_next_hash(const char **p, const char *end, uint64_t s
  * mc_path_next_hash would give it. */
 static inline void mc_comp_make(const char *name, size_t len, uint64_t seed, struct mc_comp *c)
 {
-	uint64_t h = seed;
-	size_t k = 0;
-	c->w[0] = c->w[1] = 0;
-	for (; k + 8 <= len; k += 8) {
-		uint64_t w;
-		memcpy(&w, name + k, 8);
-		h = mc_hash_mix(h, w);
-		if (k < 16)
-			c->w[k / 8] = w;
+	/* The first two words apart: they are kept (c->w) as well as hashed. */
+	uint64_t h = seed, w0 = 0, w1 = 0;
+	size_t k = len & ~(size_t)7;   /* bytes in whole words */
+	if (len >= 8) {
+		memcpy(&w0, name, 8);
+		h = mc_hash_mix(h, w0);
+		if (len >= 16) {
+			memcpy(&w1, name + 8, 8);
+			h = mc_hash_mix(h, w1);
+			for (size_t i = 16; i < k; i += 8) {
+				uint64_t w;
+				memcpy(&w, name + i, 8);
+				h = mc_hash_mix(h, w);
+			}
+		}
 	}
 	if (k < len) {
-		uint64_t w = 0;
-		memcpy(&w, name + k, len - k);
+		uint64_t w = mc_load_part(name + k, len - k);
 		h = mc_hash_mix(h, w);
-		if (k < 16)
-			c->w[k / 8] = w;
+		if (k == 0)
+			w0 = w;
+		else if (k == 8)
+			w1 = w;
 	}
+	c->w[0] = w0;
+	c->w[1] = w1;
 	c->name = name;
 	c->len = len;
 	c->hash = h;

@@ -72,13 +72,13 @@ static const struct prefix_entry *entry_for(struct fx *f, const char *key)
 }
 
 /* A page whose slots are all free may serve another type (mc_shm.h note
- * 2), and a cached prefix can outlive that. Here the page of a directory's
- * inode is made to read as a blob page whose bytes still hold the old
- * slot, seq included (what a blob written there could hold): the entry
- * must not be used, its offsets are not inode slots any more. */
-static void test_hit_checks_page_types(void **state)
+ * 2), and a cached prefix can outlive that. Here the page of one of the
+ * slots the entry for "/p/q/" holds (q's inode, or the dentry that names q)
+ * is made to read as a blob page whose bytes still hold the old slot, seq
+ * included (what a blob written there could hold): the entry must not be
+ * used, its offsets are not slots of their type any more. */
+static void hit_checks_page_type(struct fx *f, bool dentry)
 {
-	struct fx *f = *state;
 	struct stat st;
 	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p"), 0755, NULL), 0);
 	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p/q"), 0755, NULL), 0);
@@ -91,25 +91,36 @@ static void test_hit_checks_page_types(void **state)
 
 	mc_off_t stack[PREFIX_DEPTH];
 	uint64_t stack_ino[PREFIX_DEPTH], kh;
-	struct prefix_top top;
+	struct isnap top;
 	assert_int_equal(prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
 
-	mc_off_t q = e->hit.lv[2].inode;
+	mc_off_t q = dentry ? e->hit.lv[2].dentry : e->hit.lv[2].inode;
 	uint32_t pg = (uint32_t)(((uint64_t)q << MC_OFF_SHIFT) >> MC_PAGE_SHIFT);
 	uint8_t was = f->shm->page_types[pg];
-	assert_int_equal(was, MC_PT_INODE);
+	assert_int_equal(was, dentry ? MC_PT_DENTRY : MC_PT_INODE);
 	f->shm->page_types[pg] = MC_PT_BLOB32 + 2;
 	int n = prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top);
 	f->shm->page_types[pg] = was;
 	assert_int_equal(n, 0);
-	/* The page an inode slot again: the entry holds. */
+	/* The page of its type again: the entry holds. */
 	assert_int_equal(prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
+}
+
+static void test_hit_checks_page_types(void **state)
+{
+	hit_checks_page_type(*state, false);
+}
+
+static void test_hit_checks_dentry_page_types(void **state)
+{
+	hit_checks_page_type(*state, true);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hit_checks_page_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hit_checks_dentry_page_types, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -337,6 +337,39 @@ static void test_parse_and_hash(void **state)
 	assert_true(mc_hash_name(5, 9, "abc", 3) == mc_hash_fin(mc_hash_part(5, "abc", 3), 9, 3));
 }
 
+/* The last component made whole (mc_comp_make, the prefix cache's way to
+ * the last name) hashes and keeps the words the parser gives it, at every
+ * length around the word boundaries; each name lies in a buffer of exactly
+ * its size, so a read past it is an ASan error. mc_load_part reads 0..8
+ * bytes the same way. */
+static void test_comp_make_and_load_part(void **state)
+{
+	(void)state;
+	for (unsigned len = 0; len <= 40; len++) {
+		char *name = malloc(len ? len : 1);
+		assert_non_null(name);
+		for (unsigned k = 0; k < len; k++)
+			name[k] = (char)('a' + (k * 5 + len) % 26);
+		uint64_t w[2] = { 0, 0 };
+		memcpy(w, name, len < 16 ? len : 16);
+		if (len <= 8)
+			assert_true(mc_load_part(name, len) == w[0]);
+		if (len > 0) {
+			struct mc_comp c, p;
+			mc_comp_make(name, len, 77, &c);
+			const char *q = name;
+			assert_true(mc_path_next_hash(&q, name + len, 77, &p));
+			assert_ptr_equal(c.name, name);
+			assert_int_equal(c.len, len);
+			assert_true(c.hash == mc_hash_part(77, name, len));
+			assert_true(c.hash == p.hash);
+			assert_true(c.w[0] == w[0] && c.w[1] == w[1]);
+			assert_true(c.last && !c.slash);
+		}
+		free(name);
+	}
+}
+
 /* Names that differ only in one byte around the 8- and 16-byte words of
  * the inline compare, and long names, each find their own file. */
 static void test_names_at_word_edges(void **state)
@@ -764,6 +797,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readdir_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_referenced_bits, setup, teardown),
 		cmocka_unit_test(test_parse_and_hash),
+		cmocka_unit_test(test_comp_make_and_load_part),
 		cmocka_unit_test_setup_teardown(test_names_at_word_edges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offset_checks, setup, teardown),
