@@ -678,10 +678,12 @@ static bool unlink_uncached(struct ns *ns, const struct nd *nd, struct uncached 
 	}
 	/* The cache's word first; the rest cannot change under the lock
 	 * since the read, but survive. */
-	return dtype != DT_DIR && !dcache_complete(s, dir) &&
-	       !dcache_find(s, dir, nd->last, nd->lastlen) && !inode_find(s, u->ino) &&
-	       hold_count(ns, u->ino) == 0 &&
-	       !(u->rec ? S_ISDIR(u->rec->mode) : sticky_needs_victim(nd->cred, inode_at(s, dir)));
+	bool ok = dtype != DT_DIR && !dcache_complete(s, dir) &&
+	          !dcache_find(s, dir, nd->last, nd->lastlen) && !inode_find(s, u->ino) &&
+	          hold_count(ns, u->ino) == 0 &&
+	          !(u->rec ? S_ISDIR(u->rec->mode) : sticky_needs_victim(nd->cred, inode_at(s, dir)));
+	ns->miss_ahead_used += ok && !a;
+	return ok;
 }
 
 static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)

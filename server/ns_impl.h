@@ -120,6 +120,8 @@ struct ns {
 	uint64_t hold_epoch;
 	struct walk_memo memo;
 	uint64_t memo_hits;              /* walks the memo served */
+	uint64_t miss_reads;             /* ns_counts: ns_miss.c's reads ... */
+	uint64_t miss_ahead_used;        /* ... and the names read ahead used */
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;

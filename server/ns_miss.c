@@ -313,6 +313,7 @@ bool ns_miss_resolve(struct ns *ns, int rc)
 	else
 		ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
 	pthread_mutex_lock(&ns->lock);
+	ns->miss_reads++;
 	miss_insert(ns, &tl.ans);
 	commit_sem_read_unlock(&ns->csem);
 	return true;
