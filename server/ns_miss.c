@@ -101,12 +101,16 @@ static __thread struct ns_miss_tl tl;
 
 static unsigned miss_delay_us(void)
 {
-	static int v = -1;
-	if (v < 0) {
-		const char *d = getenv("MCACHED_MISS_DELAY_US");
-		v = d ? atoi(d) : 0;
+	/* Read by every worker on its first miss: atomic, or two first
+	 * misses at once race (ThreadSanitizer says so). */
+	static _Atomic int v = -1;
+	int d = atomic_load_explicit(&v, memory_order_relaxed);
+	if (d < 0) {
+		const char *e = getenv("MCACHED_MISS_DELAY_US");
+		d = e ? atoi(e) : 0;
+		atomic_store_explicit(&v, d, memory_order_relaxed);
 	}
-	return (unsigned)v;
+	return (unsigned)d;
 }
 
 void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
