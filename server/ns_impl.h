@@ -271,6 +271,8 @@ bool ns_miss_resolve(struct ns *ns, int rc);
 /* Lookups of this thread are (on) or are no longer (off) for a removal:
  * ns_miss.c note 4. */
 void ns_miss_for_removal(bool on);
+/* Are this thread's lookups for a removal (ns_miss_for_removal)? */
+bool ns_miss_removing(void);
 /* Lock held, in the attempt after ns_miss_resolve: the store's answer for
  * name in parent that a lookup for a removal read and left uncached (a
  * non-directory with one link, its inode not cached), or NULL. Once. */

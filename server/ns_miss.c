@@ -244,6 +244,11 @@ void ns_miss_for_removal(bool on)
 	tl.for_removal = on;
 }
 
+bool ns_miss_removing(void)
+{
+	return tl.for_removal;
+}
+
 const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len)
 {
 	if (!tl.fresh || tl.ans.parent != parent || tl.ans.len != len ||

@@ -3,7 +3,8 @@
  * of uncached files in name order read the store a few times, not once
  * each; a name read ahead is never used once a commit was published after
  * the read, nor against the cache's word, nor in another namespace, nor
- * where the sticky rule needs the file's owner. */
+ * where the sticky rule needs the file's owner; a removal's miss queues
+ * no warmer read-ahead. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -263,6 +264,32 @@ static void test_sticky(void **state)
 	assert_int_equal(a.size, 4); /* f0002, f0005 .. f0007 */
 }
 
+static void count_miss(void *arg, uint64_t dir_ino)
+{
+	(void)dir_ino;
+	(*(unsigned *)arg)++;
+}
+
+/* A removal's miss does not queue its directory for the warmers'
+ * read-ahead (its names are going; its own read reads ahead); a lookup's
+ * miss does. */
+static void test_no_warm_for_removal(void **state)
+{
+	struct fx *f = *state;
+	unsigned hooked = 0;
+	make_dir(f, 8);
+	ns_attr a;
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
+	ns_set_miss_hook(f->ns, count_miss, &hooked);
+	unlink_is(f, &root_cred, "/d/f0000", 0);
+	unlink_is(f, &root_cred, "/d/f0001", 0);
+	unlink_is(f, &root_cred, "/d/f0007", 0);
+	assert_int_equal(hooked, 0);
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d/f0003"), true, &a), 0);
+	assert_int_equal(hooked, 1);
+	ns_set_miss_hook(f->ns, NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +298,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_changed_after_read, setup, ns_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_other_namespace, setup, ns_fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_sticky, setup, ns_fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_no_warm_for_removal, setup, ns_fixture_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
