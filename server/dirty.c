@@ -392,6 +392,8 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->full_waits = ns->full_waits;
 	out->full_refusals = ns->full_refusals;
 	out->full_wait_us = ns->full_wait_us;
+	out->miss_reads = ns->miss_reads;
+	out->miss_ahead_used = ns->miss_ahead_used;
 	out->committed_seq = atomic_load_explicit(&s->hdr->committed_seq, memory_order_acquire);
 	out->shrink = ns->shr.st;
 	out->high_bytes = ns->shr.high;

@@ -126,6 +126,8 @@ void inode_maybe_free(struct ns *ns, mc_off_t off)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+static _Atomic uint64_t ns_ids;
+
 int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns **out)
 {
 	struct store_meta meta;
@@ -140,6 +142,7 @@ int ns_new(struct shm *shm, struct store *st, const struct ns_opts *o, struct ns
 	ns_journal_init(ns, o);
 	ns->shm = shm;
 	ns->store = st;
+	ns->id = atomic_fetch_add(&ns_ids, 1) + 1;
 	extent_cache_init(&ns->ext, shm);
 	ns->next_ino = meta.next_ino;
 	ns->neg_max = o && o->neg_max ? o->neg_max : shm->size / 112 / 8;
@@ -648,26 +651,47 @@ void remove_entry(struct ns *ns, mc_off_t dir, mc_off_t d, mc_off_t victim)
 	inode_maybe_free(ns, victim);
 }
 
+/* What the store said of the name unlink removes (its inode's number,
+ * and its record when read with it), for a file the cache does not hold. */
+struct uncached {
+	uint64_t ino;
+	const struct mc_inode_rec *rec;
+};
+
 /* The store's answer for the name unlink looks up, when the cache does
- * not hold the name or its file and the file may go uncached
- * (ns_miss_take): else NULL. */
-static const struct ns_miss_ans *unlink_uncached(struct ns *ns, const struct nd *nd)
+ * not hold the name or its file and the file may go uncached: the last
+ * attempt's read (ns_miss_take), or a name an earlier removal's read read
+ * ahead (ns_miss_ahead). False otherwise. */
+static bool unlink_uncached(struct ns *ns, const struct nd *nd, struct uncached *u)
 {
 	struct shm *s = ns->shm;
 	mc_off_t dir = nd_top(nd);
-	const struct ns_miss_ans *a = ns_miss_take(inode_at(s, dir)->ino, nd->last, nd->lastlen);
-	/* Cannot change under the lock since the read, but survive. */
-	if (!a || a->dtype == DT_DIR || dcache_complete(s, dir) ||
-	    dcache_find(s, dir, nd->last, nd->lastlen) || inode_find(s, a->ino) ||
-	    hold_count(ns, a->ino) > 0 ||
-	    (a->have_rec ? S_ISDIR(a->rec.mode) : sticky_needs_victim(nd->cred, inode_at(s, dir))))
-		return NULL;
-	return a;
+	uint64_t pino = inode_at(s, dir)->ino;
+	const struct ns_miss_ans *a = ns_miss_take(pino, nd->last, nd->lastlen);
+	uint8_t dtype;
+	if (a) {
+		u->ino = a->ino;
+		u->rec = a->have_rec ? &a->rec : NULL;
+		dtype = a->dtype;
+	} else if (ns_miss_ahead(ns, pino, nd->last, nd->lastlen, &u->ino, &dtype)) {
+		u->rec = NULL;
+	} else {
+		return false;
+	}
+	/* The cache's word first; the rest cannot change under the lock
+	 * since the read, but survive. */
+	bool ok = dtype != DT_DIR && !dcache_complete(s, dir) &&
+	          !dcache_find(s, dir, nd->last, nd->lastlen) && !inode_find(s, u->ino) &&
+	          hold_count(ns, u->ino) == 0 &&
+	          !(u->rec ? S_ISDIR(u->rec->mode) : sticky_needs_victim(nd->cred, inode_at(s, dir)));
+	ns->miss_ahead_used += ok && !a;
+	return ok;
 }
 
 static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size_t len)
 {
 	struct nd nd;
+	struct uncached u;
 	nd_init(&nd, ns, c);
 	int rc = ns_journal_room(ns);
 	if (rc == 0)
@@ -678,12 +702,10 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = -EISDIR;
 		goto out;
 	}
-	/* A file the last attempt read for this: no inode to load (note 7). */
-	const struct ns_miss_ans *a = unlink_uncached(ns, &nd);
-	if (a) {
+	/* A file read for this or ahead of it: no inode to load (note 7). */
+	if (unlink_uncached(ns, &nd, &u)) {
 		rc = nd.slash ? -ENOTDIR
-		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, a->ino,
-		                                a->have_rec ? &a->rec : NULL);
+		              : remove_uncached(ns, c, nd_top(&nd), nd.last, nd.lastlen, u.ino, u.rec);
 		goto out;
 	}
 	mc_off_t d, victim;

@@ -180,6 +180,9 @@ struct ns_counts {
 	uint64_t backlog_records, backlog_bytes;   /* ns_journal_backlog */
 	uint64_t full_waits, full_refusals;        /* the journal bound */
 	uint64_t full_wait_us;                     /* time spent waiting for room */
+	/* Store reads for lookups that missed, made without the lock, and
+	 * removals that a removal's read ahead served (ns_miss.c). */
+	uint64_t miss_reads, miss_ahead_used;
 	/* The cache's bound (shrink.h). */
 	struct shrink_stats shrink;
 	uint64_t high_bytes, low_bytes;            /* watermarks */

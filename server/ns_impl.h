@@ -77,6 +77,7 @@ struct ns {
 	_Atomic unsigned committer_waiting;
 	struct shm *shm;
 	struct store *store;
+	uint64_t id;                     /* this namespace's, unique in the process */
 	uint64_t next_ino;
 	uint64_t neg_max;                /* cached negative dentries in total */
 	uint32_t neg_dir_max;            /* ... and per directory */
@@ -124,6 +125,8 @@ struct ns {
 	 * owed, 0 when none. */
 	bool dir_defer;
 	mc_off_t dir_owed;
+	uint64_t miss_reads;             /* ns_counts: ns_miss.c's reads ... */
+	uint64_t miss_ahead_used;        /* ... and the names read ahead used */
 };
 
 /* Path-walk state (the kernel's nameidata). stack[0] is the root;
@@ -273,10 +276,18 @@ bool ns_miss_resolve(struct ns *ns, int rc);
 /* Lookups of this thread are (on) or are no longer (off) for a removal:
  * ns_miss.c note 4. */
 void ns_miss_for_removal(bool on);
+/* Are this thread's lookups for a removal (ns_miss_for_removal)? */
+bool ns_miss_removing(void);
 /* Lock held, in the attempt after ns_miss_resolve: the store's answer for
  * name in parent that a lookup for a removal read and left uncached (a
  * non-directory with one link, its inode not cached), or NULL. Once. */
 const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len);
+/* Lock held: name in parent is a non-directory named ino that a removal's
+ * store read this thread made read ahead (ns_miss.c note 5), and no commit
+ * was published since: true with *ino and *dtype. The cache's word comes
+ * first (a cached entry, a complete parent): the caller checks it. */
+bool ns_miss_ahead(struct ns *ns, uint64_t parent, const char *name, size_t len, uint64_t *ino,
+                   uint8_t *dtype);
 /* walk.c: cache an inode record read from the store, as a reload.
  * -EAGAIN (and ns->drop_wait set) when its inode lost a link not yet
  * published (ns.c note 7): do_reclaim_retry commits, then retries. */

@@ -31,9 +31,25 @@
  *     insert to that attempt and the semaphore from the read to the
  *     insert, so nothing it says can have changed. The file is then
  *     removed without its inode being read or loaded (ns.c note 7).
+ *  5. Removals in name order (rm of a directory's files, batched) would
+ *     each miss, read and run again. So a removal's read that follows
+ *     another's in the same directory and in name order also reads the
+ *     names after it (store_get_dentry_ahead, one descent, one snapshot),
+ *     up to a window that doubles while the names read ahead get used and
+ *     falls back to none when they do not; a later removal of one of them
+ *     (ns_miss_ahead) needs neither the read nor another attempt. Such an
+ *     answer holds, as a warmer's batch does (ns_warm.c notes 1 and 2),
+ *     while no commit is published after the read: the published
+ *     sequence is noted under the commit semaphore, before the snapshot,
+ *     and checked under the namespace lock at use; until it moves, every
+ *     change since the snapshot is a dirty cached entry (or the parent is
+ *     complete), which the caller checks first, and what is left is as
+ *     the snapshot says. The names are the thread's, for one namespace
+ *     (ns->id) and one directory.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +59,33 @@
 #include "store_read.h"
 
 #define NS_MISS_TRIES 3u
+#define AHEAD_MIN 4u          /* names read ahead first (note 5) */
+#define AHEAD_MAX 64u         /* ... at most */
+#define AHEAD_BYTES 4096u     /* bytes of their names, at most */
+
+/* A name read ahead. */
+struct ahead_ent {
+	uint64_t ino;
+	uint16_t off;             /* of the name in ahead.names */
+	uint8_t len;              /* MC_NAME_MAX is 255 */
+	uint8_t dtype;
+};
+
+/* The names read ahead of this thread's last removal read (note 5), and
+ * the window's state. */
+struct ahead {
+	uint64_t ns_id;           /* ns->id of the namespace; 0: none */
+	uint64_t parent;          /* the directory's inode number */
+	uint64_t seq;             /* the published sequence before the snapshot */
+	unsigned n, next;         /* names; the first one not passed by yet */
+	unsigned used;            /* of them removed through ns_miss_ahead */
+	unsigned window;          /* names the last read asked for */
+	size_t bytes;
+	uint8_t last_len;         /* the name that read was for */
+	char last[MC_NAME_MAX];
+	struct ahead_ent e[AHEAD_MAX];
+	char names[AHEAD_BYTES];
+};
 
 struct ns_miss_tl {
 	bool armed;               /* inside a reclaim loop */
@@ -52,17 +95,22 @@ struct ns_miss_tl {
 	bool ans_removal;         /* ans was noted by such a lookup */
 	bool fresh;               /* ans was read and left uncached for the next attempt */
 	struct ns_miss_ans ans;
+	struct ahead ahead;
 };
 static __thread struct ns_miss_tl tl;
 
 static unsigned miss_delay_us(void)
 {
-	static int v = -1;
-	if (v < 0) {
-		const char *d = getenv("MCACHED_MISS_DELAY_US");
-		v = d ? atoi(d) : 0;
+	/* Read by every worker on its first miss: atomic, or two first
+	 * misses at once race (ThreadSanitizer says so). */
+	static _Atomic int v = -1;
+	int d = atomic_load_explicit(&v, memory_order_relaxed);
+	if (d < 0) {
+		const char *e = getenv("MCACHED_MISS_DELAY_US");
+		d = e ? atoi(e) : 0;
+		atomic_store_explicit(&v, d, memory_order_relaxed);
 	}
-	return (unsigned)v;
+	return (unsigned)d;
 }
 
 void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
@@ -76,6 +124,96 @@ void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
 	                         a->target, &a->tlen, &a->have_rec);
 }
 
+/* Names in the tables' order: bytewise, a shorter prefix first. */
+static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	return c ? c : alen < blen ? -1 : alen > blen;
+}
+
+/* How many names the removal read of name in parent reads ahead (note 5):
+ * none unless it follows the last one in that directory in name order;
+ * then twice as many as last time if some of those were used, else none
+ * if that read ahead for nothing, else a few. */
+static unsigned ahead_window(const struct ahead *ra, uint64_t parent, const char *name,
+                             size_t len)
+{
+	if (ra->parent != parent || name_cmp(name, len, ra->last, ra->last_len) <= 0)
+		return 0;
+	if (ra->used)
+		return ra->window * 2 < AHEAD_MAX ? ra->window * 2 : AHEAD_MAX;
+	return ra->window ? 0 : AHEAD_MIN;
+}
+
+/* store_get_dentry_ahead callback: keep one name; directories (and what
+ * may be one) are read whole by a removal, so they are left out. */
+static int ahead_add(void *arg, const char *name, size_t len, uint64_t ino, uint8_t dtype)
+{
+	struct ahead *ra = arg;
+	if (ra->n == AHEAD_MAX || ra->bytes + len > AHEAD_BYTES)
+		return 1;
+	if (dtype == DT_DIR || dtype == DT_UNKNOWN)
+		return 0;
+	struct ahead_ent *e = &ra->e[ra->n++];
+	e->ino = ino;
+	e->off = (uint16_t)ra->bytes;
+	e->len = (uint8_t)len;
+	e->dtype = dtype;
+	memcpy(ra->names + ra->bytes, name, len);
+	ra->bytes += len;
+	return 0;
+}
+
+/* The dentry of a removal's read, and the names after it when the window
+ * says so (note 5). The commit semaphore is held for reading. */
+static int read_dentry(struct ns *ns, struct ns_miss_ans *a)
+{
+	struct ahead *ra = &tl.ahead;
+	unsigned w = ahead_window(ra, a->parent, a->name, a->len);
+	ra->ns_id = 0;
+	ra->n = ra->next = ra->used = 0;
+	ra->bytes = 0;
+	ra->window = w;
+	ra->parent = a->parent;
+	ra->last_len = (uint8_t)a->len;
+	memcpy(ra->last, a->name, a->len);
+	if (!w)
+		return store_get_dentry(ns->store, a->parent, a->name, a->len, &a->ino, &a->dtype);
+	/* Before the snapshot: no publish comes until the semaphore goes. */
+	ra->seq = atomic_load_explicit(&ns->shm->hdr->committed_seq, memory_order_acquire);
+	int err = store_get_dentry_ahead(ns->store, a->parent, a->name, a->len, &a->ino,
+	                                 &a->dtype, w, ahead_add, ra);
+	ra->ns_id = ns->id;
+	return err;
+}
+
+bool ns_miss_ahead(struct ns *ns, uint64_t parent, const char *name, size_t len, uint64_t *ino,
+                   uint8_t *dtype)
+{
+	struct ahead *ra = &tl.ahead;
+	if (ra->next == ra->n || ra->ns_id != ns->id || ra->parent != parent)
+		return false;
+	if (atomic_load_explicit(&ns->shm->hdr->committed_seq, memory_order_relaxed) != ra->seq) {
+		ra->n = ra->next = 0; /* a publish: they may be stale */
+		return false;
+	}
+	/* Removals in name order: pass by the names before this one. */
+	for (; ra->next < ra->n; ra->next++) {
+		const struct ahead_ent *e = &ra->e[ra->next];
+		int c = name_cmp(ra->names + e->off, e->len, name, len);
+		if (c > 0)
+			return false;
+		if (c == 0) {
+			ra->next++;
+			ra->used++;
+			*ino = e->ino;
+			*dtype = e->dtype;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* A removal's read (note 4): the name, and the inode of a directory. */
 static void miss_read_removal(struct ns *ns, struct ns_miss_ans *a)
 {
@@ -84,7 +222,7 @@ static void miss_read_removal(struct ns *ns, struct ns_miss_ans *a)
 		usleep(delay);
 	a->have_rec = false;
 	a->tlen = 0;
-	a->err = store_get_dentry(ns->store, a->parent, a->name, a->len, &a->ino, &a->dtype);
+	a->err = read_dentry(ns, a);
 	if (a->err == 0 && (a->dtype == DT_DIR || a->dtype == DT_UNKNOWN))
 		ns_miss_read(ns, a->parent, a->name, a->len, a);
 }
@@ -104,6 +242,11 @@ void ns_miss_disarm(void)
 void ns_miss_for_removal(bool on)
 {
 	tl.for_removal = on;
+}
+
+bool ns_miss_removing(void)
+{
+	return tl.for_removal;
 }
 
 const struct ns_miss_ans *ns_miss_take(uint64_t parent, const char *name, size_t len)
@@ -179,6 +322,7 @@ bool ns_miss_resolve(struct ns *ns, int rc)
 	else
 		ns_miss_read(ns, tl.ans.parent, tl.ans.name, tl.ans.len, &tl.ans);
 	pthread_mutex_lock(&ns->lock);
+	ns->miss_reads++;
 	miss_insert(ns, &tl.ans);
 	commit_sem_read_unlock(&ns->csem);
 	return true;

@@ -631,6 +631,96 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 	return err;
 }
 
+/* The state of dentry key k (klen bytes) that the overlay gives, else
+ * the table's (tab, or NULL when the table does not have it): 0 and *v,
+ * -ENOENT (none, or deleted), -EIO (malformed). */
+static int dentry_state(struct store *s, const uint8_t *k, size_t klen, const MDB_val *tab,
+                        MDB_val *v)
+{
+	const uint8_t *ov;
+	size_t ovl;
+	int o = ovl_get(&s->ovl, OVL_DENTRIES, k, klen, &ov, &ovl);
+	if (o < 0)
+		return o;
+	if (o == 1)
+		*v = (MDB_val){ ovl, (void *)ov };
+	else if (tab)
+		*v = *tab;
+	else
+		return -ENOENT;
+	return v->mv_size == STORE_DENTRY_VAL_SIZE ? 0 : -EIO;
+}
+
+/* The read-ahead of store_get_dentry_ahead: up to max names of parent
+ * (key's first 8 bytes) from where cur stands on. */
+static void dentries_ahead(struct store *s, MDB_cursor *cur, const uint8_t *key, int rc,
+                           MDB_val k, MDB_val v, unsigned max, store_dirent_fn fn, void *arg)
+{
+	char name[MC_NAME_MAX + 1];
+	for (unsigned n = 0; n < max && rc == 0; n++) {
+		if (k.mv_size <= 8 || k.mv_size > STORE_DENTRY_KEY_MAX ||
+		    memcmp(k.mv_data, key, 8) != 0)
+			return; /* past the directory's names */
+		MDB_val dv;
+		if (dentry_state(s, k.mv_data, k.mv_size, &v, &dv) == 0) {
+			const uint8_t *p = dv.mv_data;
+			size_t len = k.mv_size - 8;
+			memcpy(name, (const uint8_t *)k.mv_data + 8, len);
+			name[len] = '\0';
+			if (fn(arg, name, len, get_le64(p), p[8]) != 0)
+				return;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+}
+
+int store_get_dentry_ahead(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                           uint64_t *ino, uint8_t *dtype, unsigned max, store_dirent_fn fn,
+                           void *arg)
+{
+	uint8_t key[STORE_DENTRY_KEY_MAX];
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	struct store_reader *rd = NULL;
+	int err = store_dentry_key(key, parent, name, namelen);
+	if (err)
+		return err;
+	err = store_point_begin(s);
+	if (err)
+		return err;
+	err = store_point_txn(s, &txn, &rd);
+	if (err)
+		goto out;
+	err = store_errno(mdb_cursor_open(txn, s->dentries, &cur));
+	if (err)
+		goto out_txn;
+	/* One descent for the name and the names after it. */
+	MDB_val k = { 8 + namelen, key }, v, dv = { 0, NULL };
+	int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	bool exact = rc == 0 && k.mv_size == 8 + namelen && memcmp(k.mv_data, key, k.mv_size) == 0;
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		err = dentry_state(s, key, 8 + namelen, exact ? &v : NULL, &dv);
+	else
+		err = store_errno(rc);
+	if (err == 0) {
+		const uint8_t *p = dv.mv_data;
+		if (ino)
+			*ino = get_le64(p);
+		if (dtype)
+			*dtype = p[8];
+	}
+	if (exact)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	if (err == 0 || err == -ENOENT)
+		dentries_ahead(s, cur, key, rc, k, v, max, fn, arg);
+	mdb_cursor_close(cur);
+out_txn:
+	store_point_txn_end(s, txn, rd);
+out:
+	store_point_end(s);
+	return err;
+}
+
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg)
 {
 	MDB_txn *txn;

@@ -121,6 +121,19 @@ typedef int (*store_dirent_attr_fn)(void *arg, const char *name, size_t namelen,
 int store_scan_dir_attrs(struct store *s, uint64_t parent, const char *after, size_t after_len,
                          store_dirent_attr_fn fn, void *arg);
 
+/* store_get_dentry, and in the same snapshot a read-ahead: up to max of
+ * the names that follow name in parent in the tables' order (as
+ * store_scan_dir's), each through fn with what store_get_dentry would say
+ * of it then. Names that only batches not applied yet hold are left out:
+ * the read-ahead gives part of the directory, each name of it exact. fn
+ * runs with the store's read locks held, so it must not call into the
+ * store; it returns 0 to go on, anything else to stop. The read-ahead is
+ * best effort: an error ends it and is not returned; the errors are
+ * store_get_dentry's. */
+int store_get_dentry_ahead(struct store *s, uint64_t parent, const char *name, size_t namelen,
+                           uint64_t *ino, uint8_t *dtype, unsigned max, store_dirent_fn fn,
+                           void *arg);
+
 /* Call fn for each extent of file ino (the `extents` table) in order, from
  * one snapshot: start, length, physical location, flags. fn returns 0 to go
  * on; anything else stops the scan and is returned. -EIO for a malformed

@@ -145,6 +145,11 @@ int store_ext_apply(MDB_txn *txn, MDB_dbi dbi, const struct journal_rec *r)
 
 int store_ext_del_ino(MDB_txn *txn, MDB_dbi dbi, uint64_t ino)
 {
+	/* Most stores hold no extents: no cursor, no seek, for each inode
+	 * deleted. */
+	MDB_stat st;
+	if (mdb_stat(txn, dbi, &st) == 0 && st.ms_entries == 0)
+		return 0;
 	return ext_punch(txn, dbi, ino, 0, UINT64_MAX);
 }
 

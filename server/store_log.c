@@ -42,6 +42,14 @@
  *     dirties the log's pages and meta's only, most of the time.
  *  6. Retention never drops a batch that is not applied: the recovery in
  *     store_open replays `log` from applied_seq + 1 to last_seq.
+ *  7. An apply goes through one cursor per table, kept from record to
+ *     record (struct apply_cur; store_apply_ovl's own): LMDB looks at the
+ *     page a cursor stands on before it descends from the root, and the
+ *     keys come in runs of neighbours (a batch's creates or removals in one
+ *     directory, the overlay's sorted keys), so most records skip the
+ *     descent, and no cursor is opened per record. An inode deleted looks
+ *     for its extents only when the extents table has any
+ *     (store_ext_del_ino).
  */
 #include <assert.h>
 #include <errno.h>
@@ -121,20 +129,54 @@ bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
 	return log_value(v, &t, recs, len);
 }
 
+/* The cursors a run of records is applied through (note 7): one per
+ * table, opened at first use and kept, so that a record next to the last
+ * one in its table finds its leaf page without a descent from the root
+ * (LMDB looks at the cursor's page first) and no cursor is opened per
+ * record. */
+struct apply_cur {
+	MDB_cursor *inodes, *dentries;
+};
+
+static void apply_cur_close(struct apply_cur *ac)
+{
+	if (ac->inodes)
+		mdb_cursor_close(ac->inodes);
+	if (ac->dentries)
+		mdb_cursor_close(ac->dentries);
+}
+
+/* *cur on dbi, opened if need be. An LMDB code. */
+static int apply_cur_get(MDB_txn *txn, MDB_dbi dbi, MDB_cursor **cur)
+{
+	return *cur ? 0 : mdb_cursor_open(txn, dbi, cur);
+}
+
+/* Delete key k through cur, if there. An LMDB code. */
+static int cur_del(MDB_cursor *cur, MDB_val *k)
+{
+	MDB_val v;
+	int rc = mdb_cursor_get(cur, k, &v, MDB_SET);
+	if (rc == 0)
+		rc = mdb_cursor_del(cur, 0);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* INODE_UNLINK: one link less; at none the inode and its extents go, as
  * with INODE_DEL. An inode the store does not have has nothing to lose.
  * An LMDB code. */
-static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journal_rec *r)
+static int store_unlink_inode(struct store *s, MDB_txn *txn, struct apply_cur *ac,
+                              const struct journal_rec *r)
 {
 	uint8_t key[8];
 	char target[MC_SYMLINK_MAX];
 	MDB_val k = { 8, key }, v;
-	MDB_cursor *cur;
 	put_be64(key, r->ino);
 	/* One descent: the cursor that found it deletes it. */
-	int rc = mdb_cursor_open(txn, s->inodes, &cur);
+	int rc = apply_cur_get(txn, s->inodes, &ac->inodes);
 	if (rc)
 		return rc;
+	MDB_cursor *cur = ac->inodes;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_KEY);
 	if (rc == 0 && (v.mv_size < JOURNAL_INODE_DISK_SIZE ||
 	                v.mv_size > JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX))
@@ -145,7 +187,6 @@ static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journa
 		if (rec.nlink <= 1)
 			rc = mdb_cursor_del(cur, 0);
 	}
-	mdb_cursor_close(cur);
 	if (rc)
 		return rc == MDB_NOTFOUND ? 0 : rc;
 	if (rec.nlink <= 1)
@@ -158,8 +199,9 @@ static int store_unlink_inode(struct store *s, MDB_txn *txn, const struct journa
 	return store_put_inode_rec(txn, s->inodes, &rec, target, tlen);
 }
 
-/* Apply one decoded record; an LMDB code. */
-static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *r)
+/* Apply one decoded record through ac's cursors; an LMDB code. */
+static int store_apply(struct store *s, MDB_txn *txn, struct apply_cur *ac,
+                       const struct journal_rec *r)
 {
 	uint8_t key[STORE_DENTRY_KEY_MAX];
 	MDB_val k = { 8, key };
@@ -170,12 +212,14 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 		return store_put_inode_rec(txn, s->inodes, &r->inode, r->target, r->target_len);
 	case JR_INODE_DEL:
 		put_be64(key, r->ino);
-		rc = mdb_del(txn, s->inodes, &k, NULL);
-		if (rc && rc != MDB_NOTFOUND)
+		rc = apply_cur_get(txn, s->inodes, &ac->inodes);
+		if (!rc)
+			rc = cur_del(ac->inodes, &k);
+		if (rc)
 			return rc;
 		return store_ext_del_ino(txn, s->extents, r->ino);
 	case JR_INODE_UNLINK:
-		return store_unlink_inode(s, txn, r);
+		return store_unlink_inode(s, txn, ac, r);
 	case JR_EXTENT_SET:
 	case JR_EXTENT_PUNCH:
 		return store_ext_apply(txn, s->extents, r);
@@ -187,14 +231,15 @@ static int store_apply(struct store *s, MDB_txn *txn, const struct journal_rec *
 		put_le64(val, r->ino);
 		val[8] = r->dtype;
 		MDB_val v = { sizeof(val), val };
-		return mdb_put(txn, s->dentries, &k, &v, 0);
+		rc = apply_cur_get(txn, s->dentries, &ac->dentries);
+		return rc ? rc : mdb_cursor_put(ac->dentries, &k, &v, 0);
 	}
 	case JR_DENTRY_DEL:
 		put_be64(key, r->parent);
 		memcpy(key + 8, r->name, r->namelen);
 		k.mv_size = 8 + r->namelen;
-		rc = mdb_del(txn, s->dentries, &k, NULL);
-		return rc == MDB_NOTFOUND ? 0 : rc;
+		rc = apply_cur_get(txn, s->dentries, &ac->dentries);
+		return rc ? rc : cur_del(ac->dentries, &k);
 	}
 	return MDB_CORRUPTED;   /* journal_next returns only the types above */
 }
@@ -258,6 +303,7 @@ static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_
 	if (rc)
 		return rc;
 	uint64_t want = from;
+	struct apply_cur ac = { NULL, NULL };
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && want <= upto;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		uint64_t t;
@@ -271,7 +317,7 @@ static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_
 			break;
 		}
 		while ((n = journal_next(recs, len, &pos, &r)) == 1 &&
-		       (rc = store_apply(s, txn, &r)) == 0)
+		       (rc = store_apply(s, txn, &ac, &r)) == 0)
 			;
 		if (rc)
 			break;
@@ -282,6 +328,7 @@ static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_
 		}
 		want++;
 	}
+	apply_cur_close(&ac);
 	mdb_cursor_close(cur);
 	if (want > upto && !*derr)
 		return 0;                       /* MDB_NEXT past the last one */
@@ -328,13 +375,13 @@ static int store_apply_ovl(struct store *s, MDB_txn *txn)
 				rc = mdb_cursor_put(cur, &k, &d, MDB_APPEND);
 				continue;
 			}
+			/* Through the cursor: the keys come in order, so the
+			 * next one is mostly on the page it stands on (note 7). */
 			if (!v[i]->deleted) {
-				rc = mdb_put(txn, dbi, &k, &d, 0);
+				rc = mdb_cursor_put(cur, &k, &d, 0);
 				continue;
 			}
-			rc = mdb_del(txn, dbi, &k, NULL);
-			if (rc == MDB_NOTFOUND)
-				rc = 0;
+			rc = cur_del(cur, &k);
 			if (!rc && t == OVL_INODES)
 				rc = store_ext_del_ino(txn, s->extents, get_be64(v[i]->data));
 		}
@@ -351,10 +398,12 @@ static int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal
 {
 	size_t pos = 0;
 	struct journal_rec r;
+	struct apply_cur ac = { NULL, NULL };
 	int n, rc = 0;
 	while ((n = journal_next(b->buf, b->len, &pos, &r)) == 1 &&
-	       (rc = store_apply(s, txn, &r)) == 0)
+	       (rc = store_apply(s, txn, &ac, &r)) == 0)
 		;
+	apply_cur_close(&ac);
 	if (!rc && n < 0) {
 		*derr = n;
 		rc = MDB_CORRUPTED;

@@ -161,8 +161,10 @@ int ns_lookup(struct ns *ns, mc_off_t dir, const char *name, size_t len, mc_off_
 	}
 	uint64_t cino, pino = inode_at(s, dir)->ino;
 	uint8_t dtype;
-	if (ns->miss_fn)
-		ns->miss_fn(ns->miss_arg, pino); /* read-ahead (warm.c) */
+	/* Read-ahead (warm.c), but for a removal: its names are going, and
+	 * its own read reads ahead the next ones (ns_miss.c note 5). */
+	if (ns->miss_fn && !ns_miss_removing())
+		ns->miss_fn(ns->miss_arg, pino);
 	/* The store: read without the lock when the caller can start over
 	 * (ns_miss.c), else here. */
 	int rc = ns_miss_defer(ns, pino, name, len);

@@ -193,6 +193,92 @@ static void test_reads_before_apply(void **state)
 	journal_batch_free(&b);
 }
 
+struct ahead_got {
+	char name[8][32];
+	uint64_t ino[8];
+	int n;
+};
+
+static int ahead_cb(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype)
+{
+	struct ahead_got *g = arg;
+	(void)dtype;
+	if (g->n == 8 || namelen >= sizeof(g->name[0]))
+		return -E2BIG;
+	memcpy(g->name[g->n], name, namelen + 1);
+	g->ino[g->n++] = ino;
+	return 0;
+}
+
+/* A point read with its read-ahead (store_get_dentry_ahead): the names
+ * after the one read, in the tables' order and in its directory only,
+ * each as a point read would say it: a deletion or a new value in a batch
+ * not applied is seen; a name only such a batch has is left out; at most
+ * max names are looked at. */
+static void test_dentry_ahead(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 1000 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	create_batch(&b, 1, 6, &ino);                   /* f..2 .. f..7 */
+	assert_int_equal(journal_put_dentry(&b, 8, "f000000000000001", 16, 8, DT_REG), 0);
+	commit_ok(s, &b);
+	store_close(s);                                 /* applies them */
+	s = open_ok(f->dir, &o);
+	journal_batch_reset(&b, 2);
+	assert_int_equal(journal_del_dentry(&b, 1, "f000000000000003", 16), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "f000000000000005", 16, 9, DT_REG), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "f000000000000004x", 17, 10, DT_REG), 0);
+	b.next_ino = 11;
+	commit_ok(s, &b);
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	assert_int_equal(m.applied_seq, 1);
+
+	struct ahead_got g = { .n = 0 };
+	uint64_t i = 0;
+	uint8_t dt = 0;
+	assert_int_equal(store_get_dentry_ahead(s, 1, "f000000000000002", 16, &i, &dt, 8,
+	                                        ahead_cb, &g), 0);
+	assert_int_equal(i, 2);
+	assert_int_equal(dt, DT_REG);
+	assert_int_equal(g.n, 4);
+	assert_string_equal(g.name[0], "f000000000000004");
+	assert_int_equal(g.ino[0], 4);
+	assert_string_equal(g.name[1], "f000000000000005");
+	assert_int_equal(g.ino[1], 9);
+	assert_string_equal(g.name[2], "f000000000000006");
+	assert_string_equal(g.name[3], "f000000000000007");
+	/* A name gone, or before the first: not found, and what follows. */
+	g.n = 0;
+	assert_int_equal(store_get_dentry_ahead(s, 1, "f000000000000003", 16, &i, &dt, 2,
+	                                        ahead_cb, &g), -ENOENT);
+	assert_int_equal(g.n, 2);
+	assert_string_equal(g.name[0], "f000000000000004");
+	assert_string_equal(g.name[1], "f000000000000005");
+	g.n = 0;
+	assert_int_equal(store_get_dentry_ahead(s, 1, "a", 1, &i, &dt, 2, ahead_cb, &g), -ENOENT);
+	assert_int_equal(g.n, 1);                       /* f..2, then f..3 (gone) looked at */
+	assert_string_equal(g.name[0], "f000000000000002");
+	/* The overlay's name itself; the last name: nothing after it. */
+	g.n = 0;
+	assert_int_equal(store_get_dentry_ahead(s, 1, "f000000000000004x", 17, &i, &dt, 8,
+	                                        ahead_cb, &g), 0);
+	assert_int_equal(i, 10);
+	assert_int_equal(g.n, 3);
+	g.n = 0;
+	assert_int_equal(store_get_dentry_ahead(s, 1, "f000000000000007", 16, &i, &dt, 8,
+	                                        ahead_cb, &g), 0);
+	assert_int_equal(i, 7);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(store_get_dentry_ahead(s, 1, "", 0, &i, &dt, 8, ahead_cb, &g), -EINVAL);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
 /* In a child: commit `batches` batches of 4 creates that are not applied
  * (apply_batches 1000), then die without store_close, as a crash would. */
 static void crash_after_commits(const char *dir, unsigned batches)
@@ -562,6 +648,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_commit_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_before_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dentry_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_replays, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_walk_merges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format1_upgraded, setup, teardown),
