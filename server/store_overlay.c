@@ -2,7 +2,7 @@
  * (store_overlay.h): a chained hash table of entries that each hold the key
  * and the newest value, grown by doubling, emptied at once when the
  * store applies the log to its tables. Each dentry entry is also on its
- * parent's list (struct ovl_dir, a second hash table by parent), and an
+ * parent's list (struct ovl_dir, found by parent in a struct map), and an
  * entry never moves once made (a dentry's room fits any of its values), so
  * those lists need no upkeep but the push of a new key. */
 #include "store_overlay.h"
@@ -60,49 +60,22 @@ static int ovl_grow(struct store_ovl *o)
 	return 0;
 }
 
-static struct ovl_dir **ovl_dslot(const struct store_ovl *o, uint64_t parent)
+static struct ovl_dir *ovl_dir_find(const struct store_ovl *o, uint64_t parent)
 {
-	struct ovl_dir **pp = &o->dtab[ovl_hash(0, (const uint8_t *)&parent, 8) & (o->ndbuckets - 1)];
-	while (*pp && (*pp)->parent != parent)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static int ovl_dgrow(struct store_ovl *o)
-{
-	size_t nb = o->ndbuckets ? o->ndbuckets * 2 : OVL_MIN_BUCKETS;
-	struct ovl_dir **tab = calloc(nb, sizeof(*tab));
-	if (!tab)
-		return -ENOMEM;
-	for (size_t i = 0; i < o->ndbuckets; i++) {
-		struct ovl_dir *d = o->dtab[i], *next;
-		for (; d; d = next) {
-			size_t b = ovl_hash(0, (const uint8_t *)&d->parent, 8) & (nb - 1);
-			next = d->next;
-			d->next = tab[b];
-			tab[b] = d;
-		}
-	}
-	free(o->dtab);
-	o->dtab = tab;
-	o->ndbuckets = nb;
-	return 0;
+	uint64_t *v = map_find(&o->dirs, parent);
+	return v ? (struct ovl_dir *)(uintptr_t)*v : NULL;
 }
 
 /* The list of parent's dentries, made when missing; NULL: no memory. */
 static struct ovl_dir *ovl_dir_get(struct store_ovl *o, uint64_t parent)
 {
-	if (o->ndirs >= o->ndbuckets && ovl_dgrow(o) < 0)
-		return NULL;
-	struct ovl_dir **pp = ovl_dslot(o, parent);
-	if (*pp)
-		return *pp;
-	struct ovl_dir *d = calloc(1, sizeof(*d));
-	if (!d)
+	struct ovl_dir *d = ovl_dir_find(o, parent);
+	if (d)
+		return d;
+	if (map_reserve(&o->dirs) < 0 || !(d = calloc(1, sizeof(*d))))
 		return NULL;
 	d->parent = parent;
-	*pp = d;
-	o->ndirs++;
+	map_put(&o->dirs, parent, (uintptr_t)d); /* reserved: cannot fail */
 	return d;
 }
 
@@ -123,6 +96,9 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 	if (old && old->vcap >= vlen) {
 		e = old;                        /* reuse it: the value fits */
 	} else {
+		/* Inode numbers start at 1: 0 is no key of the map. */
+		if (t == OVL_DENTRIES && get_be64(k) == 0)
+			return -EINVAL;
 		if (t == OVL_DENTRIES && !(d = ovl_dir_get(o, get_be64(k))))
 			return -ENOMEM;
 		e = malloc(sizeof(*e) + klen + cap);
@@ -270,7 +246,7 @@ static int ovl_namecmp(const void *a, const void *b)
 
 size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent)
 {
-	const struct ovl_dir *d = o->ndirs ? *ovl_dslot(o, parent) : NULL;
+	const struct ovl_dir *d = ovl_dir_find(o, parent);
 	return d ? d->n : 0;
 }
 
@@ -278,7 +254,7 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
                    size_t after_len, const struct ovl_ent ***out, size_t *n)
 {
 	uint8_t k[8 + MC_NAME_MAX];
-	const struct ovl_dir *d = o->ndirs ? *ovl_dslot(o, parent) : NULL;
+	const struct ovl_dir *d = ovl_dir_find(o, parent);
 	const struct ovl_ent **v = NULL;
 	size_t m = 0;
 	*out = NULL;
@@ -309,17 +285,10 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 
 void ovl_clear(struct store_ovl *o)
 {
-	for (size_t i = 0; i < o->ndbuckets; i++) {
-		struct ovl_dir *d = o->dtab[i], *next;
-		for (; d; d = next) {
-			next = d->next;
-			free(d);
-		}
-	}
-	free(o->dtab);
-	o->dtab = NULL;
-	o->ndbuckets = 0;
-	o->ndirs = 0;
+	for (size_t i = 0; i < o->dirs.cap; i++)
+		if (o->dirs.keys[i])
+			free((struct ovl_dir *)(uintptr_t)o->dirs.vals[i]);
+	map_free(&o->dirs);
 	for (size_t i = 0; i < o->nbuckets; i++) {
 		struct ovl_ent *e = o->tab[i], *next;
 		for (; e; e = next) {

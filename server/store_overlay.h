@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "journal.h"
+#include "map.h"
 
 enum ovl_table {
 	OVL_INODES,
@@ -34,7 +35,6 @@ struct ovl_ent {
 /* The dentries of one parent, so a directory scan finds its names
  * without going through the whole overlay. */
 struct ovl_dir {
-	struct ovl_dir *next;     /* hash chain */
 	uint64_t parent;
 	struct ovl_ent *first;    /* in no order; deletions too */
 	size_t n;
@@ -44,9 +44,7 @@ struct store_ovl {
 	struct ovl_ent **tab;
 	size_t nbuckets;          /* a power of two, or 0 before the first add */
 	size_t n;                 /* entries */
-	struct ovl_dir **dtab;    /* parents of the dentries */
-	size_t ndbuckets;         /* a power of two, or 0 */
-	size_t ndirs;
+	struct map dirs;          /* parent inode number -> its struct ovl_dir */
 	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
 };
 
