@@ -593,6 +593,20 @@ int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const c
 	return 0;
 }
 
+/* A dentry value's inode number and type (either may be NULL): 0, or -EIO
+ * when it is not a dentry value's size. */
+static int dentry_value(const MDB_val *v, uint64_t *ino, uint8_t *dtype)
+{
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size != STORE_DENTRY_VAL_SIZE)
+		return -EIO;
+	if (ino)
+		*ino = get_le64(p);
+	if (dtype)
+		*dtype = p[8];
+	return 0;
+}
+
 int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t namelen,
                      uint64_t *ino, uint8_t *dtype)
 {
@@ -616,15 +630,8 @@ int store_get_dentry(struct store *s, uint64_t parent, const char *name, size_t 
 		v = (MDB_val){ ovl, (void *)ov };
 	else if ((err = store_point_txn(s, &txn, &rd)) == 0)
 		err = store_errno(mdb_get(txn, s->dentries, &k, &v));
-	if (err == 0 && v.mv_size != STORE_DENTRY_VAL_SIZE)
-		err = -EIO;
-	if (err == 0) {
-		const uint8_t *p = v.mv_data;
-		if (ino)
-			*ino = get_le64(p);
-		if (dtype)
-			*dtype = p[8];
-	}
+	if (err == 0)
+		err = dentry_value(&v, ino, dtype);
 	if (txn)
 		store_point_txn_end(s, txn, rd);
 	store_point_end(s);
@@ -702,13 +709,8 @@ int store_get_dentry_ahead(struct store *s, uint64_t parent, const char *name, s
 		err = dentry_state(s, key, 8 + namelen, exact ? &v : NULL, &dv);
 	else
 		err = store_errno(rc);
-	if (err == 0) {
-		const uint8_t *p = dv.mv_data;
-		if (ino)
-			*ino = get_le64(p);
-		if (dtype)
-			*dtype = p[8];
-	}
+	if (err == 0)
+		err = dentry_value(&dv, ino, dtype);
 	if (exact)
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	if (err == 0 || err == -ENOENT)
