@@ -39,29 +39,8 @@ static const struct cred root_cred = { .uid = 0, .gid = 0 };
  * read ahead are the tables' (store_get_dentry_ahead). */
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->dir, sizeof(f->dir), "test-ns_miss");
 	struct store_opts o = { .root_mode = 0755, .apply_batches = 1 };
-	if (!mkdtemp(f->dir) || store_open(f->dir, &o, &f->st) < 0 ||
-	    shm_create(8 * MIB, &f->shm) < 0 || ns_new(f->shm, f->st, NULL, &f->ns) < 0) {
-		free(f);
-		return -1;
-	}
-	*state = f;
-	return 0;
-}
-
-/* A restart: everything committed, an empty cache. */
-static void reopen(struct fx *f)
-{
-	commit_all(f);
-	ns_free(f->ns);
-	uint64_t size = f->shm->size;
-	shm_destroy(f->shm);
-	assert_int_equal(shm_create(size, &f->shm), 0);
-	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
+	return ns_fixture_setup_opts(state, "test-ns_miss", 8 * MIB, &o);
 }
 
 static void create_ok(struct fx *f, const struct cred *c, const char *path)
@@ -94,7 +73,7 @@ static void make_dir(struct fx *f, int n)
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		create_ok(f, &root_cred, p);
 	}
-	reopen(f);
+	ns_fixture_reopen(f);
 }
 
 /* Uncached files removed in name order: each removal's read reads more of
@@ -127,7 +106,7 @@ static void test_in_order(void **state)
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		unlink_is(f, &root_cred, p, -ENOENT);
 	}
-	reopen(f);
+	ns_fixture_reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
 	assert_int_equal(a.size, 0);
@@ -157,7 +136,7 @@ static void test_in_overlay(void **state)
 	}
 	assert_int_equal(counts(f).miss_reads - reads, 20 + 1); /* and /d */
 	assert_int_equal(counts(f).miss_ahead_used, 0);
-	reopen(f);
+	ns_fixture_reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
 	assert_int_equal(a.size, 0);
@@ -193,7 +172,7 @@ static void test_changed_after_read(void **state)
 	assert_int_equal(counts(f).miss_ahead_used, used);
 	unlink_is(f, &root_cred, "/d/f0005", 0);  /* read ahead again, by that read */
 	assert_int_equal(counts(f).miss_ahead_used, used + 1);
-	reopen(f);
+	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/g3"), true, &a), 0);
 	assert_int_equal(a.nlink, 1);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/g4"), true, &a), 0);
@@ -230,7 +209,7 @@ static void test_other_namespace(void **state)
 		else
 			create_ok(g, &root_cred, p);
 	}
-	reopen(g);
+	ns_fixture_reopen(g);
 	assert_int_equal(counts(g).committed_seq, counts(f).committed_seq);
 	unlink_is(g, &root_cred, "/d/f0002", -EISDIR);
 	assert_int_equal(ns_rmdir(g->ns, &root_cred, P("/d/f0002")), 0);
@@ -251,13 +230,13 @@ static void test_sticky(void **state)
 		snprintf(p, sizeof(p), "/st/f%04d", i);
 		create_ok(f, &u2, p);
 	}
-	reopen(f);
+	ns_fixture_reopen(f);
 	unlink_is(f, &root_cred, "/st/f0000", 0);
 	unlink_is(f, &root_cred, "/st/f0001", 0);  /* reads f0002 .. f0005 ahead */
 	unlink_is(f, &u1, "/st/f0002", -EPERM);
 	unlink_is(f, &u2, "/st/f0003", 0);
 	unlink_is(f, &root_cred, "/st/f0004", 0);
-	reopen(f);
+	ns_fixture_reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st/f0002"), true, &a), 0);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st"), true, &a), 0);

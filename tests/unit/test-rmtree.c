@@ -40,17 +40,6 @@ static int setup(void **state)
 	return ns_fixture_setup(state, "test-rmtree", 8 * MIB);
 }
 
-/* A restart: everything committed, an empty cache. */
-static void reopen(struct fx *f)
-{
-	commit_all(f);
-	ns_free(f->ns);
-	uint64_t size = f->shm->size;
-	shm_destroy(f->shm);
-	assert_int_equal(shm_create(size, &f->shm), 0);
-	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
-}
-
 static void create_ok(struct fx *f, const char *path)
 {
 	int rc = ns_open(f->ns, &root_cred, P(path), O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL);
@@ -83,7 +72,7 @@ static void test_rmtree_mixed_linear(void **state)
 		snprintf(p, sizeof(p), "/t/old-%05d", i);
 		create_ok(f, p);
 	}
-	reopen(f);
+	ns_fixture_reopen(f);
 	for (int i = 0; i < OLD; i += 2) {
 		snprintf(p, sizeof(p), "/t/old-%05d", i);
 		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), 0);
@@ -100,7 +89,7 @@ static void test_rmtree_mixed_linear(void **state)
 	assert_int_equal(stats(f).rmtree_entries, OLD + NEW + 1);
 	assert_true(visits <= 4 * (OLD + NEW));
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
-	reopen(f);
+	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/t"), true, &a), -ENOENT);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/"), true, &a), 0);
 	assert_int_equal(a.size, 0);
@@ -130,7 +119,7 @@ static void test_unlink_uncached(void **state)
 	}
 	assert_int_equal(ns_open(f->ns, &u2, P("/st/theirs"), O_CREAT | O_EXCL, 0644, false, NULL), 0);
 	assert_int_equal(ns_link(f->ns, &root_cred, P("/d/f1"), P("/twin")), 0);
-	reopen(f);
+	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/st"), true, &a), 0);
 	uint64_t reloads = stats(f).reloads, inodes = f->shm->slab[SLAB_INODE].live;
@@ -158,7 +147,7 @@ static void test_unlink_uncached(void **state)
 	assert_int_equal(ns_link(f->ns, &root_cred, P("/twin"), P("/twin2")), 0);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/twin"), true, &a), 0);
 	int64_t linked = a.ctime_ns;
-	reopen(f);
+	ns_fixture_reopen(f);
 	usleep(2000);
 	reloads = stats(f).reloads;
 	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/twin2")), 0);
@@ -182,7 +171,7 @@ static void test_unlink_uncached(void **state)
 		snprintf(p, sizeof(p), "/d/f%d", i);
 		assert_int_equal(ns_stat(f->ns, &root_cred, P(p), true, &a), -ENOENT);
 	}
-	reopen(f);
+	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
 	assert_int_equal(a.size, 2); /* f0 and f3 */
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d/f3"), true, &a), 0);
@@ -220,7 +209,7 @@ static void test_rmtree_fails_midway(void **state)
 		assert_int_equal(ns_open(f->ns, &u1, P(p), O_CREAT | O_EXCL, 0644, false, NULL), 0);
 	}
 	create_ok(f, "/t/z/x");
-	reopen(f);
+	ns_fixture_reopen(f);
 	/* half of /t/b cached, half not */
 	ns_attr a, t0, b0;
 	for (int i = 0; i < 50; i += 2) {
@@ -236,7 +225,7 @@ static void test_rmtree_fails_midway(void **state)
 	assert_int_equal(t0.nlink, 3);
 	assert_int_equal(ns_stat(f->ns, &u1, P("/t/z"), true, &b0), 0);
 	assert_int_equal(b0.size, 1);
-	reopen(f);
+	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &u1, P("/t"), true, &a), 0);
 	assert_int_equal(a.size, 1);
 	assert_int_equal(a.nlink, 3);
