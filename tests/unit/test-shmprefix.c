@@ -14,48 +14,32 @@
 
 #include <cmocka.h>
 
-#include "fixture.h"
+#include "ns_fixture.h"
 #include "ns.h"
 #include "ops.h"
 #include "shm.h"
 #include "shmview_impl.h"
 #include "store.h"
 
-struct fx {
-	char dir[256];
-	struct store *st;
-	struct shm *shm;
-	struct ns *ns;
-	struct cred root;
-	struct view *v;
-};
+/* The view over the fixture's segment (one test at a time). */
+static struct view view;
+static const struct cred root_cred = { .uid = 0, .gid = 0 };
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	fixture_template(f->dir, sizeof(f->dir), "mc-shmprefix");
-	assert_non_null(mkdtemp(f->dir));
-	struct store_opts so = { .root_mode = 0755 };
-	assert_int_equal(store_open(f->dir, &so, &f->st), 0);
-	assert_int_equal(shm_create(8u << 20, &f->shm), 0);
-	assert_int_equal(ns_new(f->shm, f->st, NULL, &f->ns), 0);
-	f->v = calloc(1, sizeof(*f->v));
-	assert_int_equal(view_init(f->v, f->shm->base, f->shm->size), 0);
-	view_default_limits(&f->v->lim);
-	*state = f;
+	if (ns_fixture_setup(state, "mc-shmprefix", 8u << 20) < 0)
+		return -1;
+	struct fx *f = *state;
+	memset(&view, 0, sizeof(view));
+	if (view_init(&view, f->shm->base, f->shm->size) < 0)
+		return -1;
+	view_default_limits(&view.lim);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-	ns_free(f->ns);
-	shm_destroy(f->shm);
-	store_close(f->st);
-	fixture_rmtree(f->dir);
-	free(f->v);
-	free(f);
-	return 0;
+	return ns_fixture_teardown(state);
 }
 
 #define P(s) (s), strlen(s)
@@ -64,7 +48,7 @@ static const struct prefix_entry *entry_for(struct fx *f, const char *key)
 {
 	size_t klen = strlen(key);
 	for (unsigned k = 0; k < PREFIX_SLOTS; k++) {
-		const struct prefix_entry *e = &f->v->prefixes[k];
+		const struct prefix_entry *e = &view.prefixes[k];
 		if (e->klen == klen && memcmp(e->key, key, klen) == 0)
 			return e;
 	}
@@ -80,11 +64,11 @@ static const struct prefix_entry *entry_for(struct fx *f, const char *key)
 static void hit_checks_page_type(struct fx *f, bool dentry)
 {
 	struct stat st;
-	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p"), 0755, NULL), 0);
-	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/p/q"), 0755, NULL), 0);
-	assert_int_equal(ns_open(f->ns, &f->root, P("/p/q/f"), O_CREAT | O_EXCL | O_WRONLY, 0644,
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/p"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/p/q"), 0755, NULL), 0);
+	assert_int_equal(ns_open(f->ns, &root_cred, P("/p/q/f"), O_CREAT | O_EXCL | O_WRONLY, 0644,
 	                         false, NULL), 0);
-	assert_int_equal(view_stat(f->v, P("/p/q/f"), true, &st), 0);
+	assert_int_equal(view_stat(&view, P("/p/q/f"), true, &st), 0);
 	const struct prefix_entry *e = entry_for(f, "/p/q/");
 	assert_non_null(e);
 	assert_int_equal(e->hit.n, 3);
@@ -92,18 +76,18 @@ static void hit_checks_page_type(struct fx *f, bool dentry)
 	mc_off_t stack[PREFIX_DEPTH];
 	uint64_t stack_ino[PREFIX_DEPTH], kh;
 	struct isnap top;
-	assert_int_equal(prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
+	assert_int_equal(prefix_find(&view, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
 
 	mc_off_t q = dentry ? e->hit.lv[2].dentry : e->hit.lv[2].inode;
 	uint32_t pg = (uint32_t)(((uint64_t)q << MC_OFF_SHIFT) >> MC_PAGE_SHIFT);
 	uint8_t was = f->shm->page_types[pg];
 	assert_int_equal(was, dentry ? MC_PT_DENTRY : MC_PT_INODE);
 	f->shm->page_types[pg] = MC_PT_BLOB32 + 2;
-	int n = prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top);
+	int n = prefix_find(&view, P("/p/q/"), &kh, stack, stack_ino, &top);
 	f->shm->page_types[pg] = was;
 	assert_int_equal(n, 0);
 	/* The page of its type again: the entry holds. */
-	assert_int_equal(prefix_find(f->v, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
+	assert_int_equal(prefix_find(&view, P("/p/q/"), &kh, stack, stack_ino, &top), 3);
 }
 
 static void test_hit_checks_page_types(void **state)
