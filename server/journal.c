@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "bytes.h"
+#include "grow.h"
 #include "journal.h"
 #include "mc_shm.h"
 
@@ -78,20 +79,10 @@ static int journal_reserve(struct journal_batch *b, size_t need)
 {
 	if (need > SIZE_MAX - b->len)
 		return -ENOMEM;
-	size_t want = b->len + need;
-	if (want <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : JOURNAL_BUF_MIN;
-	while (cap < want) {
-		if (cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		cap *= 2;
-	}
-	uint8_t *nb = realloc(b->buf, cap);
+	uint8_t *nb = grow(b->buf, &b->cap, b->len + need, JOURNAL_BUF_MIN);
 	if (!nb)
 		return -ENOMEM;
 	b->buf = nb;
-	b->cap = cap;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "journal.h"
 #include "store.h"
 
@@ -26,16 +27,10 @@ struct feed {
 
 static int feed_reserve(struct feed *f, size_t need)
 {
-	if (f->len + need + 1 <= f->cap)
-		return 0;
-	size_t cap = f->cap ? f->cap : 4096;
-	while (cap < f->len + need + 1)
-		cap *= 2;
-	char *nb = realloc(f->buf, cap);
+	char *nb = grow(f->buf, &f->cap, f->len + need + 1, 4096);
 	if (!nb)
 		return -ENOMEM;
 	f->buf = nb;
-	f->cap = cap;
 	return 0;
 }
 

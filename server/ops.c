@@ -29,6 +29,7 @@
 #include "cred.h"
 #include "extent_map.h"
 #include "extent_ns.h"
+#include "grow.h"
 #include "mc_shm.h"
 #include "mcd.h"
 #include "map.h"
@@ -218,16 +219,10 @@ static int dirbuf_add(void *arg, const char *name, size_t len, uint64_t ino, uin
 		b->name_off = no;
 		b->cap = cap;
 	}
-	if (b->nlen + len > b->ncap) {
-		size_t cap = b->ncap ? b->ncap * 2 : 4096;
-		while (cap < b->nlen + len)
-			cap *= 2;
-		char *n = realloc(o->names, cap);
-		if (!n)
-			return -ENOMEM;
-		o->names = n;
-		b->ncap = cap;
-	}
+	char *n = grow(o->names, &b->ncap, b->nlen + len, 4096);
+	if (!n)
+		return -ENOMEM;
+	o->names = n;
 	memcpy(o->names + b->nlen, name, len);
 	Mcache__Dirent *e = &o->ents[b->n];
 	mcache__dirent__init(e);

@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "frame.h"
+#include "grow.h"
 #include "log.h"
 #include "mc_watch.h"
 #include "mcache.pb-c.h"
@@ -357,16 +358,10 @@ static int do_queue(struct watcher *w, const uint8_t *ev, size_t len, uint64_t s
 		w->capowed = cap;
 		w->head = 0;
 	}
-	if (w->plen + len > w->pcap) {
-		size_t cap = w->pcap ? w->pcap * 2 : 1024;
-		while (cap < w->plen + len)
-			cap *= 2;
-		uint8_t *b = realloc(w->pend, cap);
-		if (!b)
-			return -ENOMEM;
-		w->pend = b;
-		w->pcap = cap;
-	}
+	uint8_t *b = grow(w->pend, &w->pcap, w->plen + len, 1024);
+	if (!b)
+		return -ENOMEM;
+	w->pend = b;
 	memcpy(w->pend + w->plen, ev, len);
 	w->plen += len;
 	w->pend_seq = seq;
