@@ -197,17 +197,13 @@ fail:
 int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
                           void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg)
 {
-	Mcache__Cred *as = cred_current();
 	size_t sent = 0, got = 0, nin = 0;
 	uint64_t ids[2];
 	int err = 0;
 
 	if (c->max_ops && chunk > c->max_ops)
 		chunk = c->max_ops;
-	for (size_t i = 0; as && i < n; i++)
-		ops[i]->cred = as;
-	for (size_t i = 0; c->path_max && i < n; i++)
-		ops[i]->path_max = c->path_max;
+	Mcache__Cred *as = ops_stamp(c, ops, n);
 	client_lock(c);
 	if (c->nclose > 0 && client_check(c) == 0)
 		err = do_client_flush_closes(c);
@@ -242,7 +238,6 @@ int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk
 			fn(arg, got, rsp);
 	}
 	client_unlock(c);
-	for (size_t i = 0; as && i < n; i++)
-		ops[i]->cred = NULL;
+	ops_unstamp(ops, n, as);
 	return err;
 }

@@ -492,16 +492,11 @@ out:
 
 int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out)
 {
-	Mcache__Cred *as = cred_current();
-	for (size_t i = 0; as && i < n; i++)
-		ops[i]->cred = as;
-	for (size_t i = 0; c->path_max && i < n; i++)
-		ops[i]->path_max = c->path_max;
+	Mcache__Cred *as = ops_stamp(c, ops, n);
 	client_lock(c);
 	int err = do_call(c, ops, n, out);
 	client_unlock(c);
-	for (size_t i = 0; as && i < n; i++)
-		ops[i]->cred = NULL;
+	ops_unstamp(ops, n, as);
 	return err;
 }
 

@@ -146,6 +146,25 @@ int client_check(const mc_client *c);
 /* True when called in a child forked after c connected. */
 bool client_forked(const mc_client *c);
 
+/* Give ops[0..n) the calling thread's credentials (mc_cred_set) and c's
+ * path limit; returns the credentials, which ops_unstamp takes back (the
+ * caller owns the ops, the credentials are the thread's). */
+static inline Mcache__Cred *ops_stamp(const mc_client *c, Mcache__Op **ops, size_t n)
+{
+	Mcache__Cred *as = cred_current();
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = as;
+	for (size_t i = 0; c->path_max && i < n; i++)
+		ops[i]->path_max = c->path_max;
+	return as;
+}
+
+static inline void ops_unstamp(Mcache__Op **ops, size_t n, const Mcache__Cred *as)
+{
+	for (size_t i = 0; as && i < n; i++)
+		ops[i]->cred = NULL;
+}
+
 /* Send ops[0..n) in one request and wait for the response, whose results
  * must number n. On success *out is the response (free it with
  * mcache__response__free_unpacked(*out, NULL)). Errors: -ECHILD, -ENOTCONN
