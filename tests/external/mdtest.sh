@@ -2,7 +2,11 @@
 # mdtest.sh - metadata rates on an mcachefs mount and on tmpfs, in the same
 # run and with the same parameters: mdtest -F -n N -u (np 1, and np 2 when
 # mpirun is there), then `find` over a tree of FIND_ENTRIES entries, cold
-# and cached, with the server requests the cached one made.
+# and cached, with the server requests the cached one made. The same mdtest
+# also runs on fusefloor (tests/bench/fusefloor.c, when built), a FUSE file
+# system that answers every request from its own memory: the rate of a FUSE
+# file system whose back end costs nothing, so the "floor" columns say how
+# much of the gap to tmpfs is FUSE's own.
 #
 #   tests/external/mdtest.sh MDTEST_BINARY BUILD_DIR [N] [FIND_ENTRIES]
 #
@@ -26,6 +30,15 @@ FIND_ENTRIES=${4:-100000}
 # shellcheck source=SCRIPTDIR/mount-common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/mount-common.sh"
 mount_start mdtest ""
+FLOOR=
+if [ -x "$BUILD/tests/bench/fusefloor" ]; then
+	mkdir -p "$T/floor"
+	"$BUILD/tests/bench/fusefloor" "$T/floor"
+	FLOOR=$T/floor
+	trap 'fusermount3 -u "$FLOOR" 2>/dev/null || true; mount_cleanup' EXIT
+else
+	echo "# $BUILD/tests/bench/fusefloor not built: no floor columns"
+fi
 
 NPS="1"
 if command -v mpirun >/dev/null 2>&1; then
@@ -50,13 +63,19 @@ rates() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b ? a / b : 0}'; }
 
-printf '%-4s %-8s %14s %14s %8s\n' np phase mcachefs/s tmpfs/s ratio
+printf '%-4s %-8s %12s %12s %12s %8s %8s %8s\n' np phase mcachefs/s floor/s tmpfs/s mc/tmpfs fl/tmpfs mc/floor
+row() { # row NP PHASE MCACHEFS FLOOR TMPFS
+	printf '%-4s %-8s %12s %12s %12s %8s %8s %8s\n' "$1" "$2" "$3" "$4" "$5" \
+		"$(ratio "$3" "$5")" "$(ratio "$4" "$5")" "$(ratio "$3" "$4")"
+}
 for np in $NPS; do
 	read -r mc ms mr <<<"$(rates "$np" "$T/mnt")"
+	fc=0 fs=0 fr=0
+	[ -n "$FLOOR" ] && read -r fc fs fr <<<"$(rates "$np" "$FLOOR")"
 	read -r tc ts tr <<<"$(rates "$np" "$T/tmpfs")"
-	printf '%-4s %-8s %14s %14s %8s\n' "$np" create "$mc" "$tc" "$(ratio "$mc" "$tc")"
-	printf '%-4s %-8s %14s %14s %8s\n' "$np" stat "$ms" "$ts" "$(ratio "$ms" "$ts")"
-	printf '%-4s %-8s %14s %14s %8s\n' "$np" remove "$mr" "$tr" "$(ratio "$mr" "$tr")"
+	row "$np" create "$mc" "$fc" "$tc"
+	row "$np" stat "$ms" "$fs" "$ts"
+	row "$np" remove "$mr" "$fr" "$tr"
 done
 
 # find over FIND_ENTRIES entries: 100 directories of FIND_ENTRIES/100 files.
