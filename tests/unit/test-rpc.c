@@ -133,6 +133,13 @@ void ops_hold_end(struct session *s)
 	holding = 0;
 }
 
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op)
+{
+	(void)s;
+	(void)op;
+	assert_int_equal(holding, 1); /* only inside a run */
+}
+
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	/* Nothing but those ops runs inside a run. */
