@@ -619,6 +619,56 @@ static void test_replies_sent_at_once(void **state)
 	close(fd);
 }
 
+/* Requests that arrive together are answered together: the replies of
+ * the frames one read brought in leave in one send at the end of their
+ * pass (conn_io.c invariant 5), so the first is not on the socket before
+ * the second is. Here the second request takes 50 ms: were the first
+ * reply sent at once, it would be read long before the second exists. */
+static void test_pipelined_replies_sent_together(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	uint8_t burst[256], peek[8];
+	size_t blen = 0;
+	struct rpc_stats st;
+
+	for (unsigned i = 0; i < 2; i++) {
+		Mcache__Request req = MCACHE__REQUEST__INIT;
+		Mcache__Op op, *opp[1] = { &op };
+		uint8_t *buf;
+		size_t len;
+
+		if (i == 0) {
+			op_set(&op, MCACHE__OP_CODE__OP_STAT, "/quick");
+		} else {
+			op_set(&op, MCACHE__OP_CODE__OP_RMTREE, "/slow");
+			op.size = 50000;
+		}
+		req.id = 30 + i;
+		req.n_ops = 1;
+		req.ops = opp;
+		assert_int_equal(frame_pack_request(&req, MC_FRAME_MAX, &buf, &len), 0);
+		assert_true(blen + len <= sizeof(burst));
+		memcpy(burst + blen, buf, len);
+		blen += len;
+		free(buf);
+	}
+	assert_int_equal(frame_write(fd, burst, blen, -1), 0);   /* one write: one read */
+	Mcache__Response *rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 30);
+	mcache__response__free_unpacked(rsp, NULL);
+	/* The second reply came with the first. */
+	assert_int_equal(recv(fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT), (ssize_t)sizeof(peek));
+	rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 31);
+	mcache__response__free_unpacked(rsp, NULL);
+	rpc_get_stats(f->r, &st);
+	assert_int_equal(st.replies_queued, 0);
+	/* A request alone is still answered at once. */
+	cli_check_stat(fd, 40, "/alone");
+	close(fd);
+}
+
 /* Replies the socket cannot take wait in the queue, and later replies go
  * behind them, never ahead, even once the socket has room again. */
 static void test_queued_replies_keep_order(void **state)
@@ -1521,6 +1571,7 @@ int main(void)
 		T(test_batch_100),
 		T(test_batch_holds),
 		T(test_replies_sent_at_once),
+		T(test_pipelined_replies_sent_together),
 		T(test_reply_bytes_canonical),
 		T(test_request_unknown_fields),
 		T(test_wakeup_slice_shared),
