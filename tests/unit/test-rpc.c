@@ -1,5 +1,6 @@
 /* test-rpc.c - the RPC server against stand-in ops and committer, driven
  * by raw clients speaking frames over the unix socket. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1535,6 +1536,37 @@ static void *hammer_main(void *arg)
 	return NULL;
 }
 
+/* The server's threads carry their names (rpc.c invariant 5): as many
+ * "mcached-conn" as workers, one "mcached-accept". */
+static void test_thread_names(void **state)
+{
+	struct fx *f = *state;
+	unsigned conn = 0, accept = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	(void)f;
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], name[32] = "";
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(name, sizeof(name), fp)) {
+			conn += strcmp(name, "mcached-conn\n") == 0;
+			accept += strcmp(name, "mcached-accept\n") == 0;
+		}
+		fclose(fp);
+	}
+	closedir(d);
+	assert_int_equal(conn, f->o.workers);
+	assert_int_equal(accept, 1);
+}
+
 static void test_concurrent_clients(void **state)
 {
 	struct fx *f = *state;
@@ -1600,6 +1632,7 @@ int main(void)
 		T(test_stop_mid_request),
 		T(test_close_mid_request),
 		T(test_concurrent_clients),
+		T(test_thread_names),
 	};
 
 	return cmocka_run_group_tests_name("rpc", tests, NULL, NULL);
