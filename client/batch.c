@@ -230,13 +230,22 @@ struct batch_take {
 	const size_t *sent;          /* sent[k]: the batch index of the k-th op sent */
 };
 
-/* The response of the ops sent from off on. */
-static void batch_take(void *arg, size_t off, Mcache__Response *rsp)
+/* The response of the k ops sent from off on: their errnos, or rsp. */
+static void batch_take(void *arg, size_t off, size_t k, const int32_t *errs,
+                       Mcache__Response *rsp)
 {
 	struct batch_take *t = arg;
 
-	for (size_t k = 0; k < rsp->n_results; k++)
-		batch_result(t->b, t->errs, t->sent[off + k], rsp->results[k]);
+	if (errs) {
+		for (size_t j = 0; j < k; j++) {
+			size_t i = t->sent[off + j];
+			/* A stat answered without its attr: as batch_result. */
+			t->errs[i] = errs[j] == 0 && t->b->stats[i] ? EPROTO : errs[j];
+		}
+		return;
+	}
+	for (size_t j = 0; j < rsp->n_results; j++)
+		batch_result(t->b, t->errs, t->sent[off + j], rsp->results[j]);
 	mcache__response__free_unpacked(rsp, NULL);
 }
 
@@ -295,7 +304,8 @@ int mc_batch_run(mc_batch *b)
 		if (chunk > BATCH_PIPE_MAX)
 			chunk = BATCH_PIPE_MAX;
 		struct batch_take t = { b, errs, sent };
-		err = client_call_pipelined(b->c, ptrs, nsend, chunk, batch_take, &t);
+		/* batch_add sets code, mode, path and path2 alone. */
+		err = client_call_pipelined(b->c, ptrs, nsend, chunk, true, batch_take, &t);
 		if (err < 0)
 			goto fail;
 		nsend = 0;               /* all answered */

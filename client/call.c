@@ -89,9 +89,9 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool m
 	return 0;
 }
 
-/* Frame req into a new buffer: by hand (wire.c) for requests of ops, the
- * same bytes protobuf-c would make, in one pass. As frame_pack_request. */
-int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
+/* client_frame_pack; basic: the ops set no member but code, path, path2
+ * and mode (wire_request_pack_basic). */
+static int frame_pack(const Mcache__Request *req, bool basic, uint8_t **out, size_t *len)
 {
 	size_t bound = wire_request_bound(req);
 	uint8_t *buf, *end;
@@ -101,7 +101,8 @@ int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 	buf = malloc(MC_FRAME_HDR + bound);
 	if (!buf)
 		return -ENOMEM;
-	end = wire_request_pack(req, buf + MC_FRAME_HDR);
+	end = basic ? wire_request_pack_basic(req, buf + MC_FRAME_HDR)
+	            : wire_request_pack(req, buf + MC_FRAME_HDR);
 	if (!end) {
 		free(buf);
 		return frame_pack_request(req, MC_FRAME_MAX, out, len);
@@ -117,9 +118,16 @@ int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
 	return 0;
 }
 
+/* Frame req into a new buffer: by hand (wire.c) for requests of ops, the
+ * same bytes protobuf-c would make, in one pass. As frame_pack_request. */
+int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len)
+{
+	return frame_pack(req, false, out, len);
+}
+
 /* ---- requests out, responses in ---------------------------------------- */
 
-int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
+static int call_send(mc_client *c, Mcache__Op **ops, size_t n, bool basic, uint64_t *id)
 {
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	uint8_t *buf = NULL;
@@ -133,7 +141,7 @@ int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
 	req.id = c->next_id++;
 	req.n_ops = n;
 	req.ops = ops;
-	err = client_frame_pack(&req, &buf, &len);
+	err = frame_pack(&req, basic, &buf, &len);
 	if (err < 0)
 		return err == -EMSGSIZE ? -E2BIG : err;
 	err = frame_write(c->sock, buf, len, -1);
@@ -144,16 +152,37 @@ int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
 	return 0;
 }
 
-int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out)
+int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id)
+{
+	return call_send(c, ops, n, false, id);
+}
+
+/* client_call_recv; with errs (room for n), a response of errnos alone is
+ * read into it without unpacking (wire_response_errs), checked as the
+ * results are: 1 then, 0 with *out otherwise. */
+static int call_recv(mc_client *c, uint64_t id, size_t n, bool more, int32_t *errs,
+                     Mcache__Response **out)
 {
 	Mcache__Response *rsp = NULL;
 	const uint8_t *payload = NULL;
 	size_t len;
+	uint64_t rid;
 	int err;
 
 	err = client_frame_recv(c, &payload, &len, more);
 	if (err < 0)
 		return client_transport_error(c, err);
+	if (errs && wire_response_errs(payload, len, &rid, errs, n) == 0) {
+		bool bad = rid != id;
+
+		for (size_t i = 0; i < n; i++)
+			bad |= errs[i] < 0;
+		if (bad) {
+			c->broken = true;
+			return -EPROTO;
+		}
+		return 1;
+	}
 	rsp = wire_response_unpack(payload, len);
 	if (!rsp)
 		rsp = mcache__response__unpack(NULL, len, payload);
@@ -194,8 +223,15 @@ fail:
 	return err;
 }
 
-int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
-                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg)
+int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out)
+{
+	return call_recv(c, id, n, more, NULL, out);
+}
+
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk, bool basic,
+                          void (*fn)(void *arg, size_t off, size_t k, const int32_t *errs,
+                                     Mcache__Response *rsp),
+                          void *arg)
 {
 	size_t sent = 0, got = 0, nin = 0;
 	uint64_t ids[2];
@@ -203,7 +239,12 @@ int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk
 
 	if (c->max_ops && chunk > c->max_ops)
 		chunk = c->max_ops;
+	int32_t *errs = malloc((chunk < n ? chunk : n) * sizeof(*errs) + 1);
+	if (!errs)
+		return -ENOMEM;
 	Mcache__Cred *as = ops_stamp(c, ops, n);
+	/* Stamped credentials or a path limit are members too. */
+	basic = basic && !as && !c->path_max;
 	client_lock(c);
 	if (c->nclose > 0 && client_check(c) == 0)
 		err = do_client_flush_closes(c);
@@ -212,7 +253,7 @@ int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk
 	while (err == 0 && got < n) {
 		if (sent < n && nin < 2) {
 			size_t k = n - sent < chunk ? n - sent : chunk;
-			err = client_call_send(c, ops + sent, k, &ids[(sent / chunk) % 2]);
+			err = call_send(c, ops + sent, k, basic, &ids[(sent / chunk) % 2]);
 			if (err < 0)
 				break;
 			sent += k;
@@ -221,11 +262,12 @@ int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk
 				continue;       /* the next one out before this one's answer */
 		}
 		size_t k = n - got < chunk ? n - got : chunk;
-		Mcache__Response *rsp;
-		err = client_call_recv(c, ids[(got / chunk) % 2], k, sent > got + k, &rsp);
+		Mcache__Response *rsp = NULL;
+		err = call_recv(c, ids[(got / chunk) % 2], k, sent > got + k, errs, &rsp);
 		if (err < 0)
 			break;
-		fn(arg, got, rsp);
+		fn(arg, got, k, err ? errs : NULL, rsp);
+		err = 0;
 		got += k;
 		nin--;
 	}
@@ -233,11 +275,13 @@ int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk
 		/* A request could not be sent (packing) while one is out: its
 		 * answer is read and given, so the stream stays in step. */
 		size_t k = n - got < chunk ? n - got : chunk;
-		Mcache__Response *rsp;
-		if (client_call_recv(c, ids[(got / chunk) % 2], k, false, &rsp) == 0)
-			fn(arg, got, rsp);
+		Mcache__Response *rsp = NULL;
+		int rc = call_recv(c, ids[(got / chunk) % 2], k, false, errs, &rsp);
+		if (rc >= 0)
+			fn(arg, got, k, rc ? errs : NULL, rsp);
 	}
 	client_unlock(c);
 	ops_unstamp(ops, n, as);
+	free(errs);
 	return err;
 }

@@ -175,13 +175,19 @@ int client_call(mc_client *c, Mcache__Op **ops, size_t n, Mcache__Response **out
  * server's max_ops), the next one written before the previous one's
  * response is read (two in flight at most), so that the packing of one
  * and the reading of another overlap the server's work; the ops run in
- * order, as in one request. fn(arg, off, rsp) gets the response of
- * ops[off..) in order and owns it. Queued closes are sent first, alone.
+ * order, as in one request. fn(arg, off, k, errs, rsp) gets the
+ * response of ops[off..off+k) in order: errs[0..k) their errnos when the
+ * response held nothing else (wire_response_errs; rsp NULL then), else
+ * rsp, which it owns (errs NULL). Queued closes are sent first, alone.
  * Errors as client_call(); the responses read before one are given to fn.
  * Only for ops whose results always fit a reply (no EMSGSIZE): a later
- * request may already run when an earlier answer arrives. */
-int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk,
-                          void (*fn)(void *arg, size_t off, Mcache__Response *rsp), void *arg);
+ * request may already run when an earlier answer arrives. basic: no op
+ * sets a member but code, path, path2 and mode (a batch's), so they are
+ * packed without looking at the others (wire_request_pack_basic). */
+int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk, bool basic,
+                          void (*fn)(void *arg, size_t off, size_t k, const int32_t *errs,
+                                     Mcache__Response *rsp),
+                          void *arg);
 /* A transport error from frame_*: the stream may be out of step (broken
  * set). Returns what the call fails with: -ENOMEM and -EPROTO as they
  * are, -EMSGSIZE as -EPROTO, anything else as -ENOTCONN. */

@@ -91,8 +91,9 @@ static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
 
 /* The members a batch's op sets (wire_op_size_basic): their fields in
  * plan_op, in field order. */
-/* Result's err member: its field in plan_result, or -1. */
+/* Result's err member: its field in plan_result, or -1; its key. */
 static int result_err = -1;
+static uint64_t result_err_key;
 
 static const size_t op_basic_off[] = {
 	offsetof(Mcache__Op, code), offsetof(Mcache__Op, path),
@@ -179,8 +180,10 @@ static void wire_init(void)
 		plan_op_fixed += plan_op.f[i].taglen + 10u;   /* a varint, or a length */
 	for (unsigned i = 0; plan_result.ok && i < plan_result.n; i++)
 		if (plan_result.f[i].off == offsetof(Mcache__Result, err) &&
-		    plan_result.f[i].kind == WK_I32)
+		    plan_result.f[i].kind == WK_I32) {
 			result_err = (int)i;
+			result_err_key = (uint64_t)mcache__result__descriptor.fields[i].id << 3;
+		}
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -413,6 +416,35 @@ uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p)
 	return p;
 }
 
+uint8_t *wire_request_pack_basic(const Mcache__Request *req, uint8_t *p)
+{
+	pthread_once(&wire_once, wire_init);
+	if (n_op_basic != OP_BASIC)
+		return wire_request_pack(req, p);
+	if (req->id) {
+		*p++ = (1u << 3) | 0;
+		p = wire_put_varint(p, req->id);
+	}
+	for (size_t i = 0; i < req->n_ops; i++) {
+		const uint8_t *msg = (const uint8_t *)req->ops[i];
+		uint64_t mask = 0;
+		size_t sz = 0;
+
+		/* The four members alone: the rest are known to be unset. */
+		for (unsigned k = 0; k < OP_BASIC; k++) {
+			size_t was = sz;
+
+			wire_field_size(&plan_op.f[op_basic[k]], msg, &sz);
+			if (sz != was)
+				mask |= (uint64_t)1 << op_basic[k];
+		}
+		*p++ = (3u << 3) | 2;
+		p = wire_put_varint(p, sz);
+		p = wire_plan_pack_mask(&plan_op, &req->ops[i]->base, mask, p);
+	}
+	return p;
+}
+
 /* ---- decoding ---------------------------------------------------------- */
 
 /* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
@@ -596,4 +628,43 @@ Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len)
 fail:
 	mcache__response__free_unpacked(rsp, NULL);
 	return NULL;
+}
+
+int wire_response_errs(const uint8_t *p, size_t len, uint64_t *id, int32_t *errs, size_t n)
+{
+	const uint8_t *end = p + len;
+	size_t k = 0;
+	uint64_t key, v;
+
+	pthread_once(&wire_once, wire_init);
+	if (result_err < 0)
+		return -1;
+	*id = 0;
+	while (p < end) {
+		if (wire_get_varint(&p, end, &key) < 0)
+			return -1;
+		if (key == ((1u << 3) | 0)) {
+			if (wire_get_varint(&p, end, &v) < 0)
+				return -1;
+			*id = v;                          /* the last one, as protobuf-c */
+			continue;
+		}
+		if (key != ((3u << 3) | 2) || wire_get_varint(&p, end, &v) < 0 ||
+		    v > (uint64_t)(end - p) || k == n)
+			return -1;
+		const uint8_t *q = p, *qe = p + v;
+		int32_t e = 0;
+
+		while (q < qe) {
+			uint64_t rk, rv;
+
+			if (wire_get_varint(&q, qe, &rk) < 0 || rk != result_err_key ||
+			    wire_get_varint(&q, qe, &rv) < 0)
+				return -1;
+			e = (int32_t)(uint32_t)rv;        /* as protobuf-c takes an int32 */
+		}
+		errs[k++] = e;
+		p = qe;
+	}
+	return k == n ? 0 : -1;
 }

@@ -45,11 +45,22 @@ size_t wire_request_bound(const Mcache__Request *req);
  * something but scalars and bytes (protobuf-c's then; p's contents are
  * undefined). */
 uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p);
+/* wire_request_pack for a request whose ops set no member but code, path,
+ * path2 and mode (a batch's, as wire_op_size_basic): the same bytes,
+ * without looking at the other members; never NULL. */
+uint8_t *wire_request_pack_basic(const Mcache__Request *req, uint8_t *p);
 /* Unpack the Response p[0..len) when it holds only its id and results of
  * scalars (every mutation's reply), laid out as protobuf-c's unpack with
  * the default allocator would: free it with
  * mcache__response__free_unpacked(rsp, NULL). NULL when it holds anything
  * else, is cut short, or memory ran out: unpack with protobuf-c then. */
 Mcache__Response *wire_response_unpack(const uint8_t *p, size_t len);
+/* The Response p[0..len) read without unpacking it, when it holds only its
+ * id and exactly n results that each hold nothing but err (a batch of
+ * mutations' reply): 0 with *id and errs[0..n) their errs, as protobuf-c
+ * would decode them. -1 when it holds anything else (a whole-request
+ * error, a result with more, another count) or is cut short: unpack it
+ * then. */
+int wire_response_errs(const uint8_t *p, size_t len, uint64_t *id, int32_t *errs, size_t n);
 
 #endif

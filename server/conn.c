@@ -52,7 +52,9 @@
  *     RUNNING, reads and parses nothing, and its next slice waits behind
  *     the worker's other ready events (a zero timer, ev_step); frames
  *     parsed in one wakeup share its slice, and those left when it ran out
- *     wait on the same timer (conn_step_cb in READY).
+ *     wait on the same timer (conn_step_cb in READY). The replies of one
+ *     pass of conn_process leave together at its end (conn_io.c
+ *     invariant 5).
  *  8. c->ent is listed in r->m->clients (clients.c) from a good Hello
  *     (conn_hello) until conn_close, and counts each request received; each
  *     request's job records its slow ops in r->m->slowlog (slowlog.c).
@@ -644,6 +646,7 @@ void conn_process(struct conn *c)
 	uint64_t start = mono_us();
 
 	c->refs++;                        /* replies may close c under us */
+	conn_io_cork(c);                  /* this pass's replies go out together */
 	while ((c->st == CONN_HELLO || c->st == CONN_READY) && conn_io_pending(c) <= high) {
 		uint8_t hdr[MC_FRAME_HDR];
 		struct request_job *job = NULL;
@@ -698,6 +701,8 @@ void conn_process(struct conn *c)
 			conn_request(c, job, CONN_SLICE_US - used);   /* takes job */
 		}
 	}
+	/* What the socket takes now is not backlog (conn_io.c invariant 5). */
+	conn_io_flush(c);
 	if (c->st != CONN_READY && c->st != CONN_HELLO)
 		goto out;
 	/* Backpressure: a peer that does not read its replies stops being read;
@@ -714,6 +719,7 @@ void conn_process(struct conn *c)
 	}
 	conn_frame_deadline(c, progressed);
 out:
+	conn_io_uncork(c);
 	conn_unref(c);
 }
 

@@ -18,6 +18,15 @@
  *     directly written reply never enters either.
  *  4. Input held is at most one frame plus one read (CONN_READ_MAX): the
  *     conn stops reading whenever it stops parsing (conn.c invariant 6).
+ *  5. While corked (conn.c parses what a read brought in), replies sent
+ *     with nothing queued are held back in cork_buf, in order, and tried
+ *     on the socket together (one sendmsg) when the outermost cork ends,
+ *     when CONN_CORK_MAX are held, or before anything else is written or
+ *     queued (conn_io_queue, closing); what the socket does not take is
+ *     queued as in 1. So a pipelined burst read at once is answered in
+ *     one send, a single request at once as before, and no reply waits
+ *     longer than the pass that made it (one slice, conn.c invariant 7).
+ *     Held-back bytes count as pending output (conn_io_pending).
  */
 #include "conn_io.h"
 
@@ -89,7 +98,7 @@ void conn_shed_one(struct conn *c)
 
 size_t conn_io_pending(const struct conn *c)
 {
-	return c->out ? evbuffer_get_length(c->out) : 0;
+	return (c->out ? evbuffer_get_length(c->out) : 0) + c->cork_bytes;
 }
 
 void conn_io_reading(struct conn *c, bool on)
@@ -128,7 +137,8 @@ static void conn_io_buf_free(const void *data, size_t len, void *arg)
 	free(arg);
 }
 
-int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len)
+/* Queue buf[off..len) behind c->out, taking buf (no flush first). */
+static int conn_io_enqueue(struct conn *c, uint8_t *buf, size_t off, size_t len)
 {
 	struct rpc *r = c->w->r;
 
@@ -147,12 +157,98 @@ int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len)
 	return 0;
 }
 
+/* Drop what is held back (the conn is going). */
+static void conn_io_cork_drop(struct conn *c)
+{
+	for (unsigned i = 0; i < c->ncork; i++)
+		free(c->cork_buf[i]);
+	c->ncork = 0;
+	c->cork_bytes = 0;
+}
+
+void conn_io_flush(struct conn *c)
+{
+	struct iovec iov[CONN_CORK_MAX];
+	unsigned n = c->ncork;
+	size_t sent = 0;
+	int err = 0;
+
+	if (n == 0)
+		return;
+	if (c->fd < 0) {
+		conn_io_cork_drop(c);
+		return;
+	}
+	c->ncork = 0;
+	c->cork_bytes = 0;
+	if (evbuffer_get_length(c->out) == 0) {   /* always so (invariant 5) */
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+		ssize_t k;
+
+		for (unsigned i = 0; i < n; i++)
+			iov[i] = (struct iovec){ c->cork_buf[i], c->cork_len[i] };
+		do
+			k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (k < 0 && errno == EINTR);
+		/* As in conn_io_send: a failed send is queued, and the
+		 * write event finds the error. */
+		if (k > 0)
+			sent = (size_t)k;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = c->cork_len[i], off = sent < len ? sent : len;
+
+		sent -= off;
+		if (err)
+			free(c->cork_buf[i]);
+		else
+			err = conn_io_enqueue(c, c->cork_buf[i], off, len);
+	}
+	/* A reply that could not be queued is lost: the stream is out of
+	 * step, so the connection ends. */
+	if (err)
+		conn_close(c);
+}
+
+void conn_io_cork(struct conn *c)
+{
+	c->corked++;
+}
+
+void conn_io_uncork(struct conn *c)
+{
+	if (--c->corked == 0)
+		conn_io_flush(c);
+}
+
+int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len)
+{
+	conn_io_flush(c);                 /* behind what is held back */
+	if (c->fd < 0) {
+		free(buf);
+		return 0;
+	}
+	return conn_io_enqueue(c, buf, off, len);
+}
+
 int conn_io_send(struct conn *c, uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 
 	if (c->fd < 0) {                /* closed: nobody to answer */
 		free(buf);
+		return 0;
+	}
+	if (!c->corked || c->ncork == CONN_CORK_MAX)
+		conn_io_flush(c);         /* what is held back goes first */
+	if (c->fd < 0) {                /* the flush lost a reply: closed */
+		free(buf);
+		return 0;
+	}
+	if (c->corked && evbuffer_get_length(c->out) == 0) {
+		c->cork_buf[c->ncork] = buf;
+		c->cork_len[c->ncork++] = len;
+		c->cork_bytes += len;
 		return 0;
 	}
 	if (evbuffer_get_length(c->out) == 0) {
@@ -166,7 +262,7 @@ int conn_io_send(struct conn *c, uint8_t *buf, size_t len)
 		if (n > 0)
 			off = (size_t)n;
 	}
-	return conn_io_queue(c, buf, off, len);
+	return conn_io_enqueue(c, buf, off, len);
 }
 
 /* Close after an error or EOF of the socket, or a timeout. */
@@ -257,6 +353,7 @@ int conn_io_open(struct conn *c)
 
 void conn_io_release(struct conn *c)
 {
+	conn_io_cork_drop(c);
 	if (c->ev_read)
 		event_free(c->ev_read);
 	if (c->ev_write)
@@ -280,6 +377,7 @@ void conn_io_release(struct conn *c)
 
 void conn_close_now(struct conn *c)
 {
+	conn_io_flush(c);
 	if (c->fd >= 0)
 		while (evbuffer_get_length(c->out) > 0 && evbuffer_write(c->out, c->fd) > 0)
 			;
@@ -288,6 +386,9 @@ void conn_close_now(struct conn *c)
 
 void conn_close_after_flush(struct conn *c)
 {
+	conn_io_flush(c);
+	if (c->fd < 0)
+		return;
 	c->st = CONN_CLOSING;
 	evtimer_del(c->ev_deadline);
 	conn_io_reading(c, false);

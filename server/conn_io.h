@@ -25,6 +25,9 @@ enum conn_state {
 
 struct request_job;
 
+/* Most replies one pass holds back to send together (conn_io_cork). */
+#define CONN_CORK_MAX 64u
+
 struct conn {
 	struct worker *w;
 	struct conn *prev, *next;    /* w->conns */
@@ -58,6 +61,13 @@ struct conn {
 	struct event *ev_write;      /* added while out is not empty */
 	bool reading;
 	bool writing;
+	/* Replies made while corked, not yet tried on the socket (conn_io.c
+	 * invariant 5): cork_buf[0..ncork), cork_bytes in all. */
+	unsigned corked;             /* conn_io_cork depth */
+	unsigned ncork;
+	size_t cork_bytes;
+	uint8_t *cork_buf[CONN_CORK_MAX];
+	size_t cork_len[CONN_CORK_MAX];
 	struct client_ent ent;       /* in r->m->clients from Hello to conn_close */
 };
 
@@ -79,6 +89,14 @@ void conn_io_reading(struct conn *c, bool on);
  * when c is closed. 0, or -ENOMEM when it could not be queued (buf
  * freed). */
 int conn_io_send(struct conn *c, uint8_t *buf, size_t len);
+/* Hold back the replies sent from here to the matching conn_io_uncork (the
+ * parsing of what one read brought in), and send them then in one
+ * sendmsg: one wakeup of the peer for the replies of a pipelined burst,
+ * not one each. Nests; the outermost uncork sends. */
+void conn_io_cork(struct conn *c);
+void conn_io_uncork(struct conn *c);
+/* Send the replies held back now (uncorked or not). */
+void conn_io_flush(struct conn *c);
 /* Queue buf[off..len) behind what is queued, taking buf. 0 or -ENOMEM. */
 int conn_io_queue(struct conn *c, uint8_t *buf, size_t off, size_t len);
 /* Unsent reply bytes. */

@@ -29,9 +29,12 @@ static struct mc_bucket *dbucket(const struct shm *s, uint64_t parent_ino, const
 	return &s->dbuckets[h & s->hdr->dbucket_mask];
 }
 
-void dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name, size_t len)
+const void *dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name,
+                            size_t len)
 {
-	__builtin_prefetch(dbucket(s, parent_ino, name, len), 1);
+	const struct mc_bucket *b = dbucket(s, parent_ino, name, len);
+	__builtin_prefetch(b, 1);
+	return b;
 }
 
 /* dcache_name, inlined where chains are walked. */

@@ -20,8 +20,10 @@ static inline struct mc_dentry *dentry_at(const struct shm *s, mc_off_t off)
  * 0 when the cache does not know the name. */
 mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t len);
 /* Start loading the hash bucket of name in the directory of inode number
- * parent_ino into the CPU cache (no lock needed: it reads nothing). */
-void dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name, size_t len);
+ * parent_ino into the CPU cache (no lock needed: it reads nothing); the
+ * bucket's address. */
+const void *dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name,
+                            size_t len);
 
 /* Cache name in dir as naming inode (0: a negative entry) of type dtype.
  * It gets the directory's next cookie and goes to the end of its child

@@ -309,6 +309,7 @@ static int create_in(struct ns *ns, const struct cred *c, mc_off_t dir, mc_off_t
 		return -ENOSPC;
 	}
 	ns->next_ino++;
+	inode_prefetch(s, ns->next_ino); /* the next create's bucket (walk.c note 4) */
 	inode_changed(ns, off);
 	if (d)
 		name_set(ns, dir, d, off);

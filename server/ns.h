@@ -78,6 +78,13 @@ int ns_stat(struct ns *ns, const struct cred *c, const char *path, size_t len, b
 void ns_hold_begin(struct ns *ns);
 void ns_hold_yield(struct ns *ns);
 void ns_hold_end(struct ns *ns);
+/* In a hold, before an operation: start loading into the CPU cache the
+ * hash bucket the lookup of path's last name will read, when path is in the
+ * directory the hold's last walk resolved (walk.c, note 4). A hint, so that
+ * a batch's next lookup does not wait for memory: it changes nothing and
+ * no answer depends on it. The bucket's address, or NULL when it did not
+ * apply. */
+const void *ns_hold_prefetch(struct ns *ns, const char *path, size_t len);
 int ns_mkdir(struct ns *ns, const struct cred *c, const char *path, size_t len, uint32_t mode,
              ns_attr *out);
 int ns_rmdir(struct ns *ns, const struct cred *c, const char *path, size_t len);

@@ -719,6 +719,12 @@ void ops_hold_end(struct session *s)
 	ns_hold_end(s->m->ns);
 }
 
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op)
+{
+	if (ops_holds(s, op))
+		ns_hold_prefetch(s->m->ns, (const char *)op->path.data, op->path.len);
+}
+
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 {
 	const struct op_desc *d = ops_find((unsigned)op->code);

@@ -385,6 +385,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			ops_hold_begin(s);
 			held = 1;
 		}
+		if (held && i + 1 < j->n)
+			ops_hold_prefetch(s, j->req->ops[i + 1]);
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;

@@ -18,6 +18,8 @@
  *     closes its oldest such connection first (conn.c, conn_make_room).
  *  4. Out of descriptors, the listener pauses for RPC_ACCEPT_PAUSE_MS
  *     instead of spinning: one log line and one count per pause.
+ *  5. The threads are named for ps, top and perf: the workers
+ *     "mcached-conn", the acceptor "mcached-accept".
  */
 #include "rpc.h"
 
@@ -437,6 +439,7 @@ int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 			worker_fini(w);
 			goto fail;
 		}
+		pthread_setname_np(w->th, "mcached-conn");     /* invariant 5 */
 	}
 	err = -ENOMEM;
 	r->abase = event_base_new();
@@ -466,6 +469,7 @@ int rpc_start(const struct rpc_opts *o, struct mcd *m, struct rpc **out)
 		*out = NULL;
 		goto fail;
 	}
+	pthread_setname_np(r->ath, "mcached-accept");
 	r->ath_started = true;
 	return 0;
 fail:

@@ -35,6 +35,14 @@
  *     walk_memo_carry carries the memo over such a change when the memo was
  *     current just before it, so the next create or removal in the same
  *     directory still hits.
+ *  4. The same memo tells ns_hold_prefetch, before an operation of a batch
+ *     runs, which directory the next one is likely to name: the lookup of
+ *     that name reads one hash bucket picked by (directory inode number,
+ *     name), a random line of a large table and in a big cache a miss, so
+ *     its load starts an operation early (as does the bucket of the next
+ *     inode number a create will take, in create_in). Only the epoch and
+ *     the key are checked, not the seqs: a stale memo costs a useless load,
+ *     never a wrong answer, since nothing but the CPU cache is touched.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -403,6 +411,17 @@ static void memo_make(struct nd *nd, const struct swalk *sw, const char *path, s
 	}
 	m->klen = klen;
 	memcpy(m->key, path, klen);
+}
+
+const void *ns_hold_prefetch(struct ns *ns, const char *path, size_t len)
+{
+	const struct walk_memo *m = &ns->memo;
+	size_t klen = memo_key_len(path, len);
+	if (ns_held != ns || !klen || m->epoch != ns->hold_epoch || m->depth == 0 || m->klen != klen ||
+	    memcmp(m->key, path, klen) != 0)
+		return NULL;
+	uint64_t pino = inode_at(ns->shm, m->dir[m->depth - 1])->ino;
+	return dcache_prefetch(ns->shm, pino, path + klen, len - klen);
 }
 
 void walk_memo_forget(struct ns *ns)

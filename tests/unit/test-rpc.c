@@ -1,5 +1,6 @@
 /* test-rpc.c - the RPC server against stand-in ops and committer, driven
  * by raw clients speaking frames over the unix socket. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -131,6 +132,13 @@ void ops_hold_end(struct session *s)
 	(void)s;
 	assert_int_equal(holding, 1);
 	holding = 0;
+}
+
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op)
+{
+	(void)s;
+	(void)op;
+	assert_int_equal(holding, 1); /* only inside a run */
 }
 
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
@@ -609,6 +617,56 @@ static void test_replies_sent_at_once(void **state)
 	rpc_get_stats(f->r, &st);
 	assert_int_equal(st.requests, 200);
 	assert_int_equal(st.replies_queued, 0);
+	close(fd);
+}
+
+/* Requests that arrive together are answered together: the replies of
+ * the frames one read brought in leave in one send at the end of their
+ * pass (conn_io.c invariant 5), so the first is not on the socket before
+ * the second is. Here the second request takes 50 ms: were the first
+ * reply sent at once, it would be read long before the second exists. */
+static void test_pipelined_replies_sent_together(void **state)
+{
+	struct fx *f = *state;
+	int fd = cli_open(f->path);
+	uint8_t burst[256], peek[8];
+	size_t blen = 0;
+	struct rpc_stats st;
+
+	for (unsigned i = 0; i < 2; i++) {
+		Mcache__Request req = MCACHE__REQUEST__INIT;
+		Mcache__Op op, *opp[1] = { &op };
+		uint8_t *buf;
+		size_t len;
+
+		if (i == 0) {
+			op_set(&op, MCACHE__OP_CODE__OP_STAT, "/quick");
+		} else {
+			op_set(&op, MCACHE__OP_CODE__OP_RMTREE, "/slow");
+			op.size = 50000;
+		}
+		req.id = 30 + i;
+		req.n_ops = 1;
+		req.ops = opp;
+		assert_int_equal(frame_pack_request(&req, MC_FRAME_MAX, &buf, &len), 0);
+		assert_true(blen + len <= sizeof(burst));
+		memcpy(burst + blen, buf, len);
+		blen += len;
+		free(buf);
+	}
+	assert_int_equal(frame_write(fd, burst, blen, -1), 0);   /* one write: one read */
+	Mcache__Response *rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 30);
+	mcache__response__free_unpacked(rsp, NULL);
+	/* The second reply came with the first. */
+	assert_int_equal(recv(fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT), (ssize_t)sizeof(peek));
+	rsp = cli_recv_ok(fd);
+	assert_int_equal(rsp->id, 31);
+	mcache__response__free_unpacked(rsp, NULL);
+	rpc_get_stats(f->r, &st);
+	assert_int_equal(st.replies_queued, 0);
+	/* A request alone is still answered at once. */
+	cli_check_stat(fd, 40, "/alone");
 	close(fd);
 }
 
@@ -1478,6 +1536,37 @@ static void *hammer_main(void *arg)
 	return NULL;
 }
 
+/* The server's threads carry their names (rpc.c invariant 5): as many
+ * "mcached-conn" as workers, one "mcached-accept". */
+static void test_thread_names(void **state)
+{
+	struct fx *f = *state;
+	unsigned conn = 0, accept = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	(void)f;
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], name[32] = "";
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(name, sizeof(name), fp)) {
+			conn += strcmp(name, "mcached-conn\n") == 0;
+			accept += strcmp(name, "mcached-accept\n") == 0;
+		}
+		fclose(fp);
+	}
+	closedir(d);
+	assert_int_equal(conn, f->o.workers);
+	assert_int_equal(accept, 1);
+}
+
 static void test_concurrent_clients(void **state)
 {
 	struct fx *f = *state;
@@ -1514,6 +1603,7 @@ int main(void)
 		T(test_batch_100),
 		T(test_batch_holds),
 		T(test_replies_sent_at_once),
+		T(test_pipelined_replies_sent_together),
 		T(test_reply_bytes_canonical),
 		T(test_request_unknown_fields),
 		T(test_wakeup_slice_shared),
@@ -1542,6 +1632,7 @@ int main(void)
 		T(test_stop_mid_request),
 		T(test_close_mid_request),
 		T(test_concurrent_clients),
+		T(test_thread_names),
 	};
 
 	return cmocka_run_group_tests_name("rpc", tests, NULL, NULL);

@@ -308,6 +308,46 @@ static void test_memo_path_forms(void **state)
 	assert_int_equal(stat_of(f, "/w/f4", &a), 0);
 }
 
+/* The bucket the lookup of name in the directory at path reads (the lock
+ * taken: not in a hold). */
+static const void *bucket_of(struct fx *f, const char *dir, const char *name)
+{
+	ns_attr a;
+	assert_int_equal(stat_of(f, dir, &a), 0);
+	const struct shm *s = f->ns->shm;
+	uint64_t h = mc_hash_name(s->hdr->hash_seed, a.ino, name, strlen(name));
+	return &s->dbuckets[h & s->hdr->dbucket_mask];
+}
+
+/* ns_hold_prefetch (walk.c note 4): in a hold whose memo is the path's
+ * prefix, the bucket its last name's lookup reads; nothing outside a hold,
+ * under another prefix, before any walk of the hold or once the hold's
+ * memo is forgotten. */
+static void test_memo_prefetch(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/h"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/h/i"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/k"), 0755, NULL), 0);
+	const void *want = bucket_of(f, "/h/i", "name-0002");
+	const void *want_x = bucket_of(f, "/h/i", "x");
+	assert_null(ns_hold_prefetch(f->ns, P("/h/i/name-0002")));
+	ns_hold_begin(f->ns);
+	assert_null(ns_hold_prefetch(f->ns, P("/h/i/name-0002")));
+	assert_int_equal(create(f, &root_cred, "/h/i/name-0001"), 0);
+	assert_ptr_equal(ns_hold_prefetch(f->ns, P("/h/i/name-0002")), want);
+	assert_null(ns_hold_prefetch(f->ns, P("/k/name-0002")));
+	assert_null(ns_hold_prefetch(f->ns, P("/h/name-0002")));
+	assert_null(ns_hold_prefetch(f->ns, P("name-0002")));
+	/* The create after the hint finds what the hint pointed at. */
+	assert_int_equal(create(f, &root_cred, "/h/i/name-0002"), 0);
+	assert_ptr_equal(ns_hold_prefetch(f->ns, P("/h/i/x")), want_x);
+	walk_memo_forget(f->ns);
+	assert_null(ns_hold_prefetch(f->ns, P("/h/i/x")));
+	ns_hold_end(f->ns);
+	assert_null(ns_hold_prefetch(f->ns, P("/h/i/x")));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -319,6 +359,7 @@ int main(void)
 		T(test_memo_evicted_parent),
 		T(test_memo_other_cred),
 		T(test_memo_path_forms),
+		T(test_memo_prefetch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

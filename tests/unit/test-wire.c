@@ -191,6 +191,49 @@ static void test_basic_op_size(void **state)
 	}
 }
 
+/* Requests of batch ops (code, path, path2 and mode only) packed by
+ * wire_request_pack_basic: the very bytes protobuf-c packs. */
+static void test_basic_request_pack(void **state)
+{
+	(void)state;
+	static uint8_t paths[64][2][300];
+	static const size_t lens[] = { 0, 1, 127, 128, 299 };
+	Mcache__Op ops[64], *opp[64];
+
+	for (int round = 0; round < 3000; round++) {
+		Mcache__Request req = MCACHE__REQUEST__INIT;
+		size_t n = round == 0 ? 0 : rnd() % 65;
+
+		for (size_t i = 0; i < n; i++) {
+			Mcache__Op *op = &ops[i];
+
+			mcache__op__init(op);
+			op->code = (Mcache__OpCode)(uint32_t)(rnd() % 4 ? rnd() % 40 : rval());
+			op->mode = rnd() % 3 ? (uint32_t)rval() : 0;
+			op->path.len = round < 25 ? lens[round % 5] : rnd() % 300;
+			op->path2.len = round < 25 ? lens[round / 5] : rnd() % 2 ? rnd() % 300 : 0;
+			for (size_t k = 0; k < 300; k++) {
+				paths[i][0][k] = (uint8_t)rnd();
+				paths[i][1][k] = (uint8_t)rnd();
+			}
+			op->path.data = paths[i][0];
+			op->path2.data = paths[i][1];
+			opp[i] = op;
+		}
+		req.id = rnd() % 8 ? rval() : 0;
+		req.n_ops = n;
+		req.ops = opp;
+		size_t len = mcache__request__get_packed_size(&req), bound = wire_request_bound(&req);
+		uint8_t *ref = malloc(len + 1), *got = malloc(bound);
+		mcache__request__pack(&req, ref);
+		assert_true(bound >= len && bound != SIZE_MAX);
+		assert_ptr_equal(wire_request_pack_basic(&req, got), got + len);
+		assert_memory_equal(got, ref, len);
+		free(ref);
+		free(got);
+	}
+}
+
 /* A Result of nothing but err (any value, negative ones too) is sized and
  * packed as protobuf-c does it. */
 static void test_err_results(void **state)
@@ -301,6 +344,62 @@ static void test_scalar_results(void **state)
 	}
 }
 
+/* Responses of err-only results (a batch of mutations' reply) read by
+ * wire_response_errs: the id and errs protobuf-c decodes; any other member
+ * (the Response's err, a result's other scalar, an attr), another count
+ * or a cut-short frame: -1. */
+static void test_err_responses(void **state)
+{
+	(void)state;
+	static Mcache__Result res[100], *resp[100];
+	static Mcache__Attr attr = MCACHE__ATTR__INIT;
+	static uint8_t buf[1 << 16];
+	int32_t errs[101];
+	uint64_t id;
+
+	for (int round = 0; round < 3000; round++) {
+		Mcache__Response rsp = MCACHE__RESPONSE__INIT;
+		size_t n = rnd() % 101;
+
+		for (size_t k = 0; k < n; k++) {
+			mcache__result__init(&res[k]);
+			res[k].err = rnd() % 3 ? 0 : rnd() % 2 ? (int32_t)(rnd() % 200) : (int32_t)rval();
+			resp[k] = &res[k];
+		}
+		rsp.id = rnd() % 8 ? rval() : 0;
+		rsp.n_results = n;
+		rsp.results = resp;
+		size_t len = mcache__response__pack(&rsp, buf);
+		assert_true(len <= sizeof(buf));
+		Mcache__Response *ref = mcache__response__unpack(NULL, len, buf);
+		assert_non_null(ref);
+		assert_int_equal(wire_response_errs(buf, len, &id, errs, n), 0);
+		assert_int_equal(id, ref->id);
+		for (size_t k = 0; k < n; k++)
+			assert_int_equal(errs[k], ref->results[k]->err);
+		mcache__response__free_unpacked(ref, NULL);
+		assert_int_equal(wire_response_errs(buf, len, &id, errs, n + 1), -1);
+		if (n > 0) {
+			assert_int_equal(wire_response_errs(buf, len, &id, errs, n - 1), -1);
+			assert_int_equal(wire_response_errs(buf, len - 1, &id, errs, n), -1);
+			/* One result holding more than its err. */
+			size_t k = rnd() % n;
+			if (rnd() % 2)
+				res[k].handle = rval() | 1;
+			else
+				res[k].attr = &attr;
+			len = mcache__response__pack(&rsp, buf);
+			assert_int_equal(wire_response_errs(buf, len, &id, errs, n), -1);
+			res[k].handle = 0;
+			res[k].attr = NULL;
+		}
+		/* A whole-request error. */
+		rsp.err = (int32_t)(rnd() % 100) + 1;
+		len = mcache__response__pack(&rsp, buf);
+		assert_int_equal(wire_response_errs(buf, len, &id, errs, n), -1);
+	}
+}
+
 /* Responses of scalar results, as libmcache gets them for mutations:
  * decoded to what protobuf-c decodes (and freed by its free_unpacked). */
 static void test_scalar_responses(void **state)
@@ -393,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_random_requests),
 		cmocka_unit_test(test_handed_back),
 		cmocka_unit_test(test_basic_op_size),
+		cmocka_unit_test(test_basic_request_pack),
+		cmocka_unit_test(test_err_responses),
 		cmocka_unit_test(test_err_results),
 		cmocka_unit_test(test_scalar_results),
 		cmocka_unit_test(test_results_handed_back),
