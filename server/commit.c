@@ -9,6 +9,8 @@
  *       -> write (store_commit: log append + table updates + fsync, no lock)
  *       -> publish (ns_publish: entries clean, committed_seq advances)
  *       -> wake (waiters whose batch is now durable)
+ *       -> room (store_prealloc: zeros past the end of the file, when
+ *          little is left, so the next commits do not grow it)
  *
  * Under sustained load every batch is armed right after the previous swap,
  * so commits run once per interval, each carrying what came in meanwhile;
@@ -211,6 +213,10 @@ static int commit_once(struct commit *c, uint64_t since_us)
 	uint64_t w0 = mono_us();
 	wake(c);
 	hist_add(&s->wake_hist_us, mono_us() - w0);
+	/* Room for the next commits inside the file, once the waiters of
+	 * this one are answered (store_prealloc.c note 1). */
+	if (store_prealloc(c->st) < 0)
+		log_debug("commit: no room written ahead in the store");
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
 	          (unsigned long long)swap, (unsigned long long)logu, (unsigned long long)apply,

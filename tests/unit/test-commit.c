@@ -2,7 +2,8 @@
  * a real namespace and LMDB store: durability, waiters, stop, concurrent
  * writers, a store that fails with a full map or injected errors (waiters
  * answered, a bounded shutdown), and the journal bound that makes
- * mutations wait, then fail, while commits fail. */
+ * mutations wait, then fail, while commits fail; the room written ahead in
+ * the store's file. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -778,6 +779,54 @@ static void test_waiter_settles(void **state)
 	assert_true(load(&cs->settle_us.max) >= 900);
 }
 
+static off_t data_size(struct fx *f)
+{
+	char p[300];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/data.mdb", f->dir);
+	assert_int_equal(stat(p, &st), 0);
+	return st.st_size;
+}
+
+/* After a commit the committer writes room ahead at the end of the file
+ * (store_prealloc), so the next commits write inside it and do not grow
+ * it; with room enough, store_prealloc writes nothing. */
+static void test_room_written_ahead(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	mkfile(f, "/r");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	struct store_info si;
+	assert_int_equal(store_info(f->st, &si), 0);
+	/* Written after the waiter was answered: give it a moment. */
+	for (int i = 0; i < 2000 && (uint64_t)data_size(f) < si.used_bytes + STORE_ROOM_LOW; i++)
+		sleep_ms(1);
+	off_t size = data_size(f);
+	assert_true((uint64_t)size >= si.used_bytes + STORE_ROOM_LOW);
+	for (int i = 0; i < 20; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/r%d", i);
+		mkfile(f, p);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	assert_int_equal(store_info(f->st, &si), 0);
+	assert_true(si.used_bytes < (uint64_t)size);
+	assert_int_equal(data_size(f), size);
+	assert_int_equal(store_prealloc(f->st), 0);
+	assert_int_equal(data_size(f), size);
+	/* The room is invisible to the store: everything is there after a
+	 * reopen. */
+	commit_stop(f->c);
+	f->c = NULL;
+	close_ns(f);
+	store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/r"), 0);
+	assert_int_equal(stat_err(f, "/r19"), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -794,6 +843,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
 		T(test_waiter_settles),
+		T(test_room_written_ahead),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }
