@@ -9,6 +9,8 @@
  *       -> write (store_commit: log append + table updates + fsync, no lock)
  *       -> publish (ns_publish: entries clean, committed_seq advances)
  *       -> wake (waiters whose batch is now durable)
+ *       -> room (store_prealloc: zeros past the end of the file, when
+ *          little is left, so the next commits do not grow it)
  *
  * Under sustained load every batch is armed right after the previous swap,
  * so commits run once per interval, each carrying what came in meanwhile;
@@ -43,6 +45,11 @@
  *     `armed_us` + the interval, or (failing) at the back-off; `armed` is
  *     cleared before the swap, so a change after the swap arms the next
  *     turn and none is left behind.
+ *  6. `aside` is set, and the commit semaphore's aside count raised
+ *     (commit_sem.h note 4), from the arrival of a waiter not answered at
+ *     once until no waiter is left: the warmers sleep meanwhile, so the
+ *     commits someone waits for do not queue for a CPU or a lock behind
+ *     them. Set and cleared under `mu`; commit_stop clears it.
  */
 #include "commit.h"
 
@@ -55,6 +62,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "commit_sem.h"
 #include "log.h"
 #include "ns.h"
 #include "store.h"
@@ -77,6 +85,7 @@ struct waiter {
 struct commit {
 	struct ns *ns;
 	struct store *st;
+	struct commit_sem *sem;         /* the namespace's: its aside count (6) */
 	unsigned interval_ms;
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -84,6 +93,7 @@ struct commit {
 	bool stop;
 	bool kick;
 	bool waited;                    /* a waiter arrived since the last turn */
+	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
 	uint64_t armed_us;              /* ... since then (mono_us) */
 	uint64_t deadline_us;           /* commit_shutdown (mono_us); 0: none */
@@ -97,6 +107,15 @@ struct commit {
 
 static void stat_set(_Atomic uint64_t *v, uint64_t x) { atomic_store_explicit(v, x, memory_order_relaxed); }
 static void stat_add(_Atomic uint64_t *v, uint64_t x) { atomic_fetch_add_explicit(v, x, memory_order_relaxed); }
+
+/* No waiter left (mu held): let the warmers run again (invariant 6). */
+static void aside_end_if_idle(struct commit *c)
+{
+	if (c->aside && !c->waiters) {
+		c->aside = false;
+		commit_sem_aside_end(c->sem);
+	}
+}
 
 /* Answer the waiters whose batch is durable. */
 static void wake(struct commit *c)
@@ -211,6 +230,10 @@ static int commit_once(struct commit *c, uint64_t since_us)
 	uint64_t w0 = mono_us();
 	wake(c);
 	hist_add(&s->wake_hist_us, mono_us() - w0);
+	/* Room for the next commits inside the file, once the waiters of
+	 * this one are answered (store_prealloc.c note 1). */
+	if (store_prealloc(c->st) < 0)
+		log_debug("commit: no room written ahead in the store");
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
 	          (unsigned long long)swap, (unsigned long long)logu, (unsigned long long)apply,
@@ -362,6 +385,7 @@ static void *commit_main(void *arg)
 		bool left = rc >= 0 && ns_journal_records(c->ns) > 0;
 
 		pthread_mutex_lock(&c->mu);
+		aside_end_if_idle(c);
 		if (left && !c->armed) {
 			c->armed = true;
 			c->armed_us = mono_us();
@@ -398,6 +422,7 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 		return -ENOMEM;
 	c->ns = ns;
 	c->st = st;
+	c->sem = ns_commit_sem(ns);
 	c->interval_ms = interval_ms;
 	struct store_meta meta;
 	int rc = store_get_meta(st, &meta);
@@ -446,6 +471,9 @@ void commit_stop(struct commit *c)
 	pthread_join(c->thread, NULL);
 	/* Whoever still waits will never see durability. */
 	fail_waiters(c, c->last_err ? c->last_err : -EIO);
+	pthread_mutex_lock(&c->mu);
+	aside_end_if_idle(c);
+	pthread_mutex_unlock(&c->mu);
 	if (c->pending)
 		log_error("batch %llu was never committed", (unsigned long long)c->pending->seq);
 	pthread_cond_destroy(&c->cv);
@@ -471,6 +499,10 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 	}
 	*w = (struct waiter){ seq, fn, arg, c->waiters };
 	c->waiters = w;
+	if (!c->aside) {
+		c->aside = true;
+		commit_sem_aside_begin(c->sem);
+	}
 	c->kick = true;
 	c->waited = true;
 	pthread_cond_signal(&c->cv);

@@ -154,6 +154,16 @@ int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *
  * system gave it. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
 
+/* Keep room written ahead past the last page of the LMDB file, so that the
+ * commits write inside the file (store_prealloc.c): when less than
+ * STORE_ROOM_LOW is left, append STORE_ROOM_STEP bytes of zeros (never past
+ * the map) and fdatasync them. Between commits, by the committer (it waits
+ * for commit_lock). 1 when it wrote, 0 when there was room (or a read-only
+ * store), or the write's -errno (the file is as it was). */
+#define STORE_ROOM_LOW  (1ull << 20)
+#define STORE_ROOM_STEP (2ull << 20)
+int store_prealloc(struct store *s);
+
 /* Call fn for each batch of the log with seq >= since, in order, from one
  * snapshot: its sequence number, commit time (ns since the epoch; 0 when
  * written before times were kept) and journal records (decode them with

@@ -51,6 +51,18 @@
  *     the committer published meanwhile) gives the CPU up
  *     (sched_yield) once the semaphore is let go, so the woken committer
  *     runs before the warmer takes another step.
+ *  7. While a commit someone waits for is under way (commit_sem.h note 4)
+ *     a warmer steps aside for the whole of it, not just the publish: its
+ *     scan stops at the next entry, it inserts nothing of that batch
+ *     (after the publish it would be stale anyway), lets go of the
+ *     snapshot and the semaphore and sleeps until the commit is answered.
+ *     At nice 19 a warmer still keeps a CPU for a while when a thread of
+ *     the commit wakes up (the scheduler lets the running thread finish
+ *     its slice), and with two warmers on two cores every wakeup of the
+ *     committer, of the thread answering the waiter and of the client
+ *     waited for one. The sleep is bounded (WARM_ASIDE_MAX_US); a warmer
+ *     whose sleep ran out takes its next step whole, so a stream of
+ *     waiters (--sync) slows the warm-up but cannot stop it.
  */
 #include "warm.h"
 
@@ -74,6 +86,8 @@
 #include "store_read.h"
 
 #define WARM_BATCH 256u
+/* Longest a warmer sleeps for one waited-for commit (note 7). */
+#define WARM_ASIDE_MAX_US 2000u
 
 struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
@@ -94,6 +108,8 @@ struct warm_thread {
 	size_t n;                  /* entries in buf */
 	bool held;                 /* the scan holds the commit semaphore (note 1) */
 	bool yielded;              /* the scan stopped for the committer */
+	bool aside;                /* ... to step aside (note 7) */
+	bool whole;                /* this step does not step aside (note 7) */
 	_Atomic uint64_t entries, busy_ns;
 };
 
@@ -167,6 +183,10 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 		t->yielded = true;
 		return 1;
 	}
+	if (!t->whole && commit_sem_aside_wanted(t->w->sem)) {
+		t->yielded = t->aside = true;
+		return 1;
+	}
 	struct ns_warm_ent *e = &t->buf[t->n++];
 	e->ino = ino;
 	e->dtype = dtype;
@@ -189,7 +209,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	struct ns_warm_res res = { 0 };
 	uint64_t t0 = mono_ns();
 	t->n = 0;
-	t->yielded = false;
+	t->yielded = t->aside = false;
 	t->held = it->stale;
 	it->stale = false;
 	if (t->held)
@@ -203,6 +223,15 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		store_snap_release(t->snap);
 	}
 	bool at_end = !t->yielded && t->n < WARM_BATCH;
+	if (t->aside) {
+		/* Note 7: none of this batch, read it again after the commit. */
+		if (t->held)
+			commit_sem_read_unlock(w->sem);
+		it->stale = t->held;
+		t->n = 0;
+		rc = rc < 0 ? rc : 1;
+		goto done;
+	}
 	if (!t->held) {
 		commit_sem_read_lock(w->sem);
 		if (rc == 0 && ns_published_seq(w->ns) != seq) {
@@ -222,7 +251,11 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	commit_sem_read_unlock(w->sem);
 	if (t->yielded)
 		sched_yield(); /* note 6 */
+done:
 	add(&t->busy_ns, mono_ns() - t0);
+	t->whole = false;
+	if (t->aside) /* note 7 */
+		t->whole = !commit_sem_step_aside(w->sem, WARM_ASIDE_MAX_US);
 	add(&t->entries, res.added);
 	add(&w->entries, res.added);
 	add(&w->bytes, res.bytes);

@@ -2,7 +2,8 @@
  * a real namespace and LMDB store: durability, waiters, stop, concurrent
  * writers, a store that fails with a full map or injected errors (waiters
  * answered, a bounded shutdown), and the journal bound that makes
- * mutations wait, then fail, while commits fail. */
+ * mutations wait, then fail, while commits fail; the warmers' step-aside
+ * while a waiter waits, and the room written ahead in the store's file. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <cmocka.h>
 
 #include "commit.h"
+#include "commit_sem.h"
 #include "mc_shm.h"
 #include "ns.h"
 #include "ops.h"
@@ -493,6 +495,15 @@ static void test_shutdown_deadline(void **state)
 	assert_int_equal(commit_wait(f->c, seq), -EIO);
 	while (ms_since(&t0) < 400)
 		sleep_ms(10);
+	/* On a loaded machine the attempt due at the deadline may not have
+	 * run yet: then a waiter is answered by the next failed attempt,
+	 * which sets `expired` before it answers. */
+	struct cb late = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	assert_int_equal(commit_wait_async(f->c, seq, done_cb, &late), 0);
+	for (int i = 0; i < 5000 && cb_calls(&late) == 0; i++)
+		sleep_ms(1);
+	assert_int_equal(cb_calls(&late), 1);
+	assert_int_equal(late.err, -EIO);
 	/* Past it: answered inline, no attempt needed. */
 	struct cb w = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
 	assert_int_equal(commit_wait_async(f->c, seq, done_cb, &w), 0);
@@ -778,6 +789,160 @@ static void test_waiter_settles(void **state)
 	assert_true(load(&cs->settle_us.max) >= 900);
 }
 
+static off_t data_size(struct fx *f)
+{
+	char p[300];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/data.mdb", f->dir);
+	assert_int_equal(stat(p, &st), 0);
+	return st.st_size;
+}
+
+/* After a commit the committer writes room ahead at the end of the file
+ * (store_prealloc), so the next commits write inside it and do not grow
+ * it; with room enough, store_prealloc writes nothing. */
+static void test_room_written_ahead(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	mkfile(f, "/r");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	struct store_info si;
+	assert_int_equal(store_info(f->st, &si), 0);
+	/* Written after the waiter was answered: give it a moment. */
+	for (int i = 0; i < 2000 && (uint64_t)data_size(f) < si.used_bytes + STORE_ROOM_LOW; i++)
+		sleep_ms(1);
+	assert_true((uint64_t)data_size(f) >= si.used_bytes + STORE_ROOM_LOW);
+	/* The size grows while the zeros are written: this waits for the
+	 * write (commit_lock), and finds room enough. */
+	assert_int_equal(store_prealloc(f->st), 0);
+	off_t size = data_size(f);
+	for (int i = 0; i < 20; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/r%d", i);
+		mkfile(f, p);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	assert_int_equal(store_info(f->st, &si), 0);
+	assert_true(si.used_bytes < (uint64_t)size);
+	assert_int_equal(data_size(f), size);
+	/* The room is invisible to the store: everything is there after a
+	 * reopen. */
+	commit_stop(f->c);
+	f->c = NULL;
+	close_ns(f);
+	store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(open_all(f), 0);
+	assert_int_equal(stat_err(f, "/r"), 0);
+	assert_int_equal(stat_err(f, "/r19"), 0);
+}
+
+struct aside_cb {
+	struct commit_sem *cs;
+	_Atomic int calls;
+	_Atomic bool aside;         /* the warmers were asked aside when answered */
+};
+
+static void aside_done(void *arg, int err)
+{
+	struct aside_cb *a = arg;
+	assert_int_equal(err, 0);
+	atomic_store(&a->aside, commit_sem_aside_wanted(a->cs));
+	atomic_fetch_add(&a->calls, 1);
+}
+
+/* From a waiter's arrival until it is answered the warmers are asked to
+ * step aside (commit.c invariant 6), and not once no one waits. */
+static void test_waiter_sets_warmers_aside(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	struct aside_cb a = { ns_commit_sem(f->ns), 0, false };
+	assert_false(commit_sem_aside_wanted(a.cs));
+	/* A change with no waiter commits without asking. */
+	mkfile(f, "/quiet");
+	commit_kick(f->c);
+	sleep_ms(20);
+	assert_false(commit_sem_aside_wanted(a.cs));
+	for (int round = 0; round < 3; round++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/w%d", round);
+		mkfile(f, p);
+		atomic_store(&a.calls, 0);
+		atomic_store(&a.aside, false);
+		assert_int_equal(commit_wait_async(f->c, ns_pending_seq(f->ns), aside_done, &a), 0);
+		for (int i = 0; i < 2000 && atomic_load(&a.calls) == 0; i++)
+			sleep_ms(1);
+		assert_int_equal(atomic_load(&a.calls), 1);
+		assert_true(atomic_load(&a.aside));
+		for (int i = 0; i < 2000 && commit_sem_aside_wanted(a.cs); i++)
+			sleep_ms(1);
+		assert_false(commit_sem_aside_wanted(a.cs));
+	}
+	/* Answered at once (durable already): nobody is asked aside. */
+	atomic_store(&a.calls, 0);
+	assert_int_equal(commit_wait_async(f->c, 1, aside_done, &a), 0);
+	assert_int_equal(atomic_load(&a.calls), 1);
+	assert_false(atomic_load(&a.aside));
+}
+
+struct stepper {
+	struct commit_sem *cs;
+	unsigned max_us;
+	bool done;
+	_Atomic bool back;          /* commit_sem_step_aside returned */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *stepper_main(void *arg)
+{
+	struct stepper *sp = arg;
+	sp->done = commit_sem_step_aside(sp->cs, sp->max_us);
+	atomic_store(&sp->back, true);
+	return NULL;
+}
+
+/* commit_sem_step_aside sleeps while aside is raised: woken when it falls
+ * to 0, else back after its bound with false; at once when not raised. */
+static void test_step_aside(void **state)
+{
+	struct fx *f = *state;
+	struct commit_sem *cs = ns_commit_sem(f->ns);
+	double t0 = now_ms();
+	assert_true(commit_sem_step_aside(cs, 5000000));
+	assert_true(now_ms() - t0 < 1000);
+
+	commit_sem_aside_begin(cs);
+	commit_sem_aside_begin(cs);          /* two commits under way */
+	struct stepper sp = { cs, 10000000, false, false };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stepper_main, &sp), 0);
+	sleep_ms(30);
+	commit_sem_aside_end(cs);            /* one left: still asleep */
+	sleep_ms(30);
+	assert_false(atomic_load(&sp.back));
+	t0 = now_ms();
+	commit_sem_aside_end(cs);
+	pthread_join(th, NULL);
+	assert_true(sp.done);
+	assert_true(now_ms() - t0 < 5000);
+
+	commit_sem_aside_begin(cs);
+	t0 = now_ms();
+	assert_false(commit_sem_step_aside(cs, 20000));
+	double ms = now_ms() - t0;
+	assert_true(ms >= 19 && ms < 5000);
+	commit_sem_aside_end(cs);
+	assert_false(commit_sem_aside_wanted(cs));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -794,6 +959,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
 		T(test_waiter_settles),
+		T(test_room_written_ahead),
+		T(test_waiter_sets_warmers_aside),
+		T(test_step_aside),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }
