@@ -166,7 +166,7 @@ int store_ext_scan(MDB_txn *txn, MDB_dbi dbi, uint64_t ino, store_extent_fn fn, 
 	MDB_val k = { EXT_KEY, kb }, v;
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct ext e;
+		struct ext e = { 0 };   /* ext_decode fills it when it returns > 0 */
 		int got = ext_decode(&k, &v, ino, &e);
 		if (got <= 0) {
 			rc = -got;

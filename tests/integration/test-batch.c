@@ -289,11 +289,16 @@ static void stream_child(int id, long ms)
 			else
 				mc_batch_unlink(b, p);
 		}
-		if (mc_batch_run(b) < 0 || mc_batch_count(b) != 2000)
+		if (mc_batch_run(b) < 0 || mc_batch_count(b) != 2000) {
+			fprintf(stderr, "stream %d: mc_batch_run: %s\n", id, strerror(errno));
 			_exit(4);
+		}
 		for (size_t k = 0; k < 2000; k++)
-			if (mc_batch_error(b, k))
+			if (mc_batch_error(b, k)) {
+				fprintf(stderr, "stream %d: round %u op %zu: %s\n", id, round, k,
+				        strerror(mc_batch_error(b, k)));
 				_exit(5);
+			}
 	}
 	mc_batch_free(b);
 	mc_disconnect(c);
@@ -330,6 +335,8 @@ static void test_streams_let_committer_in(void **state)
 	for (int i = 0; i < 2; i++) {
 		int st;
 		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			print_message("# stream %d: status 0x%x (stream_child's exit codes)\n", i, st);
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	uint64_t commits = harness_stat_u64(c, "commits", "count") - c0;
