@@ -219,6 +219,11 @@ struct ns_warm_ent {
 	char name[MC_NAME_MAX + 1];
 	char target[MC_SYMLINK_MAX];
 };
+/* Before a step that may insert, holding neither the commit semaphore
+ * nor the namespace lock: the segment's next pages are faulted in here
+ * (shm_populate_ahead), not by the inserts, whose allocations would have
+ * the kernel clear pages while the semaphore and the lock are held. */
+void ns_warm_prepare(struct ns *ns);
 /* Fill e with an entry as a snapshot scan gives it (store_snap_fn). */
 void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, uint64_t ino,
                      uint8_t dtype, const struct mc_inode_rec *rec, const char *target,

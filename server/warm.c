@@ -184,6 +184,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	t->yielded = false;
 	t->held = it->stale;
 	it->stale = false;
+	ns_warm_prepare(w->ns); /* before the semaphore: a committer never waits for it */
 	if (t->held)
 		commit_sem_read_lock(w->sem);
 	uint64_t seq = ns_published_seq(w->ns);

@@ -2,7 +2,8 @@
  * over a real LMDB store and segment: the lookups a reader's mark lets
  * ns_warm_dir skip (note 5) are skipped only while no name of its batch
  * can be cached -- a name removed, or one child dropped and another cached
- * meanwhile, is never brought back -- and two warmers running against
+ * meanwhile, is never brought back --, the segment's pages are faulted in
+ * before the commit semaphore is taken, and two warmers running against
  * mutations, commits and evictions leave the cache equal to the store. */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,6 +193,26 @@ static void test_mark_sees_drop(void **state)
 	assert_int_equal(counts(f).positive, NFILES - 1);
 }
 
+/* The pages the inserts will carve are faulted in by ns_warm_prepare,
+ * which a warmer calls before it takes the commit semaphore; ns_warm_dir,
+ * called with the semaphore held (a committer may wait for it), faults
+ * none in beyond those the slabs carve. */
+static void test_prepare_populates_insert_does_not(void **state)
+{
+	struct fx *f = *state;
+	static struct batch b;
+	struct ns_warm_mark mark = { 0 };
+	struct ns_warm_res res;
+	uint64_t dir = make_dir(f, NFILES);
+	read_batch(f, dir, NULL, NFILES, &b);
+	uint32_t populated = atomic_load(&f->shm->populated);
+	assert_int_equal(ns_warm_dir(f->ns, dir, b.v, b.n, true, &mark, &res), 0);
+	assert_int_equal(res.added, NFILES);
+	assert_int_equal(atomic_load(&f->shm->populated), populated);
+	ns_warm_prepare(f->ns);
+	assert_true(atomic_load(&f->shm->populated) > atomic_load(&f->shm->fresh_next));
+}
+
 /* ---- two warmers against mutations, commits and evictions ------------- */
 
 #define NDIRS 12
@@ -331,6 +352,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mark_unchanged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_sees_added_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_sees_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepare_populates_insert_does_not, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
