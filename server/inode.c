@@ -25,6 +25,13 @@ void inode_prefetch(const struct shm *s, uint64_t ino)
 	__builtin_prefetch(ibucket(s, ino), 1);
 }
 
+void inode_prefetch_chain(const struct shm *s, uint64_t ino)
+{
+	mc_off_t off = ibucket(s, ino)->head;
+	if (off)
+		__builtin_prefetch(inode_at(s, off));
+}
+
 mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
                    size_t target_len)
 {

@@ -19,6 +19,10 @@ mc_off_t inode_find(const struct shm *s, uint64_t ino);
  * reads nothing), so that a later inode_find or inode_add under the lock
  * does not wait for it. */
 void inode_prefetch(const struct shm *s, uint64_t ino);
+/* Start loading the first inode of ino's hash chain, whose bucket is
+ * loaded already (inode_prefetch), so that the misses of many lookups
+ * overlap instead of coming one after the other. Lock held. */
+void inode_prefetch_chain(const struct shm *s, uint64_t ino);
 /* Cache an inode (and a symlink's target). 0 when the segment is full. */
 mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
                    size_t target_len);

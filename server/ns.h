@@ -226,11 +226,27 @@ struct ns_warm_ent {
 	char name[MC_NAME_MAX + 1];
 	char target[MC_SYMLINK_MAX];
 };
+/* Before a step that may insert, holding neither the commit semaphore
+ * nor the namespace lock: the segment's next pages are faulted in here
+ * (shm_populate_ahead), not by the inserts, whose allocations would have
+ * the kernel clear pages while the semaphore and the lock are held. */
+void ns_warm_prepare(struct ns *ns);
+/* Fill e with an entry as a snapshot scan gives it (store_snap_fn). */
+void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, uint64_t ino,
+                     uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
+                     size_t tlen);
 struct ns_warm_res {
 	size_t processed;         /* entries of v looked at (a prefix of v) */
 	uint64_t added;           /* of which were inserted */
 	uint64_t bytes;           /* segment bytes they took */
 	bool complete;            /* the directory is complete now */
+};
+/* What one reader of a directory (a warm item, reading it in name order
+ * across calls) left in it at its last call: zero it before the first. */
+struct ns_warm_mark {
+	uint64_t dropped;         /* the namespace's dentries dropped so far */
+	uint64_t dir;             /* the directory's slot; 0: no mark */
+	uint32_t ncached;         /* its cached children */
 };
 /* Insert into the cached directory dir_ino those entries of v[0..n) the
  * cache does not know, never touching a cached name (positive or negative)
@@ -241,9 +257,10 @@ struct ns_warm_res {
  * commit semaphore for reading and read v from a snapshot taken after it
  * took it. 0 (see *res), -ENOENT (dir_ino is not a cached directory: the
  * warmer skips it), -ENOSPC (the low watermark is reached or the segment
- * is full; res->processed tells how far it got). */
+ * is full; res->processed tells how far it got). mark: the reader's
+ * (v follows, in name order, every entry it gave before). */
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
-                bool at_end, struct ns_warm_res *res);
+                bool at_end, struct ns_warm_mark *mark, struct ns_warm_res *res);
 
 /* Why the cache could not be kept for a warm restart (restart.h), or NULL
  * when it can: everything committed, no open handle, no extent state or

@@ -27,14 +27,29 @@
  *  4. A directory is marked complete only when every one of its entries is
  *     cached: its cached positive children number its entry count, which
  *     the cached (and, if changed, dirty) directory inode holds.
+ *  5. The lookups of 2 are skipped while no name of v can be cached: the
+ *     directory has no cached child, or all it has were inserted by the
+ *     same reader, which reads it in name order (v follows them all). The
+ *     latter holds across the lock's releases (and across calls, through
+ *     the reader's mark) while the directory's cached children number what
+ *     they did and no dentry of the namespace was dropped since: a child
+ *     leaves a directory that is not complete only by a drop (eviction,
+ *     negative over a cap, prune), and one that became complete meanwhile
+ *     stays so until a drop (shrink.c clears the flag when it evicts), and
+ *     stops the insert.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "ns_impl.h"
 
 /* Entries inserted per hold of the namespace lock. */
 #define NS_WARM_SLICE 32u
+/* Pages of the segment faulted in ahead, outside the lock and the commit
+ * semaphore (shm.c note 9): a megabyte, some 9000 entries, half of it at a
+ * time. */
+#define NS_WARM_POPULATE 16u
 
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
@@ -52,6 +67,21 @@ void ns_set_miss_hook(struct ns *ns, void (*fn)(void *arg, uint64_t dir_ino), vo
 	ns->miss_fn = fn;
 	ns->miss_arg = arg;
 	pthread_mutex_unlock(&ns->lock);
+}
+
+void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, uint64_t ino,
+                     uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
+                     size_t tlen)
+{
+	e->ino = ino;
+	e->dtype = dtype;
+	e->have_rec = rec != NULL;
+	if (rec)
+		e->rec = *rec;
+	e->namelen = (uint16_t)namelen;
+	memcpy(e->name, name, namelen + 1);
+	e->tlen = (uint16_t)tlen;
+	memcpy(e->target, target, tlen);
 }
 
 /* Insert one entry absent from the cache (invariants 2 and 3). */
@@ -114,36 +144,64 @@ static mc_off_t warm_dir_find(struct ns *ns, uint64_t dir_ino)
 	return dir;
 }
 
-/* Before the lock: the hash buckets the inserts of v[0..n) will touch,
- * random lines of large tables (a cache and TLB miss each), are loaded
- * meanwhile rather than one by one under the lock. */
-static void warm_prefetch(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n)
+/* The kernel allocating and clearing the pages the slabs carve took a
+ * fifth of a warmer's time, all of it under the lock: done beforehand. */
+void ns_warm_prepare(struct ns *ns)
 {
+	shm_populate_ahead(ns->shm, NS_WARM_POPULATE);
+}
+
+/* Take the lock for inserting v[0..n) (at most a slice of it). Before:
+ * the hash buckets the inserts will touch, random lines of large tables (a
+ * cache and TLB miss each), are loaded meanwhile rather than one by one
+ * under the lock. Once it is held: the first inode of each chain the
+ * lookups will walk (a miss for one lookup in five at a million inodes),
+ * all at once. */
+static void warm_lock(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n)
+{
+	if (n > NS_WARM_SLICE)
+		n = NS_WARM_SLICE;
 	for (size_t k = 0; k < n; k++) {
 		inode_prefetch(ns->shm, v[k].ino);
 		dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
 	}
+	ns_lock_op(ns); /* a waiting committer goes first */
+	for (size_t k = 0; k < n; k++)
+		inode_prefetch_chain(ns->shm, v[k].ino);
+}
+
+/* Note 5: what this call leaves for the reader's next one. */
+static void warm_mark(struct ns *ns, mc_off_t dir, bool none_cached, struct ns_warm_mark *mark)
+{
+	const struct mc_dirx *dx = dir ? dcache_dirx(ns->shm, dir, false) : NULL;
+	*mark = (struct ns_warm_mark){ 0 };
+	if (none_cached && dx) {
+		mark->dir = dir;
+		mark->ncached = dx->ncached;
+		mark->dropped = dentries_dropped(ns);
+	}
 }
 
 int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
-                bool at_end, struct ns_warm_res *res)
+                bool at_end, struct ns_warm_mark *mark, struct ns_warm_res *res)
 {
 	struct shm *s = ns->shm;
 	int rc = 0;
+	bool none_cached = false;
 	*res = (struct ns_warm_res){ 0 };
-	warm_prefetch(ns, dir_ino, v, n < NS_WARM_SLICE ? n : NS_WARM_SLICE);
-	ns_lock_op(ns); /* a waiting committer goes first */
+	warm_lock(ns, dir_ino, v, n);
 	uint64_t used0 = shm_bytes_used(s);
 	mc_off_t dir = warm_dir_find(ns, dir_ino);
 	if (!dir) {
 		rc = -ENOENT;
 		goto out;
 	}
-	/* Names in v are distinct: while the directory's cached children are
-	 * only those inserted here, none of the others can be found (the usual
-	 * case at start), so the lookups are skipped. */
+	/* Note 5: the usual case at start, when the lookups are skipped. */
 	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
-	bool none_cached = !dx || dx->ncached == 0;
+	none_cached = !dx || dx->ncached == 0 ||
+	              (mark->dir == dir && dx->ncached == mark->ncached &&
+	               dentries_dropped(ns) == mark->dropped);
+	uint32_t had = dx ? dx->ncached : 0;
 	for (unsigned held = 0; res->processed < n; held++) {
 		if (held == NS_WARM_SLICE) {
 			/* Let writers in between slices; the directory may have
@@ -151,10 +209,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			res->bytes += shm_bytes_used(s) - used0;
 			uint64_t gone = dentries_dropped(ns);
 			pthread_mutex_unlock(&ns->lock);
-			size_t left = n - res->processed;
-			warm_prefetch(ns, dir_ino, v + res->processed,
-			              left < NS_WARM_SLICE ? left : NS_WARM_SLICE);
-			ns_lock_op(ns);
+			warm_lock(ns, dir_ino, v + res->processed, n - res->processed);
 			used0 = shm_bytes_used(s);
 			held = 0;
 			if (!(dir = warm_dir_find(ns, dir_ino))) {
@@ -164,7 +219,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			/* Still only ours: as many as we added, none dropped. */
 			dx = dcache_dirx(s, dir, false);
 			none_cached = none_cached && dentries_dropped(ns) == gone &&
-			              (!dx || dx->ncached == res->added);
+			              (!dx || dx->ncached == had + res->added);
 		}
 		if (dcache_complete(s, dir)) {
 			res->processed = n;
@@ -189,6 +244,7 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 	if (at_end && dir_all_cached(ns, dir) && dcache_set_complete(s, dir))
 		res->complete = true;
 out:
+	warm_mark(ns, dir, none_cached, mark);
 	res->bytes += shm_bytes_used(s) - used0;
 	pthread_mutex_unlock(&ns->lock);
 	return rc;

@@ -46,6 +46,15 @@
  *     shm_attach maps such a file again with the allocator state saved
  *     from the server that left it (struct shm_image and the pages'
  *     bookkeeping, restart.c).
+ *  9. A page never handed out is populated (faulted in, zero) either by
+ *     grow_slab when it carves it, or earlier, outside the namespace lock,
+ *     by shm_populate_ahead: a thread claims a run of pages past
+ *     fresh_next (next_page, published at every change) by moving
+ *     populated over it, then faults them in. Populating writes no byte,
+ *     so a page keeps reading zero whichever comes first; grow_slab skips
+ *     its own call for pages below populated. Pages populated ahead and
+ *     never used stay in the memfd (at most one run past the last page
+ *     used), counted nowhere in shm_bytes_used.
  */
 #include "shm.h"
 
@@ -202,6 +211,7 @@ static int seg_layout(struct shm *s, uint64_t size)
 	for (uint32_t p = 0; p < meta_pages; p++)
 		s->page_types[p] = MC_PT_META;
 	s->next_page = (uint32_t)meta_pages;
+	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = meta_pages << MC_PAGE_SHIFT;
 
 	for (unsigned i = 0; i < SLAB_COUNT; i++) {
@@ -299,6 +309,7 @@ int shm_attach(const char *path, const struct shm_image *img, const struct shm_p
 	s->pool_tail = img->pool_tail;
 	s->pool_pages = img->pool_pages;
 	s->next_page = img->next_page;
+	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = img->meta_bytes;
 	memcpy(s->slab, img->slab, sizeof(s->slab));
 	s->raw_pages = img->raw_pages;
@@ -478,7 +489,9 @@ static uint32_t page_take(struct shm *s, bool steal, bool *fresh)
 	}
 	if (s->next_page < s->hdr->npages) {
 		*fresh = true;
-		return s->next_page++;
+		uint32_t p = s->next_page++;
+		atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
+		return p;
 	}
 	if (!steal)
 		return 0;
@@ -543,7 +556,7 @@ static int grow_slab(struct shm *s, enum shm_slab slab)
 	/* The loop below touches every 4 KiB of the page: one call faults
 	 * them all in, instead of one fault each (a warm-up grows many slabs).
 	 * Best effort: without it, the faults happen as before. */
-	if (fresh)
+	if (fresh && p >= atomic_load_explicit(&s->populated, memory_order_relaxed))
 		(void)madvise((char *)s->base + base, MC_PAGE_SIZE, MADV_POPULATE_WRITE);
 #endif
 	/* Push in reverse so slots are handed out in address order. */
@@ -564,6 +577,31 @@ static int grow_slab(struct shm *s, enum shm_slab slab)
 	st->nfree += n;
 	st->empty++;
 	return 0;
+}
+
+void shm_populate_ahead(struct shm *s, uint32_t ahead)
+{
+#ifdef MADV_POPULATE_WRITE
+	uint32_t from = atomic_load_explicit(&s->fresh_next, memory_order_relaxed);
+	uint32_t to = s->hdr->npages - from > ahead ? from + ahead : s->hdr->npages;
+	uint32_t cur = atomic_load_explicit(&s->populated, memory_order_relaxed);
+	/* Nothing while half the run is left: one call faults in a run, not
+	 * a page at a time. */
+	if (cur >= to || cur >= from + ahead / 2)
+		return;
+	do {
+		if (cur >= to)
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(&s->populated, &cur, to,
+	                                                memory_order_relaxed,
+	                                                memory_order_relaxed));
+	uint32_t start = cur > from ? cur : from;
+	(void)madvise((char *)s->base + ((uint64_t)start << MC_PAGE_SHIFT),
+	              (uint64_t)(to - start) << MC_PAGE_SHIFT, MADV_POPULATE_WRITE);
+#else
+	(void)s;
+	(void)ahead;
+#endif
 }
 
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)

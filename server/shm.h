@@ -56,6 +56,10 @@ struct shm {
 	struct mc_bucket *ibuckets;
 	struct mc_bucket *ebuckets;   /* loaded extent maps (proto/mc_shm.h, note 11) */
 	uint32_t next_page;       /* first page never handed out */
+	/* shm_populate_ahead, without the namespace lock: next_page as of its
+	 * last change, and the first page past those populated ahead of it
+	 * (shm.c note 9). */
+	_Atomic uint32_t fresh_next, populated;
 	struct shm_page *pg;      /* npages entries */
 	uint32_t pool, pool_tail; /* pages given back, oldest first (shm.c note 7) */
 	uint64_t pool_pages;
@@ -127,6 +131,11 @@ void shm_beat_stop(struct shm *s);
 /* A zeroed slot of slab `slab` (its seq word keeps counting across reuse and
  * is left even), or 0 when the segment is full (counted in alloc_failures). */
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
+/* Fault in the pages never handed out that come next, up to ahead of
+ * them, so that the slabs carving them later (under the namespace lock)
+ * do not wait for the kernel to allocate and clear them (shm.c note 9).
+ * No lock needed; several threads may call it at once. Best effort. */
+void shm_populate_ahead(struct shm *s, uint32_t ahead);
 /* Return a slot; bumps its seq so stale readers notice. A page left with no
  * slot in use goes back to the pool (shm.c note 6). */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);

@@ -94,6 +94,7 @@ struct warm_item {
 	uint64_t ino;
 	bool readahead;            /* queued by a miss: this directory only */
 	bool stale;                /* its last batch was stale: hold next step (note 1) */
+	struct ns_warm_mark mark;  /* what its steps left in the directory (ns_warm_dir) */
 	uint16_t after_len;
 	char after[MC_NAME_MAX];
 };
@@ -187,16 +188,7 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 		t->yielded = t->aside = true;
 		return 1;
 	}
-	struct ns_warm_ent *e = &t->buf[t->n++];
-	e->ino = ino;
-	e->dtype = dtype;
-	e->have_rec = rec != NULL;
-	if (rec)
-		e->rec = *rec;
-	e->namelen = (uint16_t)namelen;
-	memcpy(e->name, name, namelen + 1);
-	e->tlen = (uint16_t)tlen;
-	memcpy(e->target, target, tlen);
+	ns_warm_ent_set(&t->buf[t->n++], name, namelen, ino, dtype, rec, target, tlen);
 	return t->n == WARM_BATCH ? 1 : 0;
 }
 
@@ -212,6 +204,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	t->yielded = t->aside = false;
 	t->held = it->stale;
 	it->stale = false;
+	ns_warm_prepare(w->ns); /* before the semaphore: a committer never waits for it */
 	if (t->held)
 		commit_sem_read_lock(w->sem);
 	uint64_t seq = ns_published_seq(w->ns);
@@ -241,7 +234,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		}
 	}
 	if (rc == 0)
-		rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &res);
+		rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &it->mark, &res);
 	if (rc == 0 && res.processed < t->n)
 		t->yielded = true; /* ns_warm_dir stopped for the committer */
 	/* A complete directory: read-ahead is done; the warm-up reads on to

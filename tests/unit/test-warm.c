@@ -1,0 +1,360 @@
+/* test-warm.c - unit tests of warming (server/ns_warm.c, server/warm.c)
+ * over a real LMDB store and segment: the lookups a reader's mark lets
+ * ns_warm_dir skip (note 5) are skipped only while no name of its batch
+ * can be cached -- a name removed, or one child dropped and another cached
+ * meanwhile, is never brought back --, the segment's pages are faulted in
+ * before the commit semaphore is taken, and two warmers running against
+ * mutations, commits and evictions leave the cache equal to the store. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cred.h"
+#include "fsck.h"
+#include "ns.h"
+#include "shrink.h"
+#include "store.h"
+#include "store_read.h"
+#include "warm.h"
+
+#include "ns_fixture.h"
+
+#define MIB (1ull << 20)
+#define P(s) (s), strlen(s)
+#define NFILES 100
+#define BATCH 40
+
+static const struct cred root_cred = { .uid = 0, .gid = 0 };
+
+static int setup(void **state)
+{
+	return ns_fixture_setup(state, "test-warm", 16 * MIB);
+}
+
+static int teardown(void **state)
+{
+	return ns_fixture_teardown(state);
+}
+
+static struct ns_counts counts(struct fx *f)
+{
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	return c;
+}
+
+/* /d with n files f0000.. after a restart: /d cached, none of its files.
+ * Its inode number. */
+static uint64_t make_dir(struct fx *f, int n)
+{
+	char p[64];
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d"), 0755, NULL), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "/d/f%04d", i);
+		assert_int_equal(ns_open(f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY, 0644,
+		                         false, NULL),
+		                 0);
+	}
+	ns_fixture_reopen(f);
+	ns_attr a;
+	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), false, &a), 0);
+	assert_int_equal(counts(f).positive, 1);
+	return a.ino;
+}
+
+struct batch {
+	struct ns_warm_ent v[NFILES];
+	size_t n, max;
+};
+
+static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, uint8_t dtype,
+                   const struct mc_inode_rec *rec, const char *target, size_t tlen)
+{
+	struct batch *b = arg;
+	ns_warm_ent_set(&b->v[b->n++], name, namelen, ino, dtype, rec, target, tlen);
+	return b->n == b->max ? 1 : 0;
+}
+
+/* Up to max entries of dir after the name after (NULL: from the first),
+ * read from a snapshot as a warmer does. */
+static void read_batch(struct fx *f, uint64_t dir, const char *after, size_t max,
+                       struct batch *b)
+{
+	struct store_snap *sn;
+	b->n = 0;
+	b->max = max;
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	assert_int_equal(store_snap_scan_dir(sn, dir, after, after ? strlen(after) : 0, collect, b),
+	                 0);
+	store_snap_free(sn);
+}
+
+/* The two halves of /d, the second read before a change to the cache and
+ * inserted after it with the mark the first left; *second gets the
+ * second's result. */
+struct halves {
+	uint64_t dir;
+	struct ns_warm_mark mark;
+	struct batch second;
+};
+
+static void first_half(struct fx *f, struct halves *h)
+{
+	static struct batch first;
+	struct ns_warm_res res;
+	h->dir = make_dir(f, NFILES);
+	memset(&h->mark, 0, sizeof(h->mark));
+	read_batch(f, h->dir, NULL, BATCH, &first);
+	assert_int_equal(first.n, BATCH);
+	assert_int_equal(ns_warm_dir(f->ns, h->dir, first.v, first.n, false, &h->mark, &res), 0);
+	assert_int_equal(res.added, BATCH);
+	assert_int_equal(counts(f).positive, 1 + BATCH);
+	assert_true(h->mark.dir != 0); /* the next batch may skip its lookups */
+	read_batch(f, h->dir, first.v[BATCH - 1].name, NFILES, &h->second);
+	assert_int_equal(h->second.n, NFILES - BATCH);
+}
+
+static void second_half(struct fx *f, struct halves *h, size_t want_added)
+{
+	struct ns_warm_res res;
+	assert_int_equal(ns_warm_dir(f->ns, h->dir, h->second.v, h->second.n, true, &h->mark, &res),
+	                 0);
+	assert_int_equal(res.processed, h->second.n);
+	assert_int_equal(res.added, want_added);
+}
+
+static void is_gone(struct fx *f, const char *path)
+{
+	ns_attr a;
+	assert_int_equal(ns_stat(f->ns, &root_cred, P(path), false, &a), -ENOENT);
+}
+
+/* Nothing changed between the halves: the second inserts all its names
+ * (its lookups skipped) and completes the directory. */
+static void test_mark_unchanged(void **state)
+{
+	struct fx *f = *state;
+	struct halves h;
+	first_half(f, &h);
+	second_half(f, &h, NFILES - BATCH);
+	assert_int_equal(counts(f).positive, 1 + NFILES);
+	assert_int_equal(counts(f).dirs_complete, 1);
+	struct fsck_report rep = { 0 };
+	assert_int_equal(fsck_ns(f->ns, &rep), 0);
+	assert_int_equal(rep.n, 0);
+	fsck_report_free(&rep);
+}
+
+/* A name of the second half removed after it was read (the store still
+ * has it until the commit): the removal's negative entry is a cached child
+ * more than the mark counted, so the lookups are made and the name stays
+ * removed. */
+static void test_mark_sees_added_child(void **state)
+{
+	struct fx *f = *state;
+	struct halves h;
+	first_half(f, &h);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f0070")), 0);
+	second_half(f, &h, NFILES - BATCH - 1);
+	is_gone(f, "/d/f0070");
+	assert_int_equal(counts(f).positive, NFILES);
+	commit_all(f);
+	is_gone(f, "/d/f0070");
+}
+
+/* The same removal, and one child of the first half evicted: the cached
+ * children number what the mark counted, but a dentry was dropped since,
+ * so the lookups are made all the same. */
+static void test_mark_sees_drop(void **state)
+{
+	struct fx *f = *state;
+	struct halves h;
+	first_half(f, &h);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f0070")), 0);
+	uint64_t evicted = 0;
+	for (int i = 0; i < 64 && evicted == 0; i++)
+		evicted = shrink_now(f->ns, 0, 1);
+	assert_int_equal(evicted, 1);
+	assert_int_equal(counts(f).positive + counts(f).negative, 1 + BATCH);
+	second_half(f, &h, NFILES - BATCH - 1);
+	is_gone(f, "/d/f0070");
+	assert_int_equal(counts(f).positive, NFILES - 1);
+}
+
+/* The pages the inserts will carve are faulted in by ns_warm_prepare,
+ * which a warmer calls before it takes the commit semaphore; ns_warm_dir,
+ * called with the semaphore held (a committer may wait for it), faults
+ * none in beyond those the slabs carve. */
+static void test_prepare_populates_insert_does_not(void **state)
+{
+	struct fx *f = *state;
+	static struct batch b;
+	struct ns_warm_mark mark = { 0 };
+	struct ns_warm_res res;
+	uint64_t dir = make_dir(f, NFILES);
+	read_batch(f, dir, NULL, NFILES, &b);
+	uint32_t populated = atomic_load(&f->shm->populated);
+	assert_int_equal(ns_warm_dir(f->ns, dir, b.v, b.n, true, &mark, &res), 0);
+	assert_int_equal(res.added, NFILES);
+	assert_int_equal(atomic_load(&f->shm->populated), populated);
+	ns_warm_prepare(f->ns);
+	assert_true(atomic_load(&f->shm->populated) > atomic_load(&f->shm->fresh_next));
+}
+
+/* ---- two warmers against mutations, commits and evictions ------------- */
+
+#define NDIRS 12
+#define NPER 300
+
+struct stress {
+	struct fx *f;
+	atomic_bool stop;
+	pthread_mutex_t commit_mu; /* one committer at a time */
+};
+
+static void *commit_main(void *arg)
+{
+	struct stress *s = arg;
+	while (!atomic_load(&s->stop)) {
+		pthread_mutex_lock(&s->commit_mu);
+		commit_all(s->f);
+		pthread_mutex_unlock(&s->commit_mu);
+		struct timespec ts = { 0, 500000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Evicts a little at a time once the warmers are under way (sooner, it
+ * would evict the directories before they have a cached child, and the
+ * warmers would have nothing to insert into). */
+static void *evict_main(void *arg)
+{
+	struct stress *s = arg;
+	struct timespec ts = { 0, 1000000 };
+	while (!atomic_load(&s->stop) && counts(s->f).positive < 1000)
+		nanosleep(&ts, NULL);
+	while (!atomic_load(&s->stop)) {
+		shrink_now(s->f->ns, 0, 32);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void stress_path(char *p, size_t size, int d, int i)
+{
+	snprintf(p, size, "/d%02d/f%04d", d, i);
+}
+
+/* While two warmers load a tree (slowed, so that everything overlaps),
+ * files are removed and created in every directory, commits are published
+ * and clean entries evicted: afterwards every name is what the mutations
+ * left, and the cache agrees with the store (fsck). Under TSan this is the
+ * test that the warmers share the namespace safely. */
+static void test_two_warmers_mutations_evictions(void **state)
+{
+	struct fx *f = *state;
+	char p[64];
+	for (int d = 0; d < NDIRS; d++) {
+		snprintf(p, sizeof(p), "/d%02d", d);
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		for (int i = 0; i < NPER; i++) {
+			stress_path(p, sizeof(p), d, i);
+			assert_int_equal(ns_open(f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY,
+			                         0644, false, NULL),
+			                 0);
+		}
+	}
+	ns_fixture_reopen(f);
+
+	struct stress s = { .f = f };
+	pthread_mutex_init(&s.commit_mu, NULL);
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "20", 1);
+	struct warm *w;
+	assert_int_equal(warm_start(f->ns, f->st, 2, 0, true, &w), 0);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	pthread_t ct, et;
+	assert_int_equal(pthread_create(&ct, NULL, commit_main, &s), 0);
+	assert_int_equal(pthread_create(&et, NULL, evict_main, &s), 0);
+	/* Every third file removed, a new one created beside every fifth,
+	 * in an order that crosses the warmers' batches. */
+	for (int i = 0; i < NPER; i++) {
+		for (int d = 0; d < NDIRS; d++) {
+			int k = (i * 7 + d * 13) % NPER;
+			if (k % 3 == 0) {
+				stress_path(p, sizeof(p), d, k);
+				assert_int_equal(ns_unlink(f->ns, &root_cred, P(p)), 0);
+			}
+			if (k % 5 == 0) {
+				snprintf(p, sizeof(p), "/d%02d/f%04dn", d, k);
+				assert_int_equal(ns_open(f->ns, &root_cred, P(p),
+				                         O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL),
+				                 0);
+			}
+		}
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	warm_wait(w);
+	atomic_store(&s.stop, true);
+	pthread_join(ct, NULL);
+	pthread_join(et, NULL);
+	struct stats_warm ws;
+	warm_get_stats(w, &ws);
+	print_message("# 2 warmers: %llu entries inserted, %llu yields, %llu entries evicted\n",
+	              (unsigned long long)ws.entries, (unsigned long long)ws.yields,
+	              (unsigned long long)counts(f).shrink.evicted);
+	assert_true(ws.entries > 0);
+	assert_true(counts(f).shrink.evicted > 0);
+	warm_stop(w);
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (int d = 0; d < NDIRS; d++) {
+			for (int k = 0; k < NPER; k++) {
+				ns_attr a;
+				stress_path(p, sizeof(p), d, k);
+				assert_int_equal(ns_stat(f->ns, &root_cred, P(p), false, &a),
+				                 k % 3 == 0 ? -ENOENT : 0);
+				snprintf(p, sizeof(p), "/d%02d/f%04dn", d, k);
+				assert_int_equal(ns_stat(f->ns, &root_cred, P(p), false, &a),
+				                 k % 5 == 0 ? 0 : -ENOENT);
+			}
+		}
+		commit_all(f);
+		struct fsck_report rep = { 0 };
+		assert_int_equal(fsck_ns(f->ns, &rep), 0);
+		for (size_t i = 0; i < rep.n; i++)
+			print_message("# fsck: %s %llu %s: %s\n", fsck_kind_name(rep.v[i].kind),
+			              (unsigned long long)rep.v[i].ino,
+			              rep.v[i].name ? rep.v[i].name : "-", rep.v[i].detail);
+		assert_int_equal(rep.n, 0);
+		fsck_report_free(&rep);
+		ns_fixture_reopen(f); /* then the same from the store alone */
+	}
+	pthread_mutex_destroy(&s.commit_mu);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_mark_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mark_sees_added_child, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mark_sees_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prepare_populates_insert_does_not, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
