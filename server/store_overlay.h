@@ -40,12 +40,20 @@ struct ovl_dir {
 	size_t n;
 };
 
+/* A block of the arena entries and directory lists come from. */
+struct ovl_chunk {
+	struct ovl_chunk *next;
+	size_t used, cap;
+	_Alignas(8) uint8_t mem[];
+};
+
 struct store_ovl {
 	struct ovl_ent **tab;
 	size_t nbuckets;          /* a power of two, or 0 before the first add */
 	size_t n;                 /* entries */
 	struct map dirs;          /* parent inode number -> its struct ovl_dir */
 	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
+	struct ovl_chunk *arena;  /* the newest first; every entry and list, freed at a clear */
 };
 
 /* Record what r does to the tables; extent records change nothing here
