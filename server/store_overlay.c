@@ -13,6 +13,9 @@
  *     arena holds at most one dead entry per inode record added.
  *  2. Keys are distinct (one entry per table and key), so a sort of them
  *     needs no stability, and its order is the tables' (ovl_keycmp).
+ *  3. made[0..n) holds each entry once, in the order its key first came
+ *     (an entry replaced takes its old one's place, e->at); the sorts start
+ *     from that order, where a batch's new keys come in runs already.
  */
 #include "store_overlay.h"
 
@@ -124,11 +127,25 @@ static struct ovl_dir *ovl_dir_get(struct store_ovl *o, uint64_t parent)
 	return d;
 }
 
+/* Room in o->made for one more entry; 0 or -ENOMEM. */
+static int ovl_made_room(struct store_ovl *o)
+{
+	if (o->n < o->made_cap)
+		return 0;
+	size_t cap = o->made_cap ? o->made_cap * 2 : OVL_MIN_BUCKETS;
+	struct ovl_ent **m = cap <= UINT32_MAX ? realloc(o->made, cap * sizeof(*m)) : NULL;
+	if (!m)
+		return -ENOMEM;
+	o->made = m;
+	o->made_cap = cap;
+	return 0;
+}
+
 /* Set key k of table t to v (vlen bytes), or to deleted when v is NULL. */
 static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t klen,
                    const uint8_t *v, size_t vlen)
 {
-	if (o->n >= o->nbuckets && ovl_grow(o) < 0)
+	if ((o->n >= o->nbuckets && ovl_grow(o) < 0) || ovl_made_room(o) < 0)
 		return -ENOMEM;
 	uint64_t h = ovl_hash(t, k, klen);
 	struct ovl_ent **pp = ovl_slot(o, t, k, klen, h), *old = *pp;
@@ -162,8 +179,8 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 		memcpy(e->data, k, klen);
 		*pp = e;                        /* an old one (an inode's: on no list)
 		                                 * stays in the arena until the clear */
-		if (!old)
-			o->n++;
+		e->at = old ? old->at : (uint32_t)o->n++;
+		o->made[e->at] = e;
 		if (d) {
 			e->dnext = d->first;
 			d->first = e;
@@ -359,10 +376,9 @@ int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent
 	size_t m = 0;
 	if (o->n && !(v = ovl_sk_new(o->n)))
 		return -ENOMEM;
-	for (size_t i = 0; i < o->nbuckets; i++)
-		for (const struct ovl_ent *e = o->tab[i]; e; e = e->next)
-			if (e->table == t)
-				v[m++].e = e;
+	for (size_t i = 0; i < o->n; i++)       /* made in order mostly: runs */
+		if (o->made[i]->table == t)
+			v[m++].e = o->made[i];
 	ovl_sk_done(v, m, out, n);
 	return 0;
 }
@@ -391,9 +407,11 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 		memcpy(k + 8, after, after_len);
 	if (!(v = ovl_sk_new(d->n)))
 		return -ENOMEM;
+	/* The list is newest first: back to front, in the order made (runs). */
 	for (const struct ovl_ent *e = d->first; e; e = e->dnext)
 		if (!after_len || ovl_keycmp(e, k, 8 + after_len) > 0)
-			v[m++].e = e;
+			v[d->n - ++m].e = e;
+	memmove(v, v + (d->n - m), m * sizeof(*v));
 	ovl_sk_done(v, m, out, n);
 	return 0;
 }
@@ -409,6 +427,9 @@ void ovl_clear(struct store_ovl *o)
 	free(o->tab);
 	o->tab = NULL;
 	o->nbuckets = 0;
+	free(o->made);
+	o->made = NULL;
+	o->made_cap = 0;
 	o->n = 0;
 	o->gen++;
 }

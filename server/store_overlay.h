@@ -29,6 +29,7 @@ struct ovl_ent {
 	bool dropped;             /* deleted at some point in these batches */
 	uint16_t klen, vlen;
 	uint16_t vcap;            /* value bytes allocated: an entry is reused, never moved */
+	uint32_t at;              /* its place in store_ovl.made */
 	uint8_t data[];           /* klen key bytes, then vlen value bytes */
 };
 
@@ -51,6 +52,8 @@ struct store_ovl {
 	struct ovl_ent **tab;
 	size_t nbuckets;          /* a power of two, or 0 before the first add */
 	size_t n;                 /* entries */
+	struct ovl_ent **made;    /* the n entries in the order their keys came */
+	size_t made_cap;
 	struct map dirs;          /* parent inode number -> its struct ovl_dir */
 	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
 	struct ovl_chunk *arena;  /* the newest first; every entry and list, freed at a clear */
