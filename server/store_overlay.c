@@ -16,6 +16,10 @@
  *  3. made[0..n) holds each entry once, in the order its key first came
  *     (an entry replaced takes its old one's place, e->at); the sorts start
  *     from that order, where a batch's new keys come in runs already.
+ *  4. ovl_reset (at an apply) empties the bucket table and made[] but
+ *     keeps their memory up to OVL_KEEP_BUCKETS buckets, so the overlay of
+ *     the next batches does not grow them again by doubling; ovl_clear
+ *     gives everything back.
  */
 #include "store_overlay.h"
 
@@ -30,6 +34,7 @@
 #define OVL_DENTRY_VAL  9u      /* u64 ino, u8 dtype (store.h) */
 #define OVL_CHUNK       (64u << 10)     /* arena bytes at a time */
 #define OVL_SORT_SMALL  16u     /* runs sorted by insertion */
+#define OVL_KEEP_BUCKETS (64u << 10)    /* a clear keeps a table this size or less */
 
 /* A word at a time: keys are 8 bytes (an inode) or 9..8+MC_NAME_MAX (a
  * dentry), so a byte-at-a-time hash spends most of ovl_set's time. The
@@ -416,7 +421,18 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 	return 0;
 }
 
-void ovl_clear(struct store_ovl *o)
+/* Free the bucket table and made[] (entries, lists and arena gone). */
+static void ovl_drop_tab(struct store_ovl *o)
+{
+	free(o->tab);
+	o->tab = NULL;
+	o->nbuckets = 0;
+	free(o->made);
+	o->made = NULL;
+	o->made_cap = 0;
+}
+
+void ovl_reset(struct store_ovl *o)
 {
 	map_free(&o->dirs);             /* the lists are in the arena */
 	for (struct ovl_chunk *c = o->arena, *next; c; c = next) {
@@ -424,12 +440,16 @@ void ovl_clear(struct store_ovl *o)
 		free(c);
 	}
 	o->arena = NULL;
-	free(o->tab);
-	o->tab = NULL;
-	o->nbuckets = 0;
-	free(o->made);
-	o->made = NULL;
-	o->made_cap = 0;
+	if (o->nbuckets > OVL_KEEP_BUCKETS)
+		ovl_drop_tab(o);
+	else if (o->nbuckets)           /* the next batches will need as many (invariant 4) */
+		memset(o->tab, 0, o->nbuckets * sizeof(*o->tab));
 	o->n = 0;
 	o->gen++;
+}
+
+void ovl_clear(struct store_ovl *o)
+{
+	ovl_reset(o);
+	ovl_drop_tab(o);
 }

@@ -86,6 +86,9 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent);
 /* Compare an entry's key with k the way the tables order keys. */
 int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen);
+/* Empty the overlay and free its memory. */
 void ovl_clear(struct store_ovl *o);
+/* Empty it, keeping its bucket table for the next batches (up to a bound). */
+void ovl_reset(struct store_ovl *o);
 
 #endif
