@@ -555,7 +555,7 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 	int err = 0;
 	pthread_rwlock_wrlock(&s->ovl_lock);
 	if (applied) {
-		ovl_clear(&s->ovl);
+		ovl_reset(&s->ovl);
 		s->ovl_broken = false;
 		s->tables_txnid = atomic_load(&s->apply_txnid); /* store_read.c note 1b */
 		atomic_store(&s->apply_txnid, 0);

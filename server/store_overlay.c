@@ -4,7 +4,23 @@
  * store applies the log to its tables. Each dentry entry is also on its
  * parent's list (struct ovl_dir, found by parent in a struct map), and an
  * entry never moves once made (a dentry's room fits any of its values), so
- * those lists need no upkeep but the push of a new key. */
+ * those lists need no upkeep but the push of a new key.
+ *
+ * INVARIANTS
+ *  1. Entries and directory lists come from the overlay's arena and are
+ *     never freed one by one: an inode entry replaced by a larger one stays
+ *     there, unreachable, until ovl_clear frees every chunk at once. So the
+ *     arena holds at most one dead entry per inode record added.
+ *  2. Keys are distinct (one entry per table and key), so a sort of them
+ *     needs no stability, and its order is the tables' (ovl_keycmp).
+ *  3. made[0..n) holds each entry once, in the order its key first came
+ *     (an entry replaced takes its old one's place, e->at); the sorts start
+ *     from that order, where a batch's new keys come in runs already.
+ *  4. ovl_reset (at an apply) empties the bucket table and made[] but
+ *     keeps their memory up to OVL_KEEP_BUCKETS buckets, so the overlay of
+ *     the next batches does not grow them again by doubling; ovl_clear
+ *     gives everything back.
+ */
 #include "store_overlay.h"
 
 #include <errno.h>
@@ -16,15 +32,52 @@
 
 #define OVL_MIN_BUCKETS 256u
 #define OVL_DENTRY_VAL  9u      /* u64 ino, u8 dtype (store.h) */
+#define OVL_CHUNK       (64u << 10)     /* arena bytes at a time */
+#define OVL_SORT_SMALL  16u     /* runs sorted by insertion */
+#define OVL_KEEP_BUCKETS (64u << 10)    /* a clear keeps a table this size or less */
 
+/* A word at a time: keys are 8 bytes (an inode) or 9..8+MC_NAME_MAX (a
+ * dentry), so a byte-at-a-time hash spends most of ovl_set's time. The
+ * final mix spreads every bit into the low ones, which pick the bucket. */
 static uint64_t ovl_hash(unsigned t, const uint8_t *k, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ t;
-	for (size_t i = 0; i < n; i++) {
-		h ^= k[i];
-		h *= 0x100000001b3ull;
+	uint64_t h = 0x9e3779b97f4a7c15ull * (t + 1) ^ n, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, k + i, 8);
+		h = (h ^ w) * 0x9fb21c651e98df25ull;
+		h ^= h >> 29;
 	}
-	return h;
+	if (i < n) {
+		w = 0;
+		memcpy(&w, k + i, n - i);
+		h = (h ^ w) * 0x9fb21c651e98df25ull;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
+/* n bytes from the overlay's arena (8-aligned), freed all at once by
+ * ovl_clear; NULL: no memory. */
+static void *ovl_alloc(struct store_ovl *o, size_t n)
+{
+	struct ovl_chunk *c = o->arena;
+	n = (n + 7) & ~(size_t)7;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > OVL_CHUNK ? n : OVL_CHUNK;
+		if (!(c = malloc(sizeof(*c) + cap)))
+			return NULL;
+		c->next = o->arena;
+		c->used = 0;
+		c->cap = cap;
+		o->arena = c;
+	}
+	void *p = c->mem + c->used;
+	c->used += n;
+	return p;
 }
 
 static struct ovl_ent **ovl_slot(const struct store_ovl *o, unsigned t, const uint8_t *k,
@@ -72,18 +125,32 @@ static struct ovl_dir *ovl_dir_get(struct store_ovl *o, uint64_t parent)
 	struct ovl_dir *d = ovl_dir_find(o, parent);
 	if (d)
 		return d;
-	if (map_reserve(&o->dirs) < 0 || !(d = calloc(1, sizeof(*d))))
+	if (map_reserve(&o->dirs) < 0 || !(d = ovl_alloc(o, sizeof(*d))))
 		return NULL;
-	d->parent = parent;
+	*d = (struct ovl_dir){ .parent = parent };
 	map_put(&o->dirs, parent, (uintptr_t)d); /* reserved: cannot fail */
 	return d;
+}
+
+/* Room in o->made for one more entry; 0 or -ENOMEM. */
+static int ovl_made_room(struct store_ovl *o)
+{
+	if (o->n < o->made_cap)
+		return 0;
+	size_t cap = o->made_cap ? o->made_cap * 2 : OVL_MIN_BUCKETS;
+	struct ovl_ent **m = cap <= UINT32_MAX ? realloc(o->made, cap * sizeof(*m)) : NULL;
+	if (!m)
+		return -ENOMEM;
+	o->made = m;
+	o->made_cap = cap;
+	return 0;
 }
 
 /* Set key k of table t to v (vlen bytes), or to deleted when v is NULL. */
 static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t klen,
                    const uint8_t *v, size_t vlen)
 {
-	if (o->n >= o->nbuckets && ovl_grow(o) < 0)
+	if ((o->n >= o->nbuckets && ovl_grow(o) < 0) || ovl_made_room(o) < 0)
 		return -ENOMEM;
 	uint64_t h = ovl_hash(t, k, klen);
 	struct ovl_ent **pp = ovl_slot(o, t, k, klen, h), *old = *pp;
@@ -91,8 +158,10 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 	struct ovl_ent *e;
 	struct ovl_dir *d = NULL;
 	/* A dentry's room is the size of its value (deletions too): it never
-	 * moves, being on its parent's list. */
-	size_t cap = t == OVL_DENTRIES ? OVL_DENTRY_VAL : vlen;
+	 * moves, being on its parent's list. An inode's fits any inode but a
+	 * symlink's with a longer target. */
+	size_t cap = t == OVL_DENTRIES ? OVL_DENTRY_VAL :
+	             vlen > JOURNAL_INODE_DISK_SIZE ? vlen : JOURNAL_INODE_DISK_SIZE;
 	if (old && old->vcap >= vlen) {
 		e = old;                        /* reuse it: the value fits */
 	} else {
@@ -101,7 +170,7 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 			return -EINVAL;
 		if (t == OVL_DENTRIES && !(d = ovl_dir_get(o, get_be64(k))))
 			return -ENOMEM;
-		e = malloc(sizeof(*e) + klen + cap);
+		e = ovl_alloc(o, sizeof(*e) + klen + cap);
 		if (!e)
 			return -ENOMEM;
 		e->next = old ? old->next : NULL;
@@ -113,11 +182,10 @@ static int ovl_set(struct store_ovl *o, unsigned t, const uint8_t *k, size_t kle
 		e->vcap = (uint16_t)cap;
 		e->dropped = old && old->dropped;
 		memcpy(e->data, k, klen);
-		*pp = e;
-		if (old)
-			free(old);              /* an inode's: on no list */
-		else
-			o->n++;
+		*pp = e;                        /* an old one (an inode's: on no list)
+		                                 * stays in the arena until the clear */
+		e->at = old ? old->at : (uint32_t)o->n++;
+		o->made[e->at] = e;
 		if (d) {
 			e->dnext = d->first;
 			d->first = e;
@@ -203,45 +271,121 @@ int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen)
 	return e->klen < klen ? -1 : e->klen > klen ? 1 : 0;
 }
 
-static int ovl_cmp(const void *a, const void *b)
+/* A sort item: the key's first 8 bytes and 8 more, past the bytes every
+ * key of the sort shares (a directory's generated names), as big-endian
+ * words (zeros past the key's end), so most comparisons are of integers;
+ * the entry breaks ties (the zeros may hide a shorter key, or the keys go
+ * on). */
+struct ovl_sk {
+	uint64_t k8, k16;
+	const struct ovl_ent *e;
+};
+
+/* How many bytes past the first 8 the m keys of v all share. */
+static size_t ovl_sk_shared(const struct ovl_sk *v, size_t m)
 {
-	const struct ovl_ent *x = *(const struct ovl_ent *const *)a;
-	const struct ovl_ent *y = *(const struct ovl_ent *const *)b;
+	const uint8_t *ref = v[0].e->data + 8;
+	size_t l = v[0].e->klen - 8;
+	for (size_t i = 1; i < m && l; i++) {
+		const struct ovl_ent *e = v[i].e;
+		size_t j = 0;
+		if (e->klen - 8u < l)
+			l = e->klen - 8u;
+		while (j < l && e->data[8 + j] == ref[j])
+			j++;
+		l = j;
+	}
+	return l;
+}
+
+/* Fill in v's words, keys shared up to byte 8 + off. */
+static void ovl_sk_words(struct ovl_sk *v, size_t m, size_t off)
+{
+	for (size_t i = 0; i < m; i++) {
+		const struct ovl_ent *e = v[i].e;
+		uint8_t b[8] = {0};
+		size_t rest = e->klen - 8u - off;
+		memcpy(b, e->data + 8 + off, rest < 8 ? rest : 8);
+		v[i].k8 = e->k8;
+		v[i].k16 = get_be64(b);
+	}
+}
+
+/* x before y in the tables' key order? */
+static inline bool ovl_sk_less(const struct ovl_sk *x, const struct ovl_sk *y)
+{
 	if (x->k8 != y->k8)             /* the inode, or the parent: most keys differ there */
-		return x->k8 < y->k8 ? -1 : 1;
-	return ovl_keycmp(x, y->data, y->klen);
+		return x->k8 < y->k8;
+	if (x->k16 != y->k16)
+		return x->k16 < y->k16;
+	return ovl_keycmp(x->e, y->e->data, y->e->klen) < 0;
+}
+
+/* Sort v[0..n) (keys all distinct), tmp room for n items: a merge sort,
+ * runs of OVL_SORT_SMALL by insertion, a merge skipped where its halves
+ * are in order already (a directory's names made in order). */
+static void ovl_sk_sort(struct ovl_sk *v, struct ovl_sk *tmp, size_t n)
+{
+	if (n <= OVL_SORT_SMALL) {
+		for (size_t i = 1; i < n; i++) {
+			struct ovl_sk x = v[i];
+			size_t j = i;
+			for (; j > 0 && ovl_sk_less(&x, &v[j - 1]); j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	size_t h = n / 2;
+	ovl_sk_sort(v, tmp, h);
+	ovl_sk_sort(v + h, tmp, n - h);
+	if (!ovl_sk_less(&v[h], &v[h - 1]))
+		return;
+	memcpy(tmp, v, h * sizeof(*v));
+	size_t i = 0, j = h, k = 0;
+	while (i < h && j < n)
+		v[k++] = ovl_sk_less(&v[j], &tmp[i]) ? v[j++] : tmp[i++];
+	memcpy(v + k, tmp + i, (h - i) * sizeof(*v));   /* what is left of v[j..n) stays */
+}
+
+/* Room for cap sort items and the merge's half; NULL: no memory. */
+static struct ovl_sk *ovl_sk_new(size_t cap)
+{
+	return malloc((cap + cap / 2) * sizeof(struct ovl_sk));
+}
+
+/* Sort the m items of v (from ovl_sk_new, their entries set) and hand their entries out in
+ * v's own memory (*out, free() it; NULL when m is 0). */
+static void ovl_sk_done(struct ovl_sk *v, size_t m, const struct ovl_ent ***out, size_t *n)
+{
+	*n = m;
+	if (!m) {
+		free(v);
+		*out = NULL;
+		return;
+	}
+	ovl_sk_words(v, m, ovl_sk_shared(v, m));
+	ovl_sk_sort(v, v + m, m);
+	/* In place: pointer i (8 bytes) lands where items up to i (24) were
+	 * read already; e is of the pointers' own type. */
+	const struct ovl_ent **p = (const struct ovl_ent **)(void *)v;
+	for (size_t i = 0; i < m; i++)
+		p[i] = v[i].e;
+	*out = p;
 }
 
 int ovl_sorted(const struct store_ovl *o, enum ovl_table t, const struct ovl_ent ***out,
                size_t *n)
 {
-	const struct ovl_ent **v = NULL;
+	struct ovl_sk *v = NULL;
 	size_t m = 0;
-	if (o->n) {
-		v = malloc(o->n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-	}
-	for (size_t i = 0; i < o->nbuckets; i++)
-		for (const struct ovl_ent *e = o->tab[i]; e; e = e->next)
-			if (e->table == t)
-				v[m++] = e;
-	if (m)
-		qsort(v, m, sizeof(*v), ovl_cmp);
-	if (!m) {
-		free(v);
-		v = NULL;
-	}
-	*out = v;
-	*n = m;
+	if (o->n && !(v = ovl_sk_new(o->n)))
+		return -ENOMEM;
+	for (size_t i = 0; i < o->n; i++)       /* made in order mostly: runs */
+		if (o->made[i]->table == t)
+			v[m++].e = o->made[i];
+	ovl_sk_done(v, m, out, n);
 	return 0;
-}
-
-static int ovl_namecmp(const void *a, const void *b)
-{
-	const struct ovl_ent *x = *(const struct ovl_ent *const *)a;
-	const struct ovl_ent *y = *(const struct ovl_ent *const *)b;
-	return ovl_keycmp(x, y->data, y->klen);     /* one parent: the names decide */
 }
 
 size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent)
@@ -255,7 +399,7 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 {
 	uint8_t k[8 + MC_NAME_MAX];
 	const struct ovl_dir *d = ovl_dir_find(o, parent);
-	const struct ovl_ent **v = NULL;
+	struct ovl_sk *v;
 	size_t m = 0;
 	*out = NULL;
 	*n = 0;
@@ -266,39 +410,46 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 	put_be64(k, parent);
 	if (after_len)
 		memcpy(k + 8, after, after_len);
-	v = malloc(d->n * sizeof(*v));
-	if (!v)
+	if (!(v = ovl_sk_new(d->n)))
 		return -ENOMEM;
+	/* The list is newest first: back to front, in the order made (runs). */
 	for (const struct ovl_ent *e = d->first; e; e = e->dnext)
 		if (!after_len || ovl_keycmp(e, k, 8 + after_len) > 0)
-			v[m++] = e;
-	if (m > 1)
-		qsort(v, m, sizeof(*v), ovl_namecmp);
-	if (!m) {
-		free(v);
-		v = NULL;
-	}
-	*out = v;
-	*n = m;
+			v[d->n - ++m].e = e;
+	memmove(v, v + (d->n - m), m * sizeof(*v));
+	ovl_sk_done(v, m, out, n);
 	return 0;
+}
+
+/* Free the bucket table and made[] (entries, lists and arena gone). */
+static void ovl_drop_tab(struct store_ovl *o)
+{
+	free(o->tab);
+	o->tab = NULL;
+	o->nbuckets = 0;
+	free(o->made);
+	o->made = NULL;
+	o->made_cap = 0;
+}
+
+void ovl_reset(struct store_ovl *o)
+{
+	map_free(&o->dirs);             /* the lists are in the arena */
+	for (struct ovl_chunk *c = o->arena, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	o->arena = NULL;
+	if (o->nbuckets > OVL_KEEP_BUCKETS)
+		ovl_drop_tab(o);
+	else if (o->nbuckets)           /* the next batches will need as many (invariant 4) */
+		memset(o->tab, 0, o->nbuckets * sizeof(*o->tab));
+	o->n = 0;
+	o->gen++;
 }
 
 void ovl_clear(struct store_ovl *o)
 {
-	for (size_t i = 0; i < o->dirs.cap; i++)
-		if (o->dirs.keys[i])
-			free((struct ovl_dir *)(uintptr_t)o->dirs.vals[i]);
-	map_free(&o->dirs);
-	for (size_t i = 0; i < o->nbuckets; i++) {
-		struct ovl_ent *e = o->tab[i], *next;
-		for (; e; e = next) {
-			next = e->next;
-			free(e);
-		}
-	}
-	free(o->tab);
-	o->tab = NULL;
-	o->nbuckets = 0;
-	o->n = 0;
-	o->gen++;
+	ovl_reset(o);
+	ovl_drop_tab(o);
 }

@@ -29,6 +29,7 @@ struct ovl_ent {
 	bool dropped;             /* deleted at some point in these batches */
 	uint16_t klen, vlen;
 	uint16_t vcap;            /* value bytes allocated: an entry is reused, never moved */
+	uint32_t at;              /* its place in store_ovl.made */
 	uint8_t data[];           /* klen key bytes, then vlen value bytes */
 };
 
@@ -40,12 +41,22 @@ struct ovl_dir {
 	size_t n;
 };
 
+/* A block of the arena entries and directory lists come from. */
+struct ovl_chunk {
+	struct ovl_chunk *next;
+	size_t used, cap;
+	_Alignas(8) uint8_t mem[];
+};
+
 struct store_ovl {
 	struct ovl_ent **tab;
 	size_t nbuckets;          /* a power of two, or 0 before the first add */
 	size_t n;                 /* entries */
+	struct ovl_ent **made;    /* the n entries in the order their keys came */
+	size_t made_cap;
 	struct map dirs;          /* parent inode number -> its struct ovl_dir */
 	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
+	struct ovl_chunk *arena;  /* the newest first; every entry and list, freed at a clear */
 };
 
 /* Record what r does to the tables; extent records change nothing here
@@ -75,6 +86,9 @@ int ovl_dir_sorted(const struct store_ovl *o, uint64_t parent, const char *after
 size_t ovl_dir_count(const struct store_ovl *o, uint64_t parent);
 /* Compare an entry's key with k the way the tables order keys. */
 int ovl_keycmp(const struct ovl_ent *e, const uint8_t *k, size_t klen);
+/* Empty the overlay and free its memory. */
 void ovl_clear(struct store_ovl *o);
+/* Empty it, keeping its bucket table for the next batches (up to a bound). */
+void ovl_reset(struct store_ovl *o);
 
 #endif

@@ -1,9 +1,9 @@
 /* test-store_overlay.c - unit tests of the log-first commit (server/
  * store_log.c note 5, store_overlay.c): what a commit writes, reads of
  * batches not yet applied to the tables (point reads from the overlay,
- * scans after an apply), recovery after a crash that left batches
- * unapplied, a read-only walk that merges them, the format 1 store
- * upgraded in place, and reads racing commits. */
+ * scans after an apply), an overlay entry outgrown, recovery after a crash
+ * that left batches unapplied, a read-only walk that merges them, the
+ * format 1 store upgraded in place, and reads racing commits. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -189,6 +189,49 @@ static void test_reads_before_apply(void **state)
 	assert_int_equal(store_get_inode(s, 2, &r, NULL, NULL), -ENOENT);
 	assert_int_equal(store_get_inode(s, 3, &r, NULL, NULL), 0);
 	assert_int_equal(r.size, 4096);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
+/* An inode whose newer value outgrows its overlay entry (deleted, then
+ * made again as a symlink with a target) gets a new entry: the apply
+ * writes that one, not the one it replaced. */
+static void test_entry_outgrown(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 3 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	uint64_t ino = 2;
+	journal_batch_init(&b, 0);
+	create_batch(&b, 1, 4, &ino);                   /* inodes 2..5 */
+	commit_ok(s, &b);
+	journal_batch_reset(&b, 2);
+	struct mc_inode_rec ln = { .ino = 3, .mode = S_IFLNK | 0777, .nlink = 1, .size = 14 };
+	assert_int_equal(journal_del_dentry(&b, 1, "f000000000000003", 16), 0);
+	assert_int_equal(journal_del_inode(&b, 3), 0);
+	assert_int_equal(journal_put_inode(&b, &ln, "a/longer/target", 14), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "link", 4, 3, DT_LNK), 0);
+	b.next_ino = ino;
+	commit_ok(s, &b);
+
+	struct mc_inode_rec r;
+	char target[MC_SYMLINK_MAX];
+	size_t tlen = 0;
+	struct store_meta m;
+	for (int applied = 0; applied < 2; applied++) {
+		assert_int_equal(store_get_inode(s, 3, &r, target, &tlen), 0);
+		assert_true(S_ISLNK(r.mode));
+		assert_int_equal(tlen, 14);
+		assert_memory_equal(target, "a/longer/target", 14);
+		assert_int_equal(store_get_inode(s, 4, &r, NULL, NULL), 0);
+		assert_int_equal(store_get_meta(s, &m), 0);
+		assert_int_equal(m.applied_seq, applied ? 3 : 0);
+		if (applied)
+			break;
+		create_batch(&b, 3, 1, &ino);           /* the third batch applies */
+		commit_ok(s, &b);
+	}
 	store_close(s);
 	journal_batch_free(&b);
 }
@@ -648,6 +691,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_commit_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_before_apply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_entry_outgrown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dentry_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_replays, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_walk_merges, setup, teardown),
