@@ -124,9 +124,13 @@
 	  "0 loads entries only when they are looked up.") \
 	X(WARM_NICE, "warm-nice", 0, CK_UINT, F(warm_nice), "N", 0, 19, "19", \
 	  "Nice value of the warmer threads: at 19 the committer, the\n" \
-	  "connections and the clients on the machine get a CPU first. On a\n" \
-	  "machine kept busy by other work a lower value may serve better: a\n" \
-	  "warmer waiting for a CPU may hold the namespace lock meanwhile.") \
+	  "connections and the clients on the machine get a CPU first. Above\n" \
+	  "0, a warmer reading the store (outside the namespace lock) is in\n" \
+	  "the SCHED_IDLE class too, when the process may come back from it\n" \
+	  "(root, or an RLIMIT_NICE allowing N: LimitNICE=+19 in the systemd\n" \
+	  "unit). On a machine kept busy by other work a lower value may\n" \
+	  "serve better: a warmer waiting for a CPU may hold the namespace\n" \
+	  "lock meanwhile.") \
 	X(SHM_PATH, "shm-path", 0, CK_PATH, F(shm_path), "PATH", 0, 0, NULL, \
 	  "Keep the shared-memory segment in this file (under /dev/shm) instead\n" \
 	  "of an anonymous memfd: it outlives a clean stop, and the next start\n" \

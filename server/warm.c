@@ -41,12 +41,26 @@
  *  5. The threads run at nice --warm-nice, 19 by default (they are named
  *     "mcached-warm"): the committer, the connection threads and the
  *     clients on the same machine go first, so a commit is not delayed by
- *     warmers that keep every core busy. Not SCHED_IDLE: on a busy
- *     machine an idle-class thread may wait for a CPU for a long time, and
- *     a warmer holding the namespace lock (or the commit semaphore, for an
- *     insert) would make the committer and the clients wait with it; nice
- *     19 still gets a small share. A machine saturated by other work may
- *     be better served by a lower value, for that same reason.
+ *     warmers that keep every core busy. While a step reads the store
+ *     without the commit semaphore or the namespace lock (the usual case)
+ *     the thread is in the SCHED_IDLE class too (warm_class), which any
+ *     other thread woken on its CPU preempts at once; at nice 19 alone the
+ *     scheduler lets the running warmer finish its slice first, a few ms.
+ *     Not while it inserts: on a busy machine an idle-class thread may
+ *     wait for a CPU for a long time, and a warmer holding the namespace
+ *     lock (or the commit semaphore) would make the committer and the
+ *     clients wait with it; nice 19 still gets a small share. A read
+ *     holds only the store's read sides: the map-resize lock (which a
+ *     commit takes for writing only to grow the map) and, while LMDB fills
+ *     one scan chunk, the overlay lock (store_read.c note 1d); a committer
+ *     that preempts a warmer there and waits for it sleeps, and so gives
+ *     the warmer its CPU back, unless other work saturates the machine,
+ *     where --warm-nice 0 is the way out. Coming back from SCHED_IDLE
+ *     needs CAP_SYS_NICE or an RLIMIT_NICE that allows the nice value
+ *     (the systemd unit's LimitNICE): warm_start tries it once on a thread
+ *     of its own (warm_idle_allowed), and without it the warmers stay at
+ *     their nice value throughout. --warm-nice 0 turns both off. A machine
+ *     saturated by other work may be better served by a lower value.
  *  6. A step that stopped for the committer (or found its batch stale:
  *     the committer published meanwhile) gives the CPU up
  *     (sched_yield) once the semaphore is let go, so the woken committer
@@ -111,6 +125,7 @@ struct warm_thread {
 	bool yielded;              /* the scan stopped for the committer */
 	bool aside;                /* ... to step aside (note 7) */
 	bool whole;                /* this step does not step aside (note 7) */
+	bool idle;                 /* in the SCHED_IDLE class (note 5) */
 	_Atomic uint64_t entries, busy_ns;
 };
 
@@ -128,6 +143,7 @@ struct warm {
 	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
 	int nice;                  /* the threads' nice value (note 5) */
+	bool idle_reads;           /* reads run in SCHED_IDLE (note 5) */
 	unsigned n;
 	struct warm_thread t[];
 };
@@ -192,6 +208,16 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 	return t->n == WARM_BATCH ? 1 : 0;
 }
 
+/* Note 5: into the SCHED_IDLE class for a read that holds nothing, back
+ * to the thread's nice value before anything is taken. */
+static void warm_class(struct warm_thread *t, bool idle)
+{
+	struct sched_param sp = { 0 };
+	if (t->w->idle_reads && t->idle != idle &&
+	    sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &sp) == 0)
+		t->idle = idle;
+}
+
 /* One step on item it: 1 when it has more to do (requeue it), 0 when the
  * directory is done, -ENOSPC when the cache is as full as warming may
  * make it, another -errno on failure (the item is dropped). */
@@ -207,6 +233,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	ns_warm_prepare(w->ns); /* before the semaphore: a committer never waits for it */
 	if (t->held)
 		commit_sem_read_lock(w->sem);
+	else
+		warm_class(t, true);
 	uint64_t seq = ns_published_seq(w->ns);
 	int rc = store_snap_take(t->snap);
 	if (rc == 0) {
@@ -215,6 +243,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		 * is taken (a reader of the store may hold that lock). */
 		store_snap_release(t->snap);
 	}
+	warm_class(t, false);
 	bool at_end = !t->yielded && t->n < WARM_BATCH;
 	if (t->aside) {
 		/* Note 7: none of this batch, read it again after the commit. */
@@ -363,6 +392,29 @@ void warm_stop(struct warm *w)
 	free(w);
 }
 
+/* warm_idle_allowed's thread: at nice *arg, into SCHED_IDLE and back. */
+static void *idle_probe(void *arg)
+{
+	struct sched_param sp = { 0 };
+	int nice = *(const int *)arg;
+	bool ok = setpriority(PRIO_PROCESS, (id_t)gettid(), nice) == 0 &&
+	          sched_setscheduler(0, SCHED_IDLE, &sp) == 0 &&
+	          sched_setscheduler(0, SCHED_OTHER, &sp) == 0;
+	return ok ? arg : NULL;
+}
+
+/* Note 5: may a warmer at nice `nice` leave SCHED_IDLE again? Tried on a
+ * thread of its own, which ends wherever the try left it. */
+static bool warm_idle_allowed(int nice)
+{
+	pthread_t th;
+	void *ret = NULL;
+	if (nice <= 0 || pthread_create(&th, NULL, idle_probe, &nice) != 0)
+		return false;
+	pthread_join(th, &ret);
+	return ret != NULL;
+}
+
 int warm_start(struct ns *ns, struct store *st, unsigned n, int nice, bool warm_up,
                struct warm **out)
 {
@@ -376,6 +428,7 @@ int warm_start(struct ns *ns, struct store *st, unsigned n, int nice, bool warm_
 	w->sem = ns_commit_sem(ns);
 	w->n = n;
 	w->nice = nice;
+	w->idle_reads = warm_idle_allowed(nice);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	TAILQ_INIT(&w->queue);

@@ -138,12 +138,15 @@ struct race {
 
 /* The writer: version g of the map is NEXT extents with flags g and phys
  * (g << 32) | i, built one at a time after a clear; now and then the map is
- * dropped and built anew, as an eviction and a reload. */
+ * dropped and built anew, as an eviction and a reload. It goes on past its
+ * 3000 versions until the reader has made one consistent read (a reader
+ * kept off the CPU meanwhile, on a loaded machine, read nothing), at most
+ * a thousand times longer. */
 static void *writer(void *arg)
 {
 	struct race *r = arg;
 	struct fx *f = r->f;
-	for (uint32_t g = 1; g < 3000; g++) {
+	for (uint32_t g = 1; g < 3000 || (atomic_load(&r->reads) == 0 && g < 3000000); g++) {
 		if (g % 7 == 0) {
 			extent_map_drop(&f->c, 9);
 			assert_int_equal(extent_map_tree(&f->c, 9, true, &f->t), 0);

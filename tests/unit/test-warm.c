@@ -3,8 +3,10 @@
  * ns_warm_dir skip (note 5) are skipped only while no name of its batch
  * can be cached -- a name removed, or one child dropped and another cached
  * meanwhile, is never brought back --, the segment's pages are faulted in
- * before the commit semaphore is taken, and two warmers running against
- * mutations, commits and evictions leave the cache equal to the store. */
+ * before the commit semaphore is taken, two warmers running against
+ * mutations, commits and evictions leave the cache equal to the store, and
+ * a warmer reads in the SCHED_IDLE class and inserts outside it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -346,6 +351,54 @@ static void test_two_warmers_mutations_evictions(void **state)
 	pthread_mutex_destroy(&s.commit_mu);
 }
 
+/* The scheduling policy of this process's thread named "mcached-warm",
+ * or -1 when there is none. */
+static int warmer_policy(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int policy = -1;
+	assert_non_null(d);
+	while (policy < 0 && (de = readdir(d))) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		FILE *fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(comm, sizeof(comm), fp) && strcmp(comm, "mcached-warm\n") == 0)
+			policy = sched_getscheduler((pid_t)atoi(de->d_name));
+		fclose(fp);
+	}
+	closedir(d);
+	return policy;
+}
+
+/* warm.c note 5: a warmer reads the store in the SCHED_IDLE class (a woken
+ * committer or client preempts it at once) and is back at its nice value
+ * once it is done (it inserts, and waits, as a normal thread). */
+static void test_reads_in_idle_class(void **state)
+{
+	struct fx *f = *state;
+	struct rlimit rl;
+	if (geteuid() != 0 && (getrlimit(RLIMIT_NICE, &rl) < 0 || rl.rlim_cur < 1))
+		skip(); /* no way back from SCHED_IDLE: the warmers never go there */
+	make_dir(f, NFILES);
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "2000", 1); /* reads of 0.2 s */
+	struct warm *w;
+	assert_int_equal(warm_start(f->ns, f->st, 1, 19, true, &w), 0);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	bool idle = false;
+	for (int i = 0; i < 2000 && !idle && !warm_done(w); i++) {
+		idle = warmer_policy() == SCHED_IDLE;
+		usleep(100);
+	}
+	assert_true(idle);
+	warm_wait(w);
+	assert_int_equal(counts(f).positive, 1 + NFILES);
+	assert_int_equal(warmer_policy(), SCHED_OTHER);
+	warm_stop(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prepare_populates_insert_does_not, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads_in_idle_class, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
