@@ -357,15 +357,21 @@ static uint32_t seq_of(const _Atomic uint32_t *seq)
 	return atomic_load_explicit(seq, memory_order_relaxed);
 }
 
+/* The memo was made in this hold for path's prefix of klen bytes (note 2). */
+static bool memo_matches(const struct ns *ns, const char *path, size_t klen)
+{
+	const struct walk_memo *m = &ns->memo;
+	return m->epoch == ns->hold_epoch && m->klen == klen && memcmp(m->key, path, klen) == 0;
+}
+
 /* Memo note 2: stand where the memo says, and leave the last component. */
 static bool memo_use(struct nd *nd, const char *path, size_t len, size_t klen)
 {
 	struct ns *ns = nd->ns;
 	struct walk_memo *m = &ns->memo;
 	struct shm *s = ns->shm;
-	if (m->epoch != ns->hold_epoch || m->cred != nd->cred || m->uid != nd->cred->uid ||
-	    m->gid != nd->cred->gid || m->klen != klen || memcmp(m->key, path, klen) != 0 ||
-	    m->dir[0] != s->hdr->root)
+	if (!memo_matches(ns, path, klen) || m->cred != nd->cred || m->uid != nd->cred->uid ||
+	    m->gid != nd->cred->gid || m->dir[0] != s->hdr->root)
 		return false;
 	for (unsigned k = 0; k < m->depth; k++) {
 		if (seq_of(&inode_at(s, m->dir[k])->seq) != m->iseq[k])
@@ -417,8 +423,7 @@ const void *ns_hold_prefetch(struct ns *ns, const char *path, size_t len)
 {
 	const struct walk_memo *m = &ns->memo;
 	size_t klen = memo_key_len(path, len);
-	if (ns_held != ns || !klen || m->epoch != ns->hold_epoch || m->depth == 0 || m->klen != klen ||
-	    memcmp(m->key, path, klen) != 0)
+	if (ns_held != ns || !klen || m->depth == 0 || !memo_matches(ns, path, klen))
 		return NULL;
 	uint64_t pino = inode_at(ns->shm, m->dir[m->depth - 1])->ino;
 	return dcache_prefetch(ns->shm, pino, path + klen, len - klen);
