@@ -56,6 +56,14 @@ static inline int ns_fixture_teardown(void **state)
 }
 
 /* Commit and publish every batch journaled. */
+/* The namespace's counters now. */
+static inline struct ns_counts ns_fixture_counts(struct fx *f)
+{
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	return c;
+}
+
 static inline void commit_all(struct fx *f)
 {
 	struct journal_batch *b;

@@ -57,13 +57,6 @@ static void unlink_is(struct fx *f, const struct cred *c, const char *path, int 
 		fail_msg("unlink %s: %d, not %d", path, rc, want);
 }
 
-static struct ns_counts counts(struct fx *f)
-{
-	struct ns_counts c;
-	ns_get_counts(f->ns, &c);
-	return c;
-}
-
 /* /d with n files f0000.. after a restart (none cached). */
 static void make_dir(struct fx *f, int n)
 {
@@ -85,23 +78,23 @@ static void test_in_order(void **state)
 	struct fx *f = *state;
 	char p[64];
 	make_dir(f, NFILES);
-	uint64_t reads = counts(f).miss_reads;
+	uint64_t reads = ns_fixture_counts(f).miss_reads;
 	for (int i = 0; i < NFILES / 2; i++) {
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		unlink_is(f, &root_cred, p, 0);
 	}
-	uint64_t in_order = counts(f).miss_reads - reads;
+	uint64_t in_order = ns_fixture_counts(f).miss_reads - reads;
 	print_message("# %d unlinks in name order: %llu store reads, %llu names read ahead used\n",
 	              NFILES / 2, (unsigned long long)in_order,
-	              (unsigned long long)counts(f).miss_ahead_used);
+	              (unsigned long long)ns_fixture_counts(f).miss_ahead_used);
 	assert_true(in_order <= 10);
-	assert_int_equal(counts(f).miss_ahead_used, NFILES / 2 - (in_order - 1)); /* /d read too */
-	reads = counts(f).miss_reads;
+	assert_int_equal(ns_fixture_counts(f).miss_ahead_used, NFILES / 2 - (in_order - 1)); /* /d read too */
+	reads = ns_fixture_counts(f).miss_reads;
 	for (int i = NFILES - 1; i >= NFILES / 2; i--) {
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		unlink_is(f, &root_cred, p, 0);
 	}
-	assert_int_equal(counts(f).miss_reads - reads, NFILES / 2);
+	assert_int_equal(ns_fixture_counts(f).miss_reads - reads, NFILES / 2);
 	for (int i = 0; i < NFILES; i++) {
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		unlink_is(f, &root_cred, p, -ENOENT);
@@ -129,13 +122,13 @@ static void test_in_overlay(void **state)
 	struct fx *f = *state;
 	char p[64];
 	make_dir(f, 20);
-	uint64_t reads = counts(f).miss_reads;
+	uint64_t reads = ns_fixture_counts(f).miss_reads;
 	for (int i = 0; i < 20; i++) {
 		snprintf(p, sizeof(p), "/d/f%04d", i);
 		unlink_is(f, &root_cred, p, 0);
 	}
-	assert_int_equal(counts(f).miss_reads - reads, 20 + 1); /* and /d */
-	assert_int_equal(counts(f).miss_ahead_used, 0);
+	assert_int_equal(ns_fixture_counts(f).miss_reads - reads, 20 + 1); /* and /d */
+	assert_int_equal(ns_fixture_counts(f).miss_ahead_used, 0);
 	ns_fixture_reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), true, &a), 0);
@@ -154,7 +147,7 @@ static void test_changed_after_read(void **state)
 	make_dir(f, 12);
 	unlink_is(f, &root_cred, "/d/f0000", 0);
 	unlink_is(f, &root_cred, "/d/f0001", 0);  /* reads f0002 .. f0005 ahead */
-	uint64_t used = counts(f).miss_ahead_used;
+	uint64_t used = ns_fixture_counts(f).miss_ahead_used;
 	/* Not published: the cache says (a dirty negative, its inode gone
 	 * from the cache too; a positive entry). */
 	assert_int_equal(ns_rmtree(f->ns, &root_cred, P("/d/f0002"), 0), 0);
@@ -162,16 +155,16 @@ static void test_changed_after_read(void **state)
 	assert_int_equal(ns_rename(f->ns, &root_cred, P("/d/f0003"), P("/g3")), 0);
 	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/d/f0003"), 0755, NULL), 0);
 	unlink_is(f, &root_cred, "/d/f0003", -EISDIR);
-	assert_int_equal(counts(f).miss_ahead_used, used);
+	assert_int_equal(ns_fixture_counts(f).miss_ahead_used, used);
 	/* Published, the negative entry evicted: f0004 is gone from the
 	 * store, which only a new read can tell. */
 	assert_int_equal(ns_rename(f->ns, &root_cred, P("/d/f0004"), P("/g4")), 0);
 	commit_all(f);
 	shrink_now(f->ns, 0, UINT64_MAX);
 	unlink_is(f, &root_cred, "/d/f0004", -ENOENT);
-	assert_int_equal(counts(f).miss_ahead_used, used);
+	assert_int_equal(ns_fixture_counts(f).miss_ahead_used, used);
 	unlink_is(f, &root_cred, "/d/f0005", 0);  /* read ahead again, by that read */
-	assert_int_equal(counts(f).miss_ahead_used, used + 1);
+	assert_int_equal(ns_fixture_counts(f).miss_ahead_used, used + 1);
 	ns_fixture_reopen(f);
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/g3"), true, &a), 0);
 	assert_int_equal(a.nlink, 1);
@@ -210,7 +203,7 @@ static void test_other_namespace(void **state)
 			create_ok(g, &root_cred, p);
 	}
 	ns_fixture_reopen(g);
-	assert_int_equal(counts(g).committed_seq, counts(f).committed_seq);
+	assert_int_equal(ns_fixture_counts(g).committed_seq, ns_fixture_counts(f).committed_seq);
 	unlink_is(g, &root_cred, "/d/f0002", -EISDIR);
 	assert_int_equal(ns_rmdir(g->ns, &root_cred, P("/d/f0002")), 0);
 	ns_fixture_teardown(&state2);

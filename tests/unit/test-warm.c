@@ -52,13 +52,6 @@ static int teardown(void **state)
 	return ns_fixture_teardown(state);
 }
 
-static struct ns_counts counts(struct fx *f)
-{
-	struct ns_counts c;
-	ns_get_counts(f->ns, &c);
-	return c;
-}
-
 /* /d with n files f0000.. after a restart: /d cached, none of its files.
  * Its inode number. */
 static uint64_t make_dir(struct fx *f, int n)
@@ -74,7 +67,7 @@ static uint64_t make_dir(struct fx *f, int n)
 	ns_fixture_reopen(f);
 	ns_attr a;
 	assert_int_equal(ns_stat(f->ns, &root_cred, P("/d"), false, &a), 0);
-	assert_int_equal(counts(f).positive, 1);
+	assert_int_equal(ns_fixture_counts(f).positive, 1);
 	return a.ino;
 }
 
@@ -125,7 +118,7 @@ static void first_half(struct fx *f, struct halves *h)
 	assert_int_equal(first.n, BATCH);
 	assert_int_equal(ns_warm_dir(f->ns, h->dir, first.v, first.n, false, &h->mark, &res), 0);
 	assert_int_equal(res.added, BATCH);
-	assert_int_equal(counts(f).positive, 1 + BATCH);
+	assert_int_equal(ns_fixture_counts(f).positive, 1 + BATCH);
 	assert_true(h->mark.dir != 0); /* the next batch may skip its lookups */
 	read_batch(f, h->dir, first.v[BATCH - 1].name, NFILES, &h->second);
 	assert_int_equal(h->second.n, NFILES - BATCH);
@@ -154,8 +147,8 @@ static void test_mark_unchanged(void **state)
 	struct halves h;
 	first_half(f, &h);
 	second_half(f, &h, NFILES - BATCH);
-	assert_int_equal(counts(f).positive, 1 + NFILES);
-	assert_int_equal(counts(f).dirs_complete, 1);
+	assert_int_equal(ns_fixture_counts(f).positive, 1 + NFILES);
+	assert_int_equal(ns_fixture_counts(f).dirs_complete, 1);
 	struct fsck_report rep = { 0 };
 	assert_int_equal(fsck_ns(f->ns, &rep), 0);
 	assert_int_equal(rep.n, 0);
@@ -174,7 +167,7 @@ static void test_mark_sees_added_child(void **state)
 	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/d/f0070")), 0);
 	second_half(f, &h, NFILES - BATCH - 1);
 	is_gone(f, "/d/f0070");
-	assert_int_equal(counts(f).positive, NFILES);
+	assert_int_equal(ns_fixture_counts(f).positive, NFILES);
 	commit_all(f);
 	is_gone(f, "/d/f0070");
 }
@@ -192,10 +185,10 @@ static void test_mark_sees_drop(void **state)
 	for (int i = 0; i < 64 && evicted == 0; i++)
 		evicted = shrink_now(f->ns, 0, 1);
 	assert_int_equal(evicted, 1);
-	assert_int_equal(counts(f).positive + counts(f).negative, 1 + BATCH);
+	assert_int_equal(ns_fixture_counts(f).positive + ns_fixture_counts(f).negative, 1 + BATCH);
 	second_half(f, &h, NFILES - BATCH - 1);
 	is_gone(f, "/d/f0070");
-	assert_int_equal(counts(f).positive, NFILES - 1);
+	assert_int_equal(ns_fixture_counts(f).positive, NFILES - 1);
 }
 
 /* The pages the inserts will carve are faulted in by ns_warm_prepare,
@@ -249,7 +242,7 @@ static void *evict_main(void *arg)
 {
 	struct stress *s = arg;
 	struct timespec ts = { 0, 1000000 };
-	while (!atomic_load(&s->stop) && counts(s->f).positive < 1000)
+	while (!atomic_load(&s->stop) && ns_fixture_counts(s->f).positive < 1000)
 		nanosleep(&ts, NULL);
 	while (!atomic_load(&s->stop)) {
 		shrink_now(s->f->ns, 0, 32);
@@ -320,9 +313,9 @@ static void test_two_warmers_mutations_evictions(void **state)
 	warm_get_stats(w, &ws);
 	print_message("# 2 warmers: %llu entries inserted, %llu yields, %llu entries evicted\n",
 	              (unsigned long long)ws.entries, (unsigned long long)ws.yields,
-	              (unsigned long long)counts(f).shrink.evicted);
+	              (unsigned long long)ns_fixture_counts(f).shrink.evicted);
 	assert_true(ws.entries > 0);
-	assert_true(counts(f).shrink.evicted > 0);
+	assert_true(ns_fixture_counts(f).shrink.evicted > 0);
 	warm_stop(w);
 
 	for (int pass = 0; pass < 2; pass++) {
@@ -394,7 +387,7 @@ static void test_reads_in_idle_class(void **state)
 	}
 	assert_true(idle);
 	warm_wait(w);
-	assert_int_equal(counts(f).positive, 1 + NFILES);
+	assert_int_equal(ns_fixture_counts(f).positive, 1 + NFILES);
 	assert_int_equal(warmer_policy(), SCHED_OTHER);
 	warm_stop(w);
 }
