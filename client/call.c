@@ -4,6 +4,7 @@
  * a run of requests pipelined two in flight (client_call_pipelined). What
  * a call means (closes riding along, the one-call path) is client.c's. */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +20,8 @@
 #define CLIENT_RBUF (64u << 10)
 
 /* Receive one response frame into c->rbuf: one recv when the whole frame
- * has arrived (the common case), more only for what had not. Bytes after
+ * has arrived (the common case), more only for what had not; a recv that
+ * finds nothing waits in poll for the reply (see below). Bytes after
  * the frame are the next response's when more says one follows (kept in
  * rbuf[rnext..+rleft) for the next call), else a protocol error: with one
  * request in flight (invariant 1) nothing may follow the frame. 0 with
@@ -30,6 +32,7 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool m
 {
 	size_t have = 0, need = MC_FRAME_HDR;
 	bool sized = false;
+	int saved = errno;           /* a call that succeeds leaves errno alone */
 
 	if (c->rcap > 4 * CLIENT_RBUF && c->rleft == 0) {
 		/* A large reply came before: do not keep its buffer. */
@@ -68,10 +71,23 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool m
 		}
 		if (sized && have >= need)
 			break;
-		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, 0);
+		ssize_t n = recv(c->sock, c->rbuf + have, c->rcap - have, MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Wait in poll, not in a blocking recv: a blocked recv
+			 * is woken whenever the server reads our request (the
+			 * socket's write-space wakeup, which poll filters out),
+			 * only to sleep again, and that wakeup preempts the
+			 * server in the middle of its read. */
+			struct pollfd p = { .fd = c->sock, .events = POLLIN };
+
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			errno = saved;
+			continue;
+		}
 		if (n < 0)
 			return -errno;
 		if (n == 0)

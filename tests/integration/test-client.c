@@ -1,7 +1,8 @@
 /* test-client.c - the client object itself, against a real server: a bounded
  * mc_connect (full listen backlog, stopped server), one client shared by
- * many threads, responses that arrive in pieces, and how long a client may
- * answer from the segment of a server that was killed. */
+ * many threads, responses that arrive in pieces, a call sleeping once for
+ * its answer, and how long a client may answer from the segment of a
+ * server that was killed. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -263,6 +265,7 @@ struct relay {
 	int lfd;                     /* listening */
 	char path[600];
 	_Atomic bool stop;
+	bool slow;                   /* read a request 2 ms after it came, pass replies whole */
 };
 
 static void relay_send_pieces(int to, const uint8_t *p, size_t n, struct msghdr *first)
@@ -304,6 +307,8 @@ static void *relay_main(void *arg)
 		if (poll(pf, 2, 100) <= 0)
 			continue;
 		if (pf[0].revents) {
+			if (r->slow)
+				usleep(2000);   /* the caller is asleep by now */
 			ssize_t n = read(cfd, buf, sizeof(buf));
 			if (n <= 0 || write(sfd, buf, (size_t)n) != n)
 				break;
@@ -319,7 +324,13 @@ static void *relay_main(void *arg)
 			ssize_t n = recvmsg(sfd, &mh, 0);
 			if (n <= 0)
 				break;
-			relay_send_pieces(cfd, buf, (size_t)n, mh.msg_controllen ? &mh : NULL);
+			if (r->slow) {
+				iov.iov_len = (size_t)n;
+				if (sendmsg(cfd, &mh, MSG_NOSIGNAL) != n)
+					break;
+			} else {
+				relay_send_pieces(cfd, buf, (size_t)n, mh.msg_controllen ? &mh : NULL);
+			}
 			/* Our copies of passed descriptors went on with the bytes. */
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
 				if (cm->cmsg_type == SCM_RIGHTS)
@@ -338,22 +349,36 @@ out:
 /* Every call is answered whole when the responses come in pieces, small
  * ones and one larger than the client's receive buffer (a batch of 3000
  * stats), and the client stays in step with the server. */
+/* Start a relay listening at srv.dir/relay.sock, in its thread. */
+static void relay_start(struct relay *r, pthread_t *th)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(r->path, sizeof(r->path), "%s/relay.sock", srv.dir);
+	assert_true(strlen(r->path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, r->path, strlen(r->path) + 1);
+	r->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(r->lfd >= 0);
+	assert_int_equal(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(r->lfd, 1), 0);
+	assert_int_equal(pthread_create(th, NULL, relay_main, r), 0);
+}
+
+static void relay_stop(struct relay *r, pthread_t th)
+{
+	atomic_store(&r->stop, true);
+	pthread_join(th, NULL);
+	close(r->lfd);
+	unlink(r->path);
+}
+
 static void test_responses_in_pieces(void **state)
 {
 	(void)state;
 	struct relay r = { .lfd = -1 };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	pthread_t th;
 
-	snprintf(r.path, sizeof(r.path), "%s/relay.sock", srv.dir);
-	assert_true(strlen(r.path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, r.path, strlen(r.path) + 1);
-	r.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(r.lfd >= 0);
-	assert_int_equal(bind(r.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(r.lfd, 1), 0);
-	assert_int_equal(pthread_create(&th, NULL, relay_main, &r), 0);
-
+	relay_start(&r, &th);
 	mc_client *c = mc_connect(r.path);
 	assert_non_null(c);
 	assert_int_equal(mc_mkdir(c, "/pieces", 0755), 0);
@@ -381,10 +406,44 @@ static void test_responses_in_pieces(void **state)
 	free(js);
 	assert_int_equal(mc_rmdir(c, "/pieces"), 0);
 	mc_disconnect(c);
-	atomic_store(&r.stop, true);
-	pthread_join(th, NULL);
-	close(r.lfd);
-	unlink(r.path);
+	relay_stop(&r, th);
+}
+
+/* ---- a call sleeps once for its answer ---------------------------------- */
+
+static long thread_nvcsw(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
+}
+
+/* A call waiting for its answer is not woken when the server reads its
+ * request (a blocking recv is: the socket's write-space wakeup, only to
+ * sleep again): through a relay that reads each request 2 ms after it
+ * came, when the caller is surely asleep, a call costs the caller one
+ * voluntary context switch, not two. */
+static void test_one_sleep_per_call(void **state)
+{
+	(void)state;
+	struct relay r = { .lfd = -1, .slow = true };
+	pthread_t th;
+	enum { CALLS = 50 };
+
+	relay_start(&r, &th);
+	mc_client *c = mc_connect(r.path);
+	assert_non_null(c);
+	assert_int_equal(mc_mkdir(c, "/sleeps", 0755), 0);
+	long before = thread_nvcsw();
+	for (int i = 0; i < CALLS; i++)
+		assert_int_equal(mc_chmod(c, "/sleeps", i % 2 ? 0700 : 0755), 0);
+	long n = thread_nvcsw() - before;
+	print_message("# %ld voluntary context switches in %d calls\n", n, CALLS);
+	assert_true(n <= CALLS + CALLS / 4);
+	assert_int_equal(mc_rmdir(c, "/sleeps"), 0);
+	mc_disconnect(c);
+	relay_stop(&r, th);
 }
 
 /* ---- bounded staleness after a crash ------------------------------------ */
@@ -466,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_connect_server_stopped),
 		cmocka_unit_test(test_threads_share_client),
 		cmocka_unit_test(test_responses_in_pieces),
+		cmocka_unit_test(test_one_sleep_per_call),
 		cmocka_unit_test(test_stale_after_crash),
 	};
 	return cmocka_run_group_tests_name("client", tests, group_setup, group_teardown);
