@@ -90,8 +90,9 @@ void ops_hold_begin(struct session *s);
 void ops_hold_yield(struct session *s);
 void ops_hold_end(struct session *s);
 /* In a run, while the op before op runs: start loading what op's lookup
- * will read first, when op may run in the run too (ns_hold_prefetch). */
-void ops_hold_prefetch(struct session *s, const Mcache__Op *op);
+ * will read first, when op may run in the run too (ns_hold_prefetch).
+ * Returns ops_holds(s, op), for the caller to keep. */
+bool ops_hold_prefetch(struct session *s, const Mcache__Op *op);
 
 /* Run op for session s. Never fails as a whole: errors go to out->res.err.
  * Call op_out_release() after the reply is packed. */

@@ -343,15 +343,24 @@ static void request_job_slow(struct request_job *j, const Mcache__Op *op, uint64
 /* Ops run under one taking of the namespace lock at most (invariant 5). */
 #define REQUEST_HOLD_OPS 64u
 
+/* A worker's own counter: it is the one writer (readers merge with relaxed
+ * loads), so a plain load and store do, without a locked add (as hist_add). */
+static inline void stat_add1(_Atomic uint64_t *v)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
+}
+
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
                       uint64_t slice_us)
 {
 	uint64_t start = mono_us(), t0 = start;
 	unsigned held = 0;           /* ops run in the current hold; 0: none */
-	bool done = true;
+	bool done = true, next_holds = false;   /* set when op i was prefetched */
+	size_t cost_err = result_cost(j->sz_err);
 
 	for (; j->next < j->n; j->next++) {
-		size_t i = j->next, cost_err = result_cost(j->sz_err);
+		size_t i = j->next;
 		size_t tail = (j->n - i - 1) * cost_err;
 		struct op_out *o = &j->outs[i];
 		unsigned code = (unsigned)j->req->ops[i]->code;
@@ -373,7 +382,8 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			done = false;       /* op i runs in the next slice */
 			break;
 		}
-		bool holds = ops_holds(s, j->req->ops[i]);
+		/* In a hold, the prefetch of op i told whether it holds. */
+		bool holds = held ? next_holds : ops_holds(s, j->req->ops[i]);
 		if (held && (!holds || held == REQUEST_HOLD_OPS)) {
 			ops_hold_end(s);
 			held = 0;
@@ -386,7 +396,7 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			held = 1;
 		}
 		if (held && i + 1 < j->n)
-			ops_hold_prefetch(s, j->req->ops[i + 1]);
+			next_holds = ops_hold_prefetch(s, j->req->ops[i + 1]);
 		ops_exec(s, j->req->ops[i], o);
 		if (code >= STATS_OPS)
 			code = 0;
@@ -404,9 +414,9 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		j->rsz[i] = sz;
 		j->wired[i] = wired;
 		j->used += result_cost(sz);
-		atomic_fetch_add_explicit(&st->ops[code], 1, memory_order_relaxed);
+		stat_add1(&st->ops[code]);
 		if (o->res.err)
-			atomic_fetch_add_explicit(&st->errors[code], 1, memory_order_relaxed);
+			stat_add1(&st->errors[code]);
 		uint64_t t1 = mono_us();
 		hist_add(&st->op_us[code], t1 - t0);
 		if (slowlog_wants(j->slow, t1 - t0))
