@@ -16,20 +16,15 @@
 #include <string.h>
 
 #include "frame.h"
-#include "wire.h"
 
 /* Frame header plus the Request's id field (tag + 10-byte varint). */
 #define BATCH_BASE (MC_FRAME_HDR + 11u)
-
-static size_t varint_len(size_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
+/* The most a queued op adds to a Request beyond its paths' bytes: its own
+ * tag and length (1 + 5), and for each of its members code, path, path2
+ * and mode (fields 1 to 4: one-byte tags) the tag and a varint of at
+ * most 5 bytes (a code, a 32-bit mode, a length under 4 GiB). A bound,
+ * not the size, which the packing computes: no sizing per op here. */
+#define BATCH_OP_FIXED (6u + 4u * 6u)
 
 /* Drop the queued ops (not the results). */
 static void batch_clear(struct mc_batch *b)
@@ -138,9 +133,8 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 	op.mode = (uint32_t)mode;
 	op.path.len = len;
 	op.path2.len = len2;
-	/* The size from the lengths: the op sets nothing but these four. */
-	size_t sz = wire_op_size_basic(&op);
-	sz += 1 + varint_len(sz);
+	/* The bound from the lengths: the op sets nothing but these four. */
+	size_t sz = len + len2 + BATCH_OP_FIXED;
 	if (BATCH_BASE + b->packed + sz > MC_FRAME_MAX)
 		return client_fail(-E2BIG);
 
