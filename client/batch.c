@@ -115,7 +115,7 @@ static uint8_t *batch_copy(struct mc_batch *b, const char *path, size_t len)
 static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
                      const char *path2, mode_t mode, struct stat *st)
 {
-	Mcache__Op op = MCACHE__OP__INIT;
+	static const Mcache__Op blank = MCACHE__OP__INIT;
 	size_t len = 0, len2 = 0;
 	int err;
 
@@ -129,11 +129,7 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 	if (b->nops >= (size_t)INT32_MAX || (b->c->max_ops && b->nops >= b->c->max_ops))
 		return client_fail(-E2BIG);
 
-	op.code = code;
-	op.mode = (uint32_t)mode;
-	op.path.len = len;
-	op.path2.len = len2;
-	/* The bound from the lengths: the op sets nothing but these four. */
+	/* The bound from the lengths: the op sets nothing but four members. */
 	size_t sz = len + len2 + BATCH_OP_FIXED;
 	if (BATCH_BASE + b->packed + sz > MC_FRAME_MAX)
 		return client_fail(-E2BIG);
@@ -153,10 +149,17 @@ static int batch_add(struct mc_batch *b, Mcache__OpCode code, const char *path,
 	err = batch_room(b, len + 1 + (path2 ? len2 + 1 : 0));
 	if (err < 0)
 		return client_fail(err);
-	op.path.data = batch_copy(b, path, len);
-	if (path2)
-		op.path2.data = batch_copy(b, path2, len2);
-	b->ops[b->nops] = op;
+	/* Set up in its place: one copy of the blank op, four members. */
+	Mcache__Op *op = &b->ops[b->nops];
+	*op = blank;
+	op->code = code;
+	op->mode = (uint32_t)mode;
+	op->path.len = len;
+	op->path.data = batch_copy(b, path, len);
+	if (path2) {
+		op->path2.len = len2;
+		op->path2.data = batch_copy(b, path2, len2);
+	}
 	b->stats[b->nops] = st;
 	b->packed += sz;
 	return (int)b->nops++;
