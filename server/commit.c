@@ -21,6 +21,11 @@
  * journal still grows), so that concurrent clients that each mutate, then
  * wait, share commits instead of taking turns.
  *
+ * A commit someone waits for leaves the table apply to later
+ * (store_commit_waited, store_log.c note 8); once no waiter and no change
+ * has come for COMMIT_APPLY_IDLE_MS, the committer runs it in a
+ * transaction of its own (store_apply_owed_run, invariant 7).
+ *
  * A failed write:
  *
  *     write fails -> fail_waiters(store error) -> back off (the interval,
@@ -50,6 +55,12 @@
  *     once until no waiter is left: the warmers sleep meanwhile, so the
  *     commits someone waits for do not queue for a CPU or a lock behind
  *     them. Set and cleared under `mu`; commit_stop clears it.
+ *  7. A commit is written with store_commit_waited when a waiter waits as
+ *     it starts, else with store_commit. An apply so put off runs when
+ *     the committer has had nothing to do (no kick, no change armed, no
+ *     failure) for COMMIT_APPLY_IDLE_MS, between two turns: never inside
+ *     a turn, so it never delays a commit under way, only (bounded by one
+ *     apply) a waiter that comes while it runs.
  */
 #include "commit.h"
 
@@ -74,6 +85,9 @@
  * settle, so that concurrent clients share the commit (commit_settle). */
 #define COMMIT_SETTLE_POLL_US 20u
 #define COMMIT_SETTLE_MAX_US 1000u
+/* The quiet time after which an apply put off by waited-for commits runs
+ * (invariant 7). */
+#define COMMIT_APPLY_IDLE_MS 20u
 
 struct waiter {
 	uint64_t seq;
@@ -162,7 +176,7 @@ static void fail_waiters(struct commit *c, int err)
 
 /* One commit of the changes made since since_us (0: unknown). Returns 0,
  * 1 when nothing was pending, or the store error. */
-static int commit_once(struct commit *c, uint64_t since_us)
+static int commit_once(struct commit *c, uint64_t since_us, bool waited)
 {
 	uint64_t t0 = mono_us();
 	struct journal_batch *b = c->pending;
@@ -172,7 +186,7 @@ static int commit_once(struct commit *c, uint64_t since_us)
 	if (!b)
 		return 1;
 	struct store_commit_times tm = { 0 };
-	int rc = store_commit(c->st, b, &tm);
+	int rc = waited ? store_commit_waited(c->st, b, &tm) : store_commit(c->st, b, &tm);
 	uint64_t t2 = mono_us();
 	if (rc < 0) {
 		c->pending = b;
@@ -293,13 +307,36 @@ static void commit_sleep_until(struct commit *c, uint64_t due_us)
  * failing, the back-off (and never past the shutdown deadline) -- but never
  * sooner than COMMIT_RETRY_GAP_MS after the last failed attempt, so
  * waiters and mutations cannot turn retries into a busy loop. With nothing
- * to commit it sleeps without a timeout. Once stopping, at once unless
+ * to commit it sleeps without a timeout, but for an apply put off
+ * (invariant 7): after COMMIT_APPLY_IDLE_MS of that, it runs the apply
+ * (c->mu let go meanwhile) and waits again. Once stopping, at once unless
  * failing. */
 static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
 {
 	for (;;) {
 		if (c->stop && !failures)
 			return;
+		if (!c->kick && !failures && !c->armed && !c->waiters &&
+		    store_apply_owed(c->st)) {
+			if (commit_sleep(c, COMMIT_APPLY_IDLE_MS))
+				continue;       /* signalled: look again */
+			if (c->kick || c->armed || c->waiters || c->stop)
+				continue;
+			pthread_mutex_unlock(&c->mu);
+			uint64_t a0 = mono_us();
+			int rc = store_apply_owed_run(c->st);
+			pthread_mutex_lock(&c->mu);
+			if (rc < 0) {
+				log_debug("commit: the apply put off failed: %s", strerror(-rc));
+				failed_us = mono_us(); /* try again after the gap at the soonest */
+				if (!commit_sleep(c, COMMIT_RETRY_GAP_MS))
+					continue;
+			} else if (rc == 1) {
+				stat_add(&c->stats.idle_applies, 1);
+				hist_add(&c->stats.idle_apply_us, mono_us() - a0);
+			}
+			continue;
+		}
 		if (c->kick && !c->stop) {
 			uint64_t since = (mono_us() - failed_us) / 1000;
 			if (!failures || since >= COMMIT_RETRY_GAP_MS ||
@@ -361,10 +398,11 @@ static void *commit_main(void *arg)
 		uint64_t since = c->armed ? c->armed_us : 0;
 		c->armed = false;
 		bool stopping = c->stop;
+		bool waited = c->waiters != NULL;
 		uint64_t deadline = c->deadline_us;
 		pthread_mutex_unlock(&c->mu);
 
-		int rc = commit_once(c, since);
+		int rc = commit_once(c, since, waited);
 		wake(c);
 		bool expired = false;
 		if (rc < 0) {

@@ -153,6 +153,19 @@ int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *
  * decode), -EIO, or another errno of the failed write or fsync as the
  * system gave it. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
+/* store_commit of a batch someone waits for: an apply that only the soft
+ * bounds (apply_batches, apply_bytes) make due is put off, up to
+ * STORE_APPLY_HARD times those bounds (store_log.c note 8), and
+ * store_apply_owed says so until an apply ran. */
+int store_commit_waited(struct store *s, const struct journal_batch *b,
+                        struct store_commit_times *t);
+/* Did a commit put off an apply (store_commit_waited) that no commit has
+ * run since? */
+bool store_apply_owed(struct store *s);
+/* Run the apply put off, if any, in a transaction of its own (the
+ * committer, when no one waits): 1 applied, 0 none was owed, or the
+ * error of the failed commit (the apply stays owed). */
+int store_apply_owed_run(struct store *s);
 
 /* Keep room written ahead past the last page of the LMDB file, so that the
  * commits write inside the file (store_prealloc.c): when less than

@@ -838,6 +838,42 @@ static void test_room_written_ahead(void **state)
 	assert_int_equal(stat_err(f, "/r19"), 0);
 }
 
+static int setup_apply2(void **state)
+{
+	struct store_opts o = { .root_mode = 0755, .apply_batches = 2 };
+	return setup_opts(state, &o);
+}
+
+/* Commits someone waits for put the table apply off (store_log.c note 8),
+ * and once nothing happens for a while the committer runs it on its own
+ * (commit.c invariant 7): the tables then hold every batch. */
+static void test_waited_apply_put_off(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	for (int i = 0; i < 3; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/a%d", i);
+		mkfile(f, p);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	/* Three batches, apply due at the second: put off (unless the
+	 * committer went idle meanwhile and ran it already). */
+	assert_true(store_apply_owed(f->st) || load(&cs->idle_applies) > 0);
+	struct store_meta m;
+	for (int i = 0; i < 2000 && load(&cs->idle_applies) == 0; i++)
+		sleep_ms(1);
+	assert_int_equal(load(&cs->idle_applies), 1);
+	assert_false(store_apply_owed(f->st));
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_int_equal(m.applied_seq, m.last_seq);
+	assert_int_equal(load(&cs->count), 3);
+	/* Nothing owed: the committer sleeps, and no apply runs again. */
+	sleep_ms(60);
+	assert_int_equal(load(&cs->idle_applies), 1);
+}
+
 struct aside_cb {
 	struct commit_sem *cs;
 	_Atomic int calls;
@@ -956,6 +992,7 @@ int main(void)
 		T(test_wait_fails_then_recovers),
 		T(test_shutdown_deadline),
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
+		cmocka_unit_test_setup_teardown(test_waited_apply_put_off, setup_apply2, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
 		T(test_waiter_settles),
