@@ -22,9 +22,10 @@
  * wait, share commits instead of taking turns.
  *
  * A commit someone waits for leaves the table apply to later
- * (store_commit_waited, store_log.c note 8); once no waiter and no change
- * has come for COMMIT_APPLY_IDLE_MS, the committer runs it in a
- * transaction of its own (store_apply_owed_run, invariant 7).
+ * (store_commit_waited, store_log.c note 8), and most of the room ahead
+ * (store_prealloc.c note 4); once no waiter and no change has come for
+ * COMMIT_APPLY_IDLE_MS, the committer does both (commit_idle_work,
+ * invariant 7).
  *
  * A failed write:
  *
@@ -56,11 +57,14 @@
  *     commits someone waits for do not queue for a CPU or a lock behind
  *     them. Set and cleared under `mu`; commit_stop clears it.
  *  7. A commit is written with store_commit_waited when a waiter waits as
- *     it starts, else with store_commit. An apply so put off runs when
- *     the committer has had nothing to do (no kick, no change armed, no
- *     failure) for COMMIT_APPLY_IDLE_MS, between two turns: never inside
- *     a turn, so it never delays a commit under way, only (bounded by one
- *     apply) a waiter that comes while it runs.
+ *     it starts, else with store_commit; after the former the room ahead
+ *     is written only below STORE_ROOM_MIN (store_prealloc.c note 4). An
+ *     apply or room so put off is done when the committer has had nothing
+ *     to do (no kick, no change armed, no waiter, no failure) for
+ *     COMMIT_APPLY_IDLE_MS, between two turns (commit_idle_work): never
+ *     inside a turn, so it never delays a commit under way, only (bounded
+ *     by one apply and one room) a waiter that comes while it runs. Once
+ *     it failed, not again before a commit succeeds (`idle_failed_us`).
  */
 #include "commit.h"
 
@@ -107,6 +111,7 @@ struct commit {
 	bool stop;
 	bool kick;
 	bool waited;                    /* a waiter arrived since the last turn */
+	uint64_t idle_failed_us;        /* idle work failed then, no commit since (7) */
 	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
 	uint64_t armed_us;              /* ... since then (mono_us) */
@@ -245,8 +250,10 @@ static int commit_once(struct commit *c, uint64_t since_us, bool waited)
 	wake(c);
 	hist_add(&s->wake_hist_us, mono_us() - w0);
 	/* Room for the next commits inside the file, once the waiters of
-	 * this one are answered (store_prealloc.c note 1). */
-	if (store_prealloc(c->st) < 0)
+	 * this one are answered (store_prealloc.c note 1); while clients
+	 * wait for each commit, only what they cannot do without (note 4;
+	 * the rest once idle, invariant 7). */
+	if (store_prealloc(c->st, waited ? STORE_ROOM_MIN : STORE_ROOM_LOW) < 0)
 		log_debug("commit: no room written ahead in the store");
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
@@ -302,6 +309,29 @@ static void commit_sleep_until(struct commit *c, uint64_t due_us)
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
+/* What waited-for commits put off (invariant 7), c->mu held and let go
+ * meanwhile: the apply, then the room. After a failure (a full map, a
+ * full file system) it is not tried again until a commit succeeded: the
+ * commits find the store's state and report it. */
+static void commit_idle_work(struct commit *c)
+{
+	pthread_mutex_unlock(&c->mu);
+	uint64_t a0 = mono_us();
+	int rc = store_apply_owed_run(c->st);
+	if (rc < 0)
+		log_debug("commit: the apply put off failed: %s", strerror(-rc));
+	if (rc == 1) {
+		stat_add(&c->stats.idle_applies, 1);
+		hist_add(&c->stats.idle_apply_us, mono_us() - a0);
+	}
+	int room = rc < 0 ? 0 : store_prealloc(c->st, STORE_ROOM_LOW);
+	if (room < 0)
+		log_debug("commit: no room written ahead in the store");
+	pthread_mutex_lock(&c->mu);
+	if (rc < 0 || room < 0)
+		c->idle_failed_us = mono_us(); /* not again until a commit succeeded */
+}
+
 /* Wait (c->mu held) until it is time for the next attempt (invariant 5):
  * a kick; the interval since the running batch's first change; while
  * failing, the back-off (and never past the shutdown deadline) -- but never
@@ -316,25 +346,12 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 	for (;;) {
 		if (c->stop && !failures)
 			return;
-		if (!c->kick && !failures && !c->armed && !c->waiters &&
-		    store_apply_owed(c->st)) {
+		if (!c->kick && !failures && !c->armed && !c->waiters && !c->idle_failed_us &&
+		    (store_apply_owed(c->st) || store_room_owed(c->st))) {
 			if (commit_sleep(c, COMMIT_APPLY_IDLE_MS))
 				continue;       /* signalled: look again */
-			if (c->kick || c->armed || c->waiters || c->stop)
-				continue;
-			pthread_mutex_unlock(&c->mu);
-			uint64_t a0 = mono_us();
-			int rc = store_apply_owed_run(c->st);
-			pthread_mutex_lock(&c->mu);
-			if (rc < 0) {
-				log_debug("commit: the apply put off failed: %s", strerror(-rc));
-				failed_us = mono_us(); /* try again after the gap at the soonest */
-				if (!commit_sleep(c, COMMIT_RETRY_GAP_MS))
-					continue;
-			} else if (rc == 1) {
-				stat_add(&c->stats.idle_applies, 1);
-				hist_add(&c->stats.idle_apply_us, mono_us() - a0);
-			}
+			if (!c->kick && !c->armed && !c->waiters && !c->stop)
+				commit_idle_work(c);
 			continue;
 		}
 		if (c->kick && !c->stop) {
@@ -417,6 +434,11 @@ static void *commit_main(void *arg)
 			fail_waiters(c, rc);
 		} else {
 			failures = 0;
+			if (rc == 0) {
+				pthread_mutex_lock(&c->mu);
+				c->idle_failed_us = 0;
+				pthread_mutex_unlock(&c->mu);
+			}
 		}
 		/* A change the arm did not announce (none is known) still gets
 		 * its turn: with records left, the next turn counts from now. */

@@ -48,6 +48,7 @@ struct store {
 	uint64_t apply_bytes;
 	atomic_bool unapplied;      /* applied_seq < last_seq */
 	atomic_bool apply_owed;     /* a waited-for commit put off an apply (store_log.c note 8) */
+	atomic_bool room_owed;      /* room put off (store_prealloc.c note 4) */
 	bool readonly;              /* store_opts.existing */
 	pthread_rwlock_t ovl_lock;  /* the overlay; before `resize` (store.c note 9) */
 	struct store_ovl ovl;       /* changes of the batches not applied */
