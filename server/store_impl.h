@@ -137,8 +137,9 @@ void store_readers_fini(struct store *s);
  * store_point_end) or -errno. */
 int store_point_begin(struct store *s);
 void store_point_end(struct store *s);
-/* The records of a log value (store_log.c note 1); false if malformed. */
-bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len);
+/* The commit time (time_ns may be NULL) and records of a log value
+ * (store_log.c note 1); false if malformed. */
+bool store_log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len);
 /* The log's last batch (*seq, 0 when the log is empty) and the next_ino
  * its header holds (0: a header without it); 0 or -errno. */
 int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);
