@@ -21,6 +21,12 @@
  * journal still grows), so that concurrent clients that each mutate, then
  * wait, share commits instead of taking turns.
  *
+ * A commit someone waits for leaves the table apply to later
+ * (store_commit_waited, store_log.c note 8), and most of the room ahead
+ * (store_prealloc.c note 4); once no waiter and no change has come for
+ * COMMIT_APPLY_IDLE_MS, the committer does both (commit_idle_work,
+ * invariant 7).
+ *
  * A failed write:
  *
  *     write fails -> fail_waiters(store error) -> back off (the interval,
@@ -50,6 +56,15 @@
  *     once until no waiter is left: the warmers sleep meanwhile, so the
  *     commits someone waits for do not queue for a CPU or a lock behind
  *     them. Set and cleared under `mu`; commit_stop clears it.
+ *  7. A commit is written with store_commit_waited when a waiter waits as
+ *     it starts, else with store_commit; after the former the room ahead
+ *     is written only below STORE_ROOM_MIN (store_prealloc.c note 4). An
+ *     apply or room so put off is done when the committer has had nothing
+ *     to do (no kick, no change armed, no waiter, no failure) for
+ *     COMMIT_APPLY_IDLE_MS, between two turns (commit_idle_work): never
+ *     inside a turn, so it never delays a commit under way, only (bounded
+ *     by one apply and one room) a waiter that comes while it runs. Once
+ *     it failed, not again before a commit succeeds (`idle_failed_us`).
  */
 #include "commit.h"
 
@@ -74,6 +89,9 @@
  * settle, so that concurrent clients share the commit (commit_settle). */
 #define COMMIT_SETTLE_POLL_US 20u
 #define COMMIT_SETTLE_MAX_US 1000u
+/* The quiet time after which an apply put off by waited-for commits runs
+ * (invariant 7). */
+#define COMMIT_APPLY_IDLE_MS 20u
 
 struct waiter {
 	uint64_t seq;
@@ -93,6 +111,7 @@ struct commit {
 	bool stop;
 	bool kick;
 	bool waited;                    /* a waiter arrived since the last turn */
+	uint64_t idle_failed_us;        /* idle work failed then, no commit since (7) */
 	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
 	uint64_t armed_us;              /* ... since then (mono_us) */
@@ -162,7 +181,7 @@ static void fail_waiters(struct commit *c, int err)
 
 /* One commit of the changes made since since_us (0: unknown). Returns 0,
  * 1 when nothing was pending, or the store error. */
-static int commit_once(struct commit *c, uint64_t since_us)
+static int commit_once(struct commit *c, uint64_t since_us, bool waited)
 {
 	uint64_t t0 = mono_us();
 	struct journal_batch *b = c->pending;
@@ -172,7 +191,7 @@ static int commit_once(struct commit *c, uint64_t since_us)
 	if (!b)
 		return 1;
 	struct store_commit_times tm = { 0 };
-	int rc = store_commit(c->st, b, &tm);
+	int rc = waited ? store_commit_waited(c->st, b, &tm) : store_commit(c->st, b, &tm);
 	uint64_t t2 = mono_us();
 	if (rc < 0) {
 		c->pending = b;
@@ -231,8 +250,10 @@ static int commit_once(struct commit *c, uint64_t since_us)
 	wake(c);
 	hist_add(&s->wake_hist_us, mono_us() - w0);
 	/* Room for the next commits inside the file, once the waiters of
-	 * this one are answered (store_prealloc.c note 1). */
-	if (store_prealloc(c->st) < 0)
+	 * this one are answered (store_prealloc.c note 1); while clients
+	 * wait for each commit, only what they cannot do without (note 4;
+	 * the rest once idle, invariant 7). */
+	if (store_prealloc(c->st, waited ? STORE_ROOM_MIN : STORE_ROOM_LOW) < 0)
 		log_debug("commit: no room written ahead in the store");
 	log_debug("commit %llu: %u records in %llu us (swap %llu, log %llu, apply %llu, sync %llu, publish %llu)",
 	          (unsigned long long)seq, nrecs, (unsigned long long)(t3 - t0),
@@ -288,18 +309,51 @@ static void commit_sleep_until(struct commit *c, uint64_t due_us)
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
+/* What waited-for commits put off (invariant 7), c->mu held and let go
+ * meanwhile: the apply, then the room. After a failure (a full map, a
+ * full file system) it is not tried again until a commit succeeded: the
+ * commits find the store's state and report it. */
+static void commit_idle_work(struct commit *c)
+{
+	pthread_mutex_unlock(&c->mu);
+	uint64_t a0 = mono_us();
+	int rc = store_apply_owed_run(c->st);
+	if (rc < 0)
+		log_debug("commit: the apply put off failed: %s", strerror(-rc));
+	if (rc == 1) {
+		stat_add(&c->stats.idle_applies, 1);
+		hist_add(&c->stats.idle_apply_us, mono_us() - a0);
+	}
+	int room = rc < 0 ? 0 : store_prealloc(c->st, STORE_ROOM_LOW);
+	if (room < 0)
+		log_debug("commit: no room written ahead in the store");
+	pthread_mutex_lock(&c->mu);
+	if (rc < 0 || room < 0)
+		c->idle_failed_us = mono_us(); /* not again until a commit succeeded */
+}
+
 /* Wait (c->mu held) until it is time for the next attempt (invariant 5):
  * a kick; the interval since the running batch's first change; while
  * failing, the back-off (and never past the shutdown deadline) -- but never
  * sooner than COMMIT_RETRY_GAP_MS after the last failed attempt, so
  * waiters and mutations cannot turn retries into a busy loop. With nothing
- * to commit it sleeps without a timeout. Once stopping, at once unless
+ * to commit it sleeps without a timeout, but for an apply put off
+ * (invariant 7): after COMMIT_APPLY_IDLE_MS of that, it runs the apply
+ * (c->mu let go meanwhile) and waits again. Once stopping, at once unless
  * failing. */
 static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
 {
 	for (;;) {
 		if (c->stop && !failures)
 			return;
+		if (!c->kick && !failures && !c->armed && !c->waiters && !c->idle_failed_us &&
+		    (store_apply_owed(c->st) || store_room_owed(c->st))) {
+			if (commit_sleep(c, COMMIT_APPLY_IDLE_MS))
+				continue;       /* signalled: look again */
+			if (!c->kick && !c->armed && !c->waiters && !c->stop)
+				commit_idle_work(c);
+			continue;
+		}
 		if (c->kick && !c->stop) {
 			uint64_t since = (mono_us() - failed_us) / 1000;
 			if (!failures || since >= COMMIT_RETRY_GAP_MS ||
@@ -361,10 +415,11 @@ static void *commit_main(void *arg)
 		uint64_t since = c->armed ? c->armed_us : 0;
 		c->armed = false;
 		bool stopping = c->stop;
+		bool waited = c->waiters != NULL;
 		uint64_t deadline = c->deadline_us;
 		pthread_mutex_unlock(&c->mu);
 
-		int rc = commit_once(c, since);
+		int rc = commit_once(c, since, waited);
 		wake(c);
 		bool expired = false;
 		if (rc < 0) {
@@ -379,6 +434,11 @@ static void *commit_main(void *arg)
 			fail_waiters(c, rc);
 		} else {
 			failures = 0;
+			if (rc == 0) {
+				pthread_mutex_lock(&c->mu);
+				c->idle_failed_us = 0;
+				pthread_mutex_unlock(&c->mu);
+			}
 		}
 		/* A change the arm did not announce (none is known) still gets
 		 * its turn: with records left, the next turn counts from now. */

@@ -52,6 +52,8 @@ static void commit_stats_copy(struct commit_stats *d, const struct commit_stats 
 	hist_merge(&d->lag_us, &s->lag_us);
 	copy_u64(&d->turns, &s->turns);
 	hist_merge(&d->settle_us, &s->settle_us);
+	copy_u64(&d->idle_applies, &s->idle_applies);
+	hist_merge(&d->idle_apply_us, &s->idle_apply_us);
 }
 
 static void add_client(void *arg, int32_t pid, const struct area_totals *t)

@@ -325,6 +325,11 @@ const struct stats_metric stats_metrics[] = {
 	     "mutations in progress."),
 	HIST("commits.lag_us", "mcache_commit_lag_seconds", STATS_UNIT_US, commits.lag_us,
 	     "Time from a batch's first change to its publish."),
+	COUNTER("commits.idle_applies", "mcache_commit_idle_applies_total", NULL,
+	        commits.idle_applies, "Table applies that commits someone waited for put off, "
+	        "run once the committer was idle."),
+	HIST("commits.idle_apply_us", "mcache_commit_idle_apply_seconds", STATS_UNIT_US,
+	     commits.idle_apply_us, "Time of the table applies run while the committer was idle."),
 	COUNTER("commits.turns", "mcache_commit_turns_total", NULL, commits.turns,
 	        "Times the committer woke to commit (never while the journal is empty)."),
 	GAUGE_US("commits.current_lag_us", "mcache_commit_current_lag_seconds", NULL,

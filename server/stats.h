@@ -87,6 +87,8 @@ struct commit_stats {
 	struct hist lag_us;                /* first change of a batch to its publish */
 	_Atomic uint64_t turns;            /* times the committer woke to commit */
 	struct hist settle_us;             /* waiting for a growing journal to settle */
+	_Atomic uint64_t idle_applies;     /* applies put off by waited-for commits, run idle */
+	struct hist idle_apply_us;         /* ... their time */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */

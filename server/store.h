@@ -153,16 +153,36 @@ int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *
  * decode), -EIO, or another errno of the failed write or fsync as the
  * system gave it. */
 int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t);
+/* store_commit of a batch someone waits for: an apply that only the soft
+ * bounds (apply_batches, apply_bytes) make due is put off, up to
+ * STORE_APPLY_HARD times those bounds (store_log.c note 8), and
+ * store_apply_owed says so until an apply ran. */
+int store_commit_waited(struct store *s, const struct journal_batch *b,
+                        struct store_commit_times *t);
+/* Did a commit put off an apply (store_commit_waited) that no commit has
+ * run since? */
+bool store_apply_owed(struct store *s);
+/* Run the apply put off, if any, in a transaction of its own (the
+ * committer, when no one waits): 1 applied, 0 none was owed, or the
+ * error of the failed commit (the apply stays owed). */
+int store_apply_owed_run(struct store *s);
 
 /* Keep room written ahead past the last page of the LMDB file, so that the
- * commits write inside the file (store_prealloc.c): when less than
- * STORE_ROOM_LOW is left, append STORE_ROOM_STEP bytes of zeros (never past
- * the map) and fdatasync them. Between commits, by the committer (it waits
- * for commit_lock). 1 when it wrote, 0 when there was room (or a read-only
- * store), or the write's -errno (the file is as it was). */
+ * commits write inside the file (store_prealloc.c): when less than low
+ * is left, append STORE_ROOM_STEP bytes of zeros (never past the map) and
+ * fdatasync them. low is STORE_ROOM_LOW, or STORE_ROOM_MIN between the
+ * commits of clients that wait for them (note 4): less than STORE_ROOM_LOW
+ * left then makes store_room_owed true until a call writes. Between
+ * commits, by the committer (it waits for commit_lock). 1 when it wrote,
+ * 0 when there was room (or a read-only store), or the write's -errno
+ * (the file is as it was). */
+#define STORE_ROOM_MIN  (256ull << 10)
 #define STORE_ROOM_LOW  (1ull << 20)
 #define STORE_ROOM_STEP (2ull << 20)
-int store_prealloc(struct store *s);
+int store_prealloc(struct store *s, uint64_t low);
+/* Did a store_prealloc with a low of STORE_ROOM_MIN leave less than
+ * STORE_ROOM_LOW of room, not written since? */
+bool store_room_owed(struct store *s);
 
 /* Call fn for each batch of the log with seq >= since, in order, from one
  * snapshot: its sequence number, commit time (ns since the epoch; 0 when

@@ -47,6 +47,8 @@ struct store {
 	uint64_t apply_batches;     /* store_opts, defaults filled in */
 	uint64_t apply_bytes;
 	atomic_bool unapplied;      /* applied_seq < last_seq */
+	atomic_bool apply_owed;     /* a waited-for commit put off an apply (store_log.c note 8) */
+	atomic_bool room_owed;      /* room put off (store_prealloc.c note 4) */
 	bool readonly;              /* store_opts.existing */
 	pthread_rwlock_t ovl_lock;  /* the overlay; before `resize` (store.c note 9) */
 	struct store_ovl ovl;       /* changes of the batches not applied */
@@ -135,8 +137,9 @@ void store_readers_fini(struct store *s);
  * store_point_end) or -errno. */
 int store_point_begin(struct store *s);
 void store_point_end(struct store *s);
-/* The records of a log value (store_log.c note 1); false if malformed. */
-bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len);
+/* The commit time (time_ns may be NULL) and records of a log value
+ * (store_log.c note 1); false if malformed. */
+bool store_log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len);
 /* The log's last batch (*seq, 0 when the log is empty) and the next_ino
  * its header holds (0: a header without it); 0 or -errno. */
 int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);

@@ -1,6 +1,6 @@
 /* store_log.c - the commit of one journal batch: the commit log (append,
- * retention by batches, bytes and age, reading it back) and the table
- * updates, in one LMDB write transaction.
+ * retention by batches, bytes and age; store_logread.c reads it back) and
+ * the table updates, in one LMDB write transaction.
  *
  * NOTES
  *  1. A log value is a 24-byte header (LOG_MAGIC, LOG_VERSION 2, u16 0,
@@ -50,6 +50,18 @@
  *     descent, and no cursor is opened per record. An inode deleted looks
  *     for its extents only when the extents table has any
  *     (store_ext_del_ino).
+ *  8. An apply is a few ms of B-tree updates and a larger sync, and the
+ *     waiters of the commit that carries it wait for all of it. So a
+ *     commit someone waits for (store_commit_waited) does not apply when
+ *     only the soft bounds (apply_batches, apply_bytes) say so: it puts
+ *     the apply off (apply_owed) until STORE_APPLY_HARD times those
+ *     bounds, or any other cause of note 5 (extents, INODE_UNLINK, a
+ *     broken overlay, the retention bounds), makes it due; a commit no
+ *     one waits for, or store_apply_owed_run (the committer, while no
+ *     one waits), applies it. apply_batches 1 (apply at every commit) is
+ *     never put off. So the overlay and the replay after a crash stay
+ *     within STORE_APPLY_HARD times the soft bounds, and so does the
+ *     apply that a waited-for commit does have to carry.
  */
 #include <assert.h>
 #include <errno.h>
@@ -73,6 +85,10 @@
 #define LOG_VERSION 2u
 #define LOG_HDR     24u
 #define LOG_HDR_V1  16u
+
+/* A commit someone waits for puts an apply off up to this many times the
+ * soft bounds (note 8). */
+#define STORE_APPLY_HARD 2u
 
 /* Free space below which a failed write is taken for a full file system. */
 #define STORE_SPACE_LOW (1ull << 20)
@@ -123,10 +139,10 @@ int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino)
 	return 0;
 }
 
-bool store_log_value(const MDB_val *v, const uint8_t **recs, size_t *len)
+bool store_log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len)
 {
 	uint64_t t;
-	return log_value(v, &t, recs, len);
+	return log_value(v, time_ns ? time_ns : &t, recs, len);
 }
 
 /* The cursors a run of records is applied through (note 7): one per
@@ -414,23 +430,29 @@ static int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal
 /* Should the commit of b (at now_ns) apply the log to the tables (note
  * 5)? 1 yes, 0 no, -EPROTO when b does not decode. Also when retention
  * would otherwise have to drop a batch not applied (note 6): the batches
- * not applied stay within each bound. */
-static int store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns)
+ * not applied stay within each bound. waited: someone waits for the
+ * commit, and the soft bounds are STORE_APPLY_HARD times larger; *owed
+ * says that they alone would have made it due (note 8). */
+static int store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns,
+                           bool waited, bool *owed)
 {
 	uint64_t n = b->seq - s->applied_seq;         /* batches not applied, b included */
 	uint64_t bytes = s->pending_bytes + b->len + n * LOG_HDR;
-	bool due = s->ovl_broken || n >= s->apply_batches || bytes >= s->apply_bytes ||
+	unsigned k = waited && s->apply_batches > 1 ? STORE_APPLY_HARD : 1;
+	bool soft = n >= s->apply_batches || bytes >= s->apply_bytes;
+	bool due = s->ovl_broken || n >= k * s->apply_batches || bytes >= k * s->apply_bytes ||
 	           (s->log_retention && n >= s->log_retention) ||
 	           (s->log_max_bytes && bytes >= s->log_max_bytes) ||
 	           (s->log_max_age_ns && n > 1 && now_ns - s->pending_since_ns >= s->log_max_age_ns);
 	size_t pos = 0;
 	struct journal_rec r;
-	int k;
-	while ((k = journal_next(b->buf, b->len, &pos, &r)) == 1)
+	int rc;
+	while ((rc = journal_next(b->buf, b->len, &pos, &r)) == 1)
 		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH ||
 		    r.type == JR_INODE_UNLINK)
 			due = true;
-	return k < 0 ? k : due;
+	*owed = soft && !due;
+	return rc < 0 ? rc : due;
 }
 
 /* Record (or clear, id 0) the commit that applies the log, before its
@@ -444,8 +466,9 @@ static void store_mark_apply(struct store *s, uint64_t id)
  * set when it failed on MDB_MAP_FULL, *applied when the tables took every
  * batch up to b. Nothing is written on failure. b NULL: apply the batches
  * committed but not applied, and write nothing else. */
-static int store_commit_txn(struct store *s, const struct journal_batch *b,
-                            struct store_commit_times *t, bool *full, bool *applied)
+static int store_commit_txn(struct store *s, const struct journal_batch *b, bool waited,
+                            struct store_commit_times *t, bool *full, bool *applied,
+                            bool *owed)
 {
 	MDB_txn *txn;
 	uint8_t key[8], ls[8], ni[8], as[8];
@@ -454,6 +477,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	*full = false;
 	*applied = false;
+	*owed = false;
 	if (rc)
 		return store_errno(rc);
 
@@ -484,7 +508,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b,
 	t->log_ns = t1 - t0;
 	t0 = t1;
 
-	if (b && (derr = store_apply_due(s, b, now)) < 0) {
+	if (b && (derr = store_apply_due(s, b, now, waited, owed)) < 0) {
 		rc = MDB_CORRUPTED;
 		goto fail;
 	}
@@ -550,9 +574,15 @@ out:
  * figures follow (note 5). -ENOMEM when b's changes could not all be
  * recorded in the overlay: ovl_broken is set then, and every read applies
  * the log first. Called with commit_lock held. */
-static int store_committed(struct store *s, const struct journal_batch *b, bool applied)
+static int store_committed(struct store *s, const struct journal_batch *b, bool applied,
+                           bool owed)
 {
 	int err = 0;
+	/* Note 8: an apply clears what was owed; a commit put off adds to it. */
+	if (applied)
+		atomic_store(&s->apply_owed, false);
+	else if (owed)
+		atomic_store(&s->apply_owed, true);
 	pthread_rwlock_wrlock(&s->ovl_lock);
 	if (applied) {
 		ovl_reset(&s->ovl);
@@ -610,17 +640,17 @@ static int store_grow(struct store *s)
 }
 
 /* store_commit_txn until it does not fail on a full map; commit_lock held. */
-static int store_commit_locked(struct store *s, const struct journal_batch *b,
+static int store_commit_locked(struct store *s, const struct journal_batch *b, bool waited,
                                struct store_commit_times *tt)
 {
 	int err;
 	for (;;) {
-		bool full, applied;
+		bool full, applied, owed;
 		pthread_rwlock_rdlock(&s->resize);
-		err = store_commit_txn(s, b, tt, &full, &applied);
+		err = store_commit_txn(s, b, waited, tt, &full, &applied, &owed);
 		pthread_rwlock_unlock(&s->resize);
 		if (!err) {
-			err = store_committed(s, b, applied);
+			err = store_committed(s, b, applied, owed);
 			if (!err)
 				break;
 			b = NULL;               /* the overlay failed: apply it all now */
@@ -637,7 +667,8 @@ static int store_commit_locked(struct store *s, const struct journal_batch *b,
 	return err;
 }
 
-int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
+static int store_commit_as(struct store *s, const struct journal_batch *b, bool waited,
+                           struct store_commit_times *t)
 {
 	struct store_commit_times tt = {0};
 	int err;
@@ -648,12 +679,23 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
 			s->fault_n--;
 		err = s->fault_err;
 	} else {
-		err = store_commit_locked(s, b, &tt);
+		err = store_commit_locked(s, b, waited, &tt);
 	}
 	pthread_mutex_unlock(&s->commit_lock);
 	if (t)
 		*t = tt;
 	return err;
+}
+
+int store_commit(struct store *s, const struct journal_batch *b, struct store_commit_times *t)
+{
+	return store_commit_as(s, b, false, t);
+}
+
+int store_commit_waited(struct store *s, const struct journal_batch *b,
+                        struct store_commit_times *t)
+{
+	return store_commit_as(s, b, true, t);
 }
 
 int store_apply_now(struct store *s)
@@ -664,9 +706,24 @@ int store_apply_now(struct store *s)
 		return 0;
 	pthread_mutex_lock(&s->commit_lock);
 	if (s->applied_seq < s->last_seq)
-		err = store_commit_locked(s, NULL, &tt);
+		err = store_commit_locked(s, NULL, false, &tt);
 	pthread_mutex_unlock(&s->commit_lock);
 	return err;
+}
+
+bool store_apply_owed(struct store *s)
+{
+	return atomic_load(&s->apply_owed);
+}
+
+int store_apply_owed_run(struct store *s)
+{
+	if (!store_apply_owed(s))
+		return 0;
+	int err = store_apply_now(s);
+	if (err == 0)
+		atomic_store(&s->apply_owed, false); /* also when nothing was left */
+	return err < 0 ? err : 1;
 }
 
 void store_fail_commits(struct store *s, unsigned n, int err)
@@ -705,116 +762,5 @@ int store_info(struct store *s, struct store_info *out)
 		out->log_trimmed = s->log_trimmed;
 		pthread_mutex_unlock(&s->commit_lock);
 	}
-	return err;
-}
-
-/* ---- reading the log -------------------------------------------------- */
-
-/* A read-only store with batches not applied (note 9): their changes into
- * the overlay, from the log. */
-int store_ovl_load(struct store *s)
-{
-	MDB_txn *txn;
-	MDB_cursor *cur;
-	uint8_t key[8];
-	MDB_val k = { 8, key }, v;
-	uint64_t want = s->applied_seq + 1;
-	int err = store_rtxn_begin(s, &txn);
-	if (err)
-		return err;
-	put_be64(key, want);
-	int rc = mdb_cursor_open(txn, s->log, &cur);
-	if (rc) {
-		store_rtxn_end(s, txn);
-		return store_errno(rc);
-	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && !err && want <= s->last_seq;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT), want++) {
-		const uint8_t *recs;
-		size_t len, pos = 0;
-		struct journal_rec r;
-		int n;
-		if (k.mv_size != 8 || get_be64(k.mv_data) != want ||
-		    !store_log_value(&v, &recs, &len)) {
-			err = -EIO;
-			break;
-		}
-		while ((n = journal_next(recs, len, &pos, &r)) == 1 && !err)
-			err = ovl_add(&s->ovl, &r);
-		if (!err && n < 0)
-			err = n;
-		s->pending_bytes += len;
-	}
-	s->pending_since_ns = clock_ns(CLOCK_REALTIME);
-	if (!err && want <= s->last_seq)
-		err = rc && rc != MDB_NOTFOUND ? store_errno(rc) : -EIO;
-	mdb_cursor_close(cur);
-	store_rtxn_end(s, txn);
-	return err;
-}
-
-int store_log_measure(struct store *s)
-{
-	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	uint64_t bytes = 0;
-	int err = store_rtxn_begin(s, &txn);
-	if (err)
-		return err;
-	int rc = mdb_cursor_open(txn, s->log, &cur);
-	if (!rc) {
-		while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
-			bytes += v.mv_size;
-		mdb_cursor_close(cur);
-	}
-	err = rc == MDB_NOTFOUND ? 0 : store_errno(rc);
-	store_rtxn_end(s, txn);
-	if (!err)
-		s->log_bytes = bytes;
-	return err;
-}
-
-int store_scan_log(struct store *s, uint64_t since, uint64_t *first, store_log_fn fn, void *arg)
-{
-	MDB_txn *txn;
-	MDB_cursor *cur = NULL;
-	MDB_val k, v;
-	uint8_t key[8];
-	int err = store_rtxn_begin(s, &txn);
-	if (err)
-		return err;
-	int rc = mdb_cursor_open(txn, s->log, &cur);
-	if (rc)
-		goto out_mdb;
-	if (first) {
-		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-		if (rc == 0 && k.mv_size != 8) {
-			err = -EIO;
-			goto out;
-		}
-		*first = rc == 0 ? get_be64(k.mv_data) : 0;
-	}
-	put_be64(key, since);
-	k = (MDB_val){ 8, key };
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		uint64_t t;
-		const uint8_t *recs;
-		size_t len;
-		if (k.mv_size != 8 || !log_value(&v, &t, &recs, &len)) {
-			err = -EIO;
-			goto out;
-		}
-		err = fn(arg, get_be64(k.mv_data), t, recs, len);
-		if (err)
-			goto out;
-	}
-out_mdb:
-	err = rc == MDB_NOTFOUND ? 0 : store_errno(rc);
-out:
-	if (cur)
-		mdb_cursor_close(cur);
-	store_rtxn_end(s, txn);
 	return err;
 }

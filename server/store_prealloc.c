@@ -22,6 +22,13 @@
  *  3. The map bounds the room: the file never grows past map_size by us.
  *     A failed write (no space) truncates the file back to where it ended,
  *     so the room never takes space a commit needs.
+ *  4. Writing STORE_ROOM_STEP and its fdatasync take 2-4 ms, which the
+ *     next commit waits for: between the commits of clients that wait for
+ *     each one (mc_sync in a loop) that is a stall in their loop once per
+ *     50-100 commits. So there the committer asks for room only below
+ *     STORE_ROOM_MIN (a low of STORE_ROOM_MIN), and room_owed records
+ *     that less than STORE_ROOM_LOW is left; the committer writes it once
+ *     nothing has happened for a while (commit.c invariant 7).
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -57,7 +64,12 @@ static int room_write(int fd, uint64_t end, uint64_t len)
 	return err;
 }
 
-int store_prealloc(struct store *s)
+bool store_room_owed(struct store *s)
+{
+	return atomic_load(&s->room_owed);
+}
+
+int store_prealloc(struct store *s, uint64_t low)
 {
 	if (s->readonly)
 		return 0;
@@ -75,7 +87,10 @@ int store_prealloc(struct store *s)
 	uint64_t end = (uint64_t)st.st_size;
 	if (end < used)
 		end = used;   /* not yet written out: never below the pages in use */
-	if (end - used >= STORE_ROOM_LOW || end >= s->map_size)
+	/* Note 4: below STORE_ROOM_LOW but above low, owed. */
+	atomic_store(&s->room_owed, end - used < STORE_ROOM_LOW && end - used >= low &&
+	                            end < s->map_size);
+	if (end - used >= low || end >= s->map_size)
 		goto out;
 	uint64_t len = STORE_ROOM_STEP;
 	if (len > s->map_size - end)

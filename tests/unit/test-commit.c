@@ -815,7 +815,7 @@ static void test_room_written_ahead(void **state)
 	assert_true((uint64_t)data_size(f) >= si.used_bytes + STORE_ROOM_LOW);
 	/* The size grows while the zeros are written: this waits for the
 	 * write (commit_lock), and finds room enough. */
-	assert_int_equal(store_prealloc(f->st), 0);
+	assert_int_equal(store_prealloc(f->st, STORE_ROOM_LOW), 0);
 	off_t size = data_size(f);
 	for (int i = 0; i < 20; i++) {
 		char p[32];
@@ -836,6 +836,86 @@ static void test_room_written_ahead(void **state)
 	assert_int_equal(open_all(f), 0);
 	assert_int_equal(stat_err(f, "/r"), 0);
 	assert_int_equal(stat_err(f, "/r19"), 0);
+}
+
+static int setup_apply2(void **state)
+{
+	struct store_opts o = { .root_mode = 0755, .apply_batches = 2 };
+	return setup_opts(state, &o);
+}
+
+/* Commits someone waits for put the table apply off (store_log.c note 8),
+ * and once nothing happens for a while the committer runs it on its own
+ * (commit.c invariant 7): the tables then hold every batch. */
+static void test_waited_apply_put_off(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	for (int i = 0; i < 3; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/a%d", i);
+		mkfile(f, p);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	/* Three batches, apply due at the second: put off (unless the
+	 * committer went idle meanwhile and ran it already). */
+	assert_true(store_apply_owed(f->st) || load(&cs->idle_applies) > 0);
+	struct store_meta m;
+	for (int i = 0; i < 2000 && load(&cs->idle_applies) == 0; i++)
+		sleep_ms(1);
+	assert_int_equal(load(&cs->idle_applies), 1);
+	assert_false(store_apply_owed(f->st));
+	assert_int_equal(store_get_meta(f->st, &m), 0);
+	assert_int_equal(m.applied_seq, m.last_seq);
+	assert_int_equal(load(&cs->count), 3);
+	/* Nothing owed: the committer sleeps, and no apply runs again. */
+	sleep_ms(60);
+	assert_int_equal(load(&cs->idle_applies), 1);
+}
+
+/* Cut the room past the store's last page to `room` bytes (a test only:
+ * it is zeros LMDB never reads); the used bytes. */
+static uint64_t room_cut(struct fx *f, uint64_t room)
+{
+	struct store_info si;
+	char p[300];
+	assert_int_equal(store_info(f->st, &si), 0);
+	snprintf(p, sizeof(p), "%s/data.mdb", f->dir);
+	assert_int_equal(truncate(p, (off_t)(si.used_bytes + room)), 0);
+	return si.used_bytes;
+}
+
+/* Between the commits of clients that wait for each, room is written
+ * ahead only below STORE_ROOM_MIN; what is owed below STORE_ROOM_LOW is
+ * written once the committer has been idle a while (store_prealloc.c
+ * note 4, commit.c invariant 7). */
+static void test_room_put_off_while_waited(void **state)
+{
+	struct fx *f = *state;
+	assert_true(store_prealloc(f->st, STORE_ROOM_LOW) >= 0);
+	uint64_t used = room_cut(f, 512u << 10);
+	assert_int_equal(store_prealloc(f->st, STORE_ROOM_MIN), 0);
+	assert_true(store_room_owed(f->st));
+	assert_int_equal(data_size(f), (off_t)(used + (512u << 10)));
+	assert_int_equal(store_prealloc(f->st, STORE_ROOM_LOW), 1);
+	assert_false(store_room_owed(f->st));
+	assert_true((uint64_t)data_size(f) >= used + STORE_ROOM_LOW);
+
+	/* Through the committer: a waited-for commit leaves it for later. */
+	used = room_cut(f, 512u << 10);
+	start(f, 60000);
+	mkfile(f, "/p");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 2000 && (uint64_t)data_size(f) < used + STORE_ROOM_LOW; i++)
+		sleep_ms(1);
+	double ms = ms_since(&t0);
+	assert_true((uint64_t)data_size(f) >= used + STORE_ROOM_LOW);
+	print_message("# room written %.1f ms after the waiter was answered\n", ms);
+	assert_true(ms >= 15.0);
+	assert_false(store_room_owed(f->st));
 }
 
 struct aside_cb {
@@ -956,6 +1036,8 @@ int main(void)
 		T(test_wait_fails_then_recovers),
 		T(test_shutdown_deadline),
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
+		cmocka_unit_test_setup_teardown(test_waited_apply_put_off, setup_apply2, teardown),
+		T(test_room_put_off_while_waited),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
 		T(test_waiter_settles),

@@ -236,6 +236,70 @@ static void test_entry_outgrown(void **state)
 	journal_batch_free(&b);
 }
 
+static uint64_t applied_seq(struct store *s)
+{
+	struct store_meta m;
+	assert_int_equal(store_get_meta(s, &m), 0);
+	return m.applied_seq;
+}
+
+/* A commit someone waits for puts off an apply that only the soft bounds
+ * make due, up to STORE_APPLY_HARD (2) times them (note 8); a commit no
+ * one waits for, or store_apply_owed_run, applies it. */
+static void test_waited_apply_put_off(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts o = { .apply_batches = 3 };
+	struct store *s = open_ok(f->dir, &o);
+	struct journal_batch b;
+	uint64_t ino = 2, seq = 1;
+	journal_batch_init(&b, 0);
+	for (; seq <= 3; seq++) {
+		create_batch(&b, seq, 2, &ino);
+		assert_int_equal(store_commit_waited(s, &b, NULL), 0);
+	}
+	assert_int_equal(applied_seq(s), 0);
+	assert_true(store_apply_owed(s));
+	/* Read back through the overlay meanwhile. */
+	struct mc_inode_rec r;
+	assert_int_equal(store_get_inode(s, ino - 1, &r, NULL, NULL), 0);
+	assert_int_equal(store_apply_owed_run(s), 1);
+	assert_int_equal(applied_seq(s), 3);
+	assert_false(store_apply_owed(s));
+	assert_int_equal(store_apply_owed_run(s), 0);
+	/* Waited for, up to 2 x 3 batches: the sixth applies. */
+	for (; seq <= 8; seq++) {
+		create_batch(&b, seq, 2, &ino);
+		assert_int_equal(store_commit_waited(s, &b, NULL), 0);
+		assert_int_equal(applied_seq(s), 3);
+		assert_int_equal(store_apply_owed(s), seq >= 6);
+	}
+	create_batch(&b, seq, 2, &ino);
+	assert_int_equal(store_commit_waited(s, &b, NULL), 0);
+	assert_int_equal(applied_seq(s), 9);
+	assert_false(store_apply_owed(s));
+	/* Not waited for: applies at the soft bound. */
+	for (seq = 10; seq <= 12; seq++) {
+		create_batch(&b, seq, 2, &ino);
+		assert_int_equal(store_commit_waited(s, &b, NULL), 0);
+	}
+	assert_int_equal(applied_seq(s), 9);
+	create_batch(&b, seq, 2, &ino);
+	assert_int_equal(store_commit(s, &b, NULL), 0);
+	assert_int_equal(applied_seq(s), 13);
+	assert_false(store_apply_owed(s));
+	store_close(s);
+	/* apply_batches 1: every commit applies, waited for or not. */
+	o.apply_batches = 1;
+	s = open_ok(f->dir, &o);
+	create_batch(&b, 14, 2, &ino);
+	assert_int_equal(store_commit_waited(s, &b, NULL), 0);
+	assert_int_equal(applied_seq(s), 14);
+	assert_false(store_apply_owed(s));
+	store_close(s);
+	journal_batch_free(&b);
+}
+
 struct ahead_got {
 	char name[8][32];
 	uint64_t ino[8];
@@ -692,6 +756,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commit_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_before_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_outgrown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waited_apply_put_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dentry_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_replays, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_walk_merges, setup, teardown),
