@@ -55,6 +55,14 @@
  *     its own call for pages below populated. Pages populated ahead and
  *     never used stay in the memfd (at most one run past the last page
  *     used), counted nowhere in shm_bytes_used.
+ * 10. The metadata area (page table and hash buckets, counted whole in
+ *     shm_bytes_used) is faulted in on first touch, a 4 KiB page at a
+ *     time, by whoever touches it first -- a warm-up's inserts, under the
+ *     namespace lock, touch every page of the bucket tables in random
+ *     order. shm_populate_meta faults in the 64 KiB page around a bucket
+ *     (one call, no lock), once: meta_populated has a bit per page, set
+ *     by the thread that calls madvise for it. Populating writes no byte,
+ *     so it may run while others read and write the page.
  */
 #include "shm.h"
 
@@ -106,6 +114,13 @@ static struct shm *shm_struct_new(void)
 	s->fd = -1;
 	s->ro_fd = -1;
 	return s;
+}
+
+/* Note 10's bitmap, once meta_bytes is known; NULL when out of memory. */
+static void meta_populated_new(struct shm *s)
+{
+	uint64_t pages = s->meta_bytes >> MC_PAGE_SHIFT;
+	s->meta_populated = calloc((size_t)((pages + 63) / 64), sizeof(*s->meta_populated));
 }
 
 /* Map s->fd (size bytes) and open the read-only descriptor for clients. */
@@ -213,6 +228,7 @@ static int seg_layout(struct shm *s, uint64_t size)
 	s->next_page = (uint32_t)meta_pages;
 	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = meta_pages << MC_PAGE_SHIFT;
+	meta_populated_new(s);
 
 	for (unsigned i = 0; i < SLAB_COUNT; i++) {
 		if (i < SLAB_BLOB0) {
@@ -311,6 +327,7 @@ int shm_attach(const char *path, const struct shm_image *img, const struct shm_p
 	s->next_page = img->next_page;
 	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = img->meta_bytes;
+	meta_populated_new(s);
 	memcpy(s->slab, img->slab, sizeof(s->slab));
 	s->raw_pages = img->raw_pages;
 	s->d_positive = img->d_positive;
@@ -341,6 +358,7 @@ void shm_destroy(struct shm *s)
 	pthread_cond_destroy(&s->beat_cv);
 	pthread_mutex_destroy(&s->beat_mu);
 	free(s->pg);
+	free(s->meta_populated);
 	free(s);
 }
 
@@ -601,6 +619,21 @@ void shm_populate_ahead(struct shm *s, uint32_t ahead)
 #else
 	(void)s;
 	(void)ahead;
+#endif
+}
+
+void shm_populate_meta(struct shm *s, const void *p)
+{
+	uint64_t page = (uint64_t)((const char *)p - (const char *)s->base) >> MC_PAGE_SHIFT;
+	if (!s->meta_populated || page >= s->meta_bytes >> MC_PAGE_SHIFT)
+		return;
+	_Atomic uint64_t *w = &s->meta_populated[page / 64];
+	uint64_t bit = 1ull << (page % 64);
+	if ((atomic_load_explicit(w, memory_order_relaxed) & bit) ||
+	    (atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit))
+		return;
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise((char *)s->base + (page << MC_PAGE_SHIFT), MC_PAGE_SIZE, MADV_POPULATE_WRITE);
 #endif
 }
 

@@ -60,6 +60,10 @@ struct shm {
 	 * last change, and the first page past those populated ahead of it
 	 * (shm.c note 9). */
 	_Atomic uint32_t fresh_next, populated;
+	/* shm_populate_meta, without the namespace lock: a bit per page of
+	 * the metadata area already faulted in by it (shm.c note 10); NULL
+	 * when it could not be allocated (then it does nothing). */
+	_Atomic uint64_t *meta_populated;
 	struct shm_page *pg;      /* npages entries */
 	uint32_t pool, pool_tail; /* pages given back, oldest first (shm.c note 7) */
 	uint64_t pool_pages;
@@ -136,6 +140,11 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
  * do not wait for the kernel to allocate and clear them (shm.c note 9).
  * No lock needed; several threads may call it at once. Best effort. */
 void shm_populate_ahead(struct shm *s, uint32_t ahead);
+/* Fault in the page of the metadata area (the hash buckets) that holds p,
+ * unless this did already (shm.c note 10): inserts about to write a bucket
+ * there then find it mapped. No lock needed; several threads may call it
+ * at once. Best effort. */
+void shm_populate_meta(struct shm *s, const void *p);
 /* Return a slot; bumps its seq so stale readers notice. A page left with no
  * slot in use goes back to the pool (shm.c note 6). */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);
