@@ -63,6 +63,23 @@
  *     (one call, no lock), once: meta_populated has a bit per page, set
  *     by the thread that calls madvise for it. Populating writes no byte,
  *     so it may run while others read and write the page.
+ * 11. A reserved slot is allocated -- off the slab's free lists, counted
+ *     in live and so in shm_bytes_used, its page kept from the pool and
+ *     from other slabs -- and reachable by nothing: no chain, no list, its
+ *     flags zero (as every free slot's: the slot's last user cleared them,
+ *     or the page is new), so that the scans of the slots (the shrinker's
+ *     hand, fsck, the dirty lists) pass it by as free. shm_reserve_page
+ *     reserves the free slots of a whole page at once, in O(1) under the
+ *     lock: the page's free list goes to the caller as it is (the page is
+ *     off its slab's partial list, full as far as the slab knows, until a
+ *     slot of it is freed), who walks it without the lock
+ *     (shm_reserve_next). The slots are not zeroed: their holder writes
+ *     them, without the lock, all but the flags (inode_fill, dcache_fill)
+ *     and makes them live under it (inode_link, dcache_link). reserved[]
+ *     counts the reserved slots of each slab exactly: up by those
+ *     shm_reserve_page hands out, down by one at each shm_reserve_used
+ *     and by those shm_reserve_return gives back (freed as slots in use
+ *     are). So live - reserved[] is what the slab's slots hold.
  */
 #include "shm.h"
 
@@ -405,7 +422,7 @@ void shm_beat_stop(struct shm *s)
 }
 
 /* The word that links a free slot: the second for seq-carrying slots. */
-static mc_off_t *free_link(struct shm *s, enum shm_slab slab, mc_off_t off)
+static mc_off_t *free_link(const struct shm *s, enum shm_slab slab, mc_off_t off)
 {
 	uint32_t *w = shm_at(s, off);
 	return slab < SLAB_BLOB0 ? &w[1] : &w[0];
@@ -637,7 +654,10 @@ void shm_populate_meta(struct shm *s, const void *p)
 #endif
 }
 
-mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
+/* The page the next slots of slab come from, carving one when none has
+ * any free, no longer counted as empty: the caller takes slots of it. 0
+ * when the segment is full (counted as a failed allocation). */
+static uint32_t page_to_take(struct shm *s, enum shm_slab slab)
 {
 	struct shm_slab_state *st = &s->slab[slab];
 	if (!st->partial && grow_slab(s, slab) < 0) {
@@ -646,9 +666,18 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 		return 0;
 	}
 	uint32_t p = st->partial;
-	struct shm_page *g = &s->pg[p];
-	if (g->nfree == slots_per_page(st))
+	if (s->pg[p].nfree == slots_per_page(st))
 		st->empty--;
+	return p;
+}
+
+mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	uint32_t p = page_to_take(s, slab);
+	if (!p)
+		return 0;
+	struct shm_page *g = &s->pg[p];
 	mc_off_t off = g->free;
 	g->free = *free_link(s, slab, off);
 	if (--g->nfree == 0)
@@ -664,6 +693,44 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 	}
 	st->live++;
 	return off;
+}
+
+mc_off_t shm_reserve_page(struct shm *s, enum shm_slab slab, size_t *n)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	*n = 0;
+	uint32_t p = page_to_take(s, slab);
+	if (!p)
+		return 0;
+	struct shm_page *g = &s->pg[p];
+	mc_off_t head = g->free;
+	*n = g->nfree;
+	partial_unlink(s, st, p);
+	g->free = 0;
+	g->nfree = 0;
+	st->nfree -= *n;
+	st->live += *n;
+	s->reserved[slab] += *n;
+	return head;
+}
+
+mc_off_t shm_reserve_next(const struct shm *s, enum shm_slab slab, mc_off_t off)
+{
+	return *free_link(s, slab, off);
+}
+
+void shm_reserve_used(struct shm *s, enum shm_slab slab)
+{
+	assert(s->reserved[slab] > 0);
+	s->reserved[slab]--;
+}
+
+void shm_reserve_return(struct shm *s, enum shm_slab slab, const mc_off_t *v, size_t n)
+{
+	assert(s->reserved[slab] >= n);
+	for (size_t k = 0; k < n; k++)
+		shm_free(s, slab, v[k]);
+	s->reserved[slab] -= n;
 }
 
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
