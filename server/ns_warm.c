@@ -61,6 +61,12 @@
 
 /* Entries inserted per hold of the namespace lock. */
 #define NS_WARM_SLICE 32u
+/* The most segment bytes one insert takes: an inode, a dentry, the blobs
+ * of a long name and of a symlink's target (the largest class), the
+ * directory states of the directory and of an empty one inserted. */
+#define NS_WARM_ENTRY_MAX_BYTES                                              \
+	(sizeof(struct mc_inode) + sizeof(struct mc_dentry) + MC_NAME_MAX + 1 + \
+	 mc_blob_size(MC_BLOB_CLASSES - 1) + 2 * sizeof(struct mc_dirx))
 /* Pages of the segment faulted in ahead, outside the lock and the commit
  * semaphore (shm.c note 9): a megabyte, some 9000 entries, half of it at a
  * time. */
@@ -396,6 +402,8 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 	              (mark->dir == dir && dx->ncached == mark->ncached &&
 	               dentries_dropped(ns) == mark->dropped);
 	uint32_t had = dx ? dx->ncached : 0;
+	/* At most the bytes left below the low watermark. */
+	uint64_t room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 	for (unsigned held = 0; res->processed < n; held++) {
 		if (held == NS_WARM_SLICE) {
 			/* Let writers in between slices; the directory may have
@@ -406,6 +414,8 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 			warm_lock(ns, stage, dir_ino, v, res->processed, n);
 			used0 = shm_bytes_used(s);
 			held = 0;
+			/* others may have allocated meanwhile */
+			room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 			if (!(dir = warm_dir_find(ns, dir_ino))) {
 				rc = -ENOENT;
 				goto out;
@@ -422,10 +432,17 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 		}
 		if (commit_sem_contended(&ns->csem))
 			goto out;
-		if (shm_bytes_used(s) >= ns->shr.low) {
-			rc = -ENOSPC;
-			goto out;
+		if (room < NS_WARM_ENTRY_MAX_BYTES) {
+			/* Asked again only once the inserts since may have
+			 * used what was left (the sum is a loop over slabs). */
+			uint64_t used = shm_bytes_used(s);
+			if (used >= ns->shr.low) {
+				rc = -ENOSPC;
+				goto out;
+			}
+			room = ns->shr.low - used;
 		}
+		room -= room < NS_WARM_ENTRY_MAX_BYTES ? room : NS_WARM_ENTRY_MAX_BYTES;
 		const struct ns_warm_ent *e = &v[res->processed];
 		if (e->have_rec && (none_cached || !dcache_find(s, dir, e->name, e->namelen))) {
 			rc = warm_one(ns, stage, res->processed, dir, e, &res->bytes);

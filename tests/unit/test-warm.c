@@ -215,6 +215,48 @@ static void test_prepare_populates_insert_does_not(void **state)
 	assert_true(atomic_load(&f->shm->populated) > atomic_load(&f->shm->fresh_next));
 }
 
+/* The segment filled to within 4 KiB of the low watermark: the warm-up
+ * inserts while use is below it and not one entry more, though it asks
+ * for the use only once the inserts since the last time may have taken
+ * what was left. */
+static void test_stops_at_low_watermark(void **state)
+{
+	struct fx *f = *state;
+	static struct batch b;
+	static char pad[4096];
+	struct ns_warm_mark mark = { 0 };
+	struct ns_warm_res res;
+	uint64_t dir = make_dir(f, 2 * NFILES);
+	struct ns_counts c = ns_fixture_counts(f);
+	while (c.shm_used + MC_PAGE_SIZE < c.low_bytes) {
+		assert_int_not_equal(shm_page_new(f->shm, MC_PT_EXTENT), 0);
+		c = ns_fixture_counts(f);
+	}
+	while (c.shm_used + sizeof(pad) < c.low_bytes) {
+		assert_int_not_equal(shm_blob_new(f->shm, pad, sizeof(pad)), 0);
+		c = ns_fixture_counts(f);
+	}
+	size_t one = sizeof(struct mc_inode) + sizeof(struct mc_dentry);
+	/* Room for fewer entries than the directory has. */
+	assert_true((c.low_bytes - c.shm_used) / one < 2 * NFILES - 10);
+	size_t added = 0;
+	const char *after = NULL;
+	int rc = 0;
+	while (rc == 0) {
+		read_batch(f, dir, after, NFILES, &b);
+		assert_true(b.n > 0);
+		rc = ns_warm_dir(f->ns, NULL, dir, b.v, b.n, b.n < NFILES, &mark, &res);
+		added += res.added;
+		after = b.v[res.processed ? res.processed - 1 : 0].name;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	c = ns_fixture_counts(f);
+	print_message("# %zu entries inserted; %llu bytes used, low mark %llu\n", added,
+	              (unsigned long long)c.shm_used, (unsigned long long)c.low_bytes);
+	assert_true(c.shm_used >= c.low_bytes);
+	assert_true(c.shm_used < c.low_bytes + one);
+}
+
 /* ---- the stage: slots reserved and filled ahead (ns_warm.c note 6) ----- */
 
 /* The slots in use are exactly the cached entries and the ri inode and rd
@@ -596,6 +638,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mark_sees_drop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepare_populates_insert_does_not, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_stops_at_low_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_then_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_partial_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_survives_shrink, setup, teardown),
