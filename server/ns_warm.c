@@ -57,6 +57,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "ns_impl.h"
 
 /* Entries inserted per hold of the namespace lock. */
@@ -71,6 +72,9 @@
  * semaphore (shm.c note 9): a megabyte, some 9000 entries, half of it at a
  * time. */
 #define NS_WARM_POPULATE 16u
+/* How long a warmer spins for the namespace lock before it sleeps on it
+ * (warm_mutex_lock): about what a futex sleep and wake-up cost here. */
+#define NS_WARM_SPIN_NS 200000u
 
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
@@ -272,6 +276,37 @@ void ns_warm_prepare(struct ns *ns)
 	shm_populate_ahead(ns->shm, NS_WARM_POPULATE);
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* ns_lock_op, spinning a while first. The lock is held mostly by the
+ * other warmer, for a slice (a few microseconds); a futex sleep and
+ * wake-up cost tens to a hundred of them in a virtual machine (the wake
+ * is an interrupt to a halted CPU), and the two warmers contended a few
+ * hundred times a warm-up of a million entries, some 40 ms of sleep.
+ * Never while the committer waits for the lock: it goes first, as
+ * ns_lock_op lets it. */
+static void warm_mutex_lock(struct ns *ns)
+{
+	uint64_t until = 0;
+	while (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed)) {
+		if (pthread_mutex_trylock(&ns->lock) == 0)
+			return;
+		uint64_t now = mono_ns();
+		if (!until)
+			until = now + NS_WARM_SPIN_NS;
+		else if (now > until)
+			break;
+		for (int k = 0; k < 16; k++)
+			cpu_relax();
+	}
+	ns_lock_op(ns);
+}
+
 /* Reserve whole pages of slab (lock held) until *have slots are at least
  * want, or STAGE_CAP could not take another page: the lists of slots they
  * head go to heads[] (their sizes to counts[]), walked once the lock is
@@ -318,7 +353,7 @@ void ns_warm_stage(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 		mc_off_t ih[STAGE_PAGES], dh[STAGE_PAGES];
 		size_t ic[STAGE_PAGES], dc[STAGE_PAGES];
 		unsigned ni = 0, nd = 0;
-		ns_lock_op(ns); /* a waiting committer goes first */
+		warm_mutex_lock(ns);
 		if (shm_bytes_used(s) < ns->shr.low) {
 			ni = reserve_pages(s, SLAB_INODE, st->ninodes, n, ih, ic);
 			nd = reserve_pages(s, SLAB_DENTRY, st->ndentries, n, dh, dc);
@@ -361,7 +396,7 @@ static void warm_lock(struct ns *ns, const struct ns_warm_stage *st, uint64_t di
 		else
 			dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
 	}
-	ns_lock_op(ns); /* a waiting committer goes first */
+	warm_mutex_lock(ns); /* a waiting committer goes first */
 	for (size_t k = from; k < to; k++)
 		inode_prefetch_chain(ns->shm, v[k].ino);
 }

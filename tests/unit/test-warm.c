@@ -428,6 +428,83 @@ static void test_stage_survives_shrink(void **state)
 	assert_slots_exact(f, 0, 0);
 }
 
+/* This thread on CPU cpu alone: the holder and the waiter below run at
+ * once, each on its CPU, whatever else the machine runs. */
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+}
+
+struct holder {
+	struct ns *ns;
+	atomic_int state; /* 1: holding, 2: letting go */
+};
+
+/* Hold the namespace lock for 150 us, then let it go. */
+static void *hold_main(void *arg)
+{
+	struct holder *h = arg;
+	struct timespec t0, t;
+	pin_to(1);
+	ns_hold_begin(h->ns);
+	atomic_store(&h->state, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 150000);
+	atomic_store(&h->state, 2); /* before the unlock: the next holder sees it */
+	ns_hold_end(h->ns);
+	return NULL;
+}
+
+static long voluntary_switches(void)
+{
+	struct rusage ru;
+	assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
+}
+
+/* A warmer that finds the namespace lock held briefly (by another warmer,
+ * usually) spins for it rather than sleep on it: staging a batch while
+ * another thread holds the lock for 150 us costs the stager no voluntary
+ * context switch. Five tries, one of which must stay on the CPU (a loaded
+ * machine may preempt the holder past the spin). */
+static void test_stage_spins_for_the_lock(void **state)
+{
+	struct fx *f = *state;
+	static struct batch b;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	uint64_t dir = make_dir(f, NFILES);
+	read_batch(f, dir, NULL, 10, &b);
+	cpu_set_t was;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	pin_to(0);
+	int stayed = 0;
+	for (int k = 0; k < 5; k++) {
+		struct ns_warm_stage *st = ns_warm_stage_new();
+		assert_non_null(st);
+		struct holder h = { .ns = f->ns };
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, hold_main, &h), 0);
+		while (atomic_load(&h.state) == 0)
+			;
+		long before = voluntary_switches();
+		ns_warm_stage(f->ns, st, dir, b.v, b.n); /* takes the lock to reserve */
+		long after = voluntary_switches();
+		assert_int_equal(atomic_load(&h.state), 2);
+		stayed += after == before;
+		pthread_join(th, NULL);
+		ns_warm_stage_free(f->ns, st);
+	}
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	print_message("# %d of 5 stayed on the CPU\n", stayed);
+	assert_true(stayed > 0);
+}
+
 /* Warmers stopped in the middle of the warm-up give back what their
  * stages held: nothing is left reserved, the counts are exact. */
 static void test_stop_midway_returns_slots(void **state)
@@ -642,6 +719,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stage_then_link, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_partial_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_survives_shrink, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stage_spins_for_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_midway_returns_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_in_idle_class, setup, teardown),
