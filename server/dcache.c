@@ -13,7 +13,11 @@
  *  3. A directory is complete only if every name it holds has a positive
  *     dentry; lookups of other names in it are answered ENOENT.
  *  4. Every change to a dentry, a chain or a list is inside the seq of the
- *     dentry, the bucket or the dirx it changes.
+ *     dentry, the bucket or the dirx it changes. All of them are made
+ *     under the namespace lock but dcache_fill's, on a slot nobody else
+ *     can reach (shm.c note 11): it writes the name alone, not the flags
+ *     that scans of the slots read under the lock; the slot is live, and
+ *     reachable, from dcache_link on.
  *  5. A negative dentry never carries the referenced bit (the server clears
  *     it whenever a slot becomes negative or is reused), so stale names of
  *     a removed tree get no second chance from the shrinker.
@@ -22,19 +26,33 @@
 
 #include <string.h>
 
+uint64_t dcache_hash(const struct shm *s, uint64_t parent_ino, const char *name, size_t len)
+{
+	return mc_hash_name(s->hdr->hash_seed, parent_ino, name, len);
+}
+
 static struct mc_bucket *dbucket(const struct shm *s, uint64_t parent_ino, const char *name,
                                  size_t len)
 {
-	uint64_t h = mc_hash_name(s->hdr->hash_seed, parent_ino, name, len);
-	return &s->dbuckets[h & s->hdr->dbucket_mask];
+	return &s->dbuckets[dcache_hash(s, parent_ino, name, len) & s->hdr->dbucket_mask];
+}
+
+const void *dcache_bucket_of(const struct shm *s, uint64_t hash)
+{
+	return &s->dbuckets[hash & s->hdr->dbucket_mask];
+}
+
+const void *dcache_prefetch_hash(const struct shm *s, uint64_t hash)
+{
+	const void *b = dcache_bucket_of(s, hash);
+	__builtin_prefetch(b, 1);
+	return b;
 }
 
 const void *dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name,
                             size_t len)
 {
-	const struct mc_bucket *b = dbucket(s, parent_ino, name, len);
-	__builtin_prefetch(b, 1);
-	return b;
+	return dcache_prefetch_hash(s, dcache_hash(s, parent_ino, name, len));
 }
 
 /* dcache_name, inlined where chains are walked. */
@@ -153,37 +171,41 @@ static void list_unlink(struct shm *s, struct mc_dirx *dx, mc_off_t d)
 	shm_write_end(&dx->seq);
 }
 
-mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
-                    mc_off_t inode, uint8_t dtype)
+void dcache_fill(struct shm *s, mc_off_t d, const char *name, size_t len)
+{
+	struct mc_dentry *e = dentry_at(s, d);
+	shm_write_begin(&e->seq);
+	e->namelen = (uint8_t)len;
+	memset(e->name.inl, 0, sizeof(e->name.inl));
+	if (len <= MC_NAME_INLINE)
+		memcpy(e->name.inl, name, len);
+	shm_write_end(&e->seq);
+}
+
+mc_off_t dcache_link(struct shm *s, mc_off_t dir, mc_off_t d, const char *name,
+                     mc_off_t inode, uint8_t dtype, uint64_t hash)
 {
 	struct mc_dirx *dx = dcache_dirx(s, dir, true);
 	if (!dx)
 		return 0;
+	struct mc_dentry *e = dentry_at(s, d);
+	size_t len = e->namelen;
 	mc_off_t blob = 0;
 	if (len > MC_NAME_INLINE) {
 		blob = shm_blob_new(s, name, len);
 		if (!blob)
 			return 0;
 	}
-	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
-	if (!d) {
-		shm_blob_free(s, blob, len);
-		return 0;
-	}
 	shm_ref_take(s, d); /* a hit on the slot's last user is no hit on this one */
-	struct mc_dentry *e = dentry_at(s, d);
-	struct mc_bucket *b = dbucket(s, inode_at(s, dir)->ino, name, len);
+	struct mc_bucket *b = &s->dbuckets[hash & s->hdr->dbucket_mask];
 	shm_write_begin(&e->seq);
 	e->parent = dir;
 	e->inode = inode;
-	e->namelen = (uint8_t)len;
 	e->dtype = inode ? dtype : 0;
 	e->flags = MC_D_LIVE | (inode ? MC_D_POSITIVE : 0);
 	if (blob) {
 		e->flags |= MC_D_LONGNAME;
 		e->name.blob = blob;
-	} else {
-		memcpy(e->name.inl, name, len);
 	}
 	e->hnext = b->head;
 	list_append(s, dx, d);
@@ -196,6 +218,21 @@ mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
 	else {
 		s->d_negative++;
 		dx->nneg++;
+	}
+	return d;
+}
+
+mc_off_t dcache_add(struct shm *s, mc_off_t dir, const char *name, size_t len,
+                    mc_off_t inode, uint8_t dtype)
+{
+	mc_off_t d = shm_alloc(s, SLAB_DENTRY);
+	if (!d)
+		return 0;
+	dcache_fill(s, d, name, len);
+	uint64_t h = dcache_hash(s, inode_at(s, dir)->ino, name, len);
+	if (!dcache_link(s, dir, d, name, inode, dtype, h)) {
+		shm_free(s, SLAB_DENTRY, d);
+		return 0;
 	}
 	return d;
 }

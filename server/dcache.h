@@ -1,6 +1,7 @@
 /* dcache.h - the dentry cache in shared memory: dentries hashed by (parent,
  * name), each directory's cached children in a list in cookie order, the
- * complete flag, and subtree pruning. Called with the namespace lock held. */
+ * complete flag, and subtree pruning. Called with the namespace lock held
+ * (but dcache_fill and the hash and prefetch helpers). */
 #ifndef MC_DCACHE_H
 #define MC_DCACHE_H
 
@@ -25,6 +26,22 @@ mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t
 const void *dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char *name,
                             size_t len);
 
+/* The hash of name in the directory of inode number parent_ino. */
+uint64_t dcache_hash(const struct shm *s, uint64_t parent_ino, const char *name, size_t len);
+/* The address of the bucket of a name whose hash is known. */
+const void *dcache_bucket_of(const struct shm *s, uint64_t hash);
+/* dcache_prefetch of a name whose hash is known; the bucket's address. */
+const void *dcache_prefetch_hash(const struct shm *s, uint64_t hash);
+
+/* Write name (len bytes) into dentry slot d, which nobody else can reach:
+ * no lock needed (dcache.c note 4). A long name is copied by dcache_link.
+ * The fields it leaves are dcache_link's, the flags zero (shm.c note 11). */
+void dcache_fill(struct shm *s, mc_off_t d, const char *name, size_t len);
+/* Cache filled slot d as name (hash: dcache_hash's) in dir naming inode
+ * (0: a negative entry) of type dtype: as dcache_add. 0 when the segment
+ * is full (nothing changed: d is still the caller's). */
+mc_off_t dcache_link(struct shm *s, mc_off_t dir, mc_off_t d, const char *name,
+                     mc_off_t inode, uint8_t dtype, uint64_t hash);
 /* Cache name in dir as naming inode (0: a negative entry) of type dtype.
  * It gets the directory's next cookie and goes to the end of its child
  * list. 0 when the segment is full. */

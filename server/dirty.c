@@ -375,7 +375,7 @@ void ns_get_counts(struct ns *ns, struct ns_counts *out)
 	out->negative = s->d_negative;
 	out->dentries_dirty = s->d_dirty;
 	out->dirs_complete = s->dirs_complete;
-	out->inodes = s->slab[SLAB_INODE].live;
+	out->inodes = s->slab[SLAB_INODE].live - s->reserved[SLAB_INODE]; /* shm.c note 11 */
 	out->inodes_dirty = s->i_dirty;
 	out->prunes = s->prunes;
 	out->pruned = s->pruned;

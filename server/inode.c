@@ -1,9 +1,13 @@
 /* inode.c - the inode cache: type-stable 64-byte slots in shared memory,
  * hashed by inode number for the server (clients reach inodes through
  * dentries). Writers hold the namespace lock and wrap every change in the
- * slot's seq (proto/mc_shm.h). */
+ * slot's seq (proto/mc_shm.h); inode_fill alone writes a slot no reader
+ * and no other thread can reach (shm.c note 11) without the lock, and
+ * leaves its flags (which scans of the slots read, under the lock) and
+ * its hash link alone: the slot is live from inode_link on. */
 #include "inode.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -20,9 +24,16 @@ mc_off_t inode_find(const struct shm *s, uint64_t ino)
 	return 0;
 }
 
-void inode_prefetch(const struct shm *s, uint64_t ino)
+const void *inode_bucket_of(const struct shm *s, uint64_t ino)
 {
-	__builtin_prefetch(ibucket(s, ino), 1);
+	return ibucket(s, ino);
+}
+
+const void *inode_prefetch(const struct shm *s, uint64_t ino)
+{
+	const struct mc_bucket *b = ibucket(s, ino);
+	__builtin_prefetch(b, 1);
+	return b;
 }
 
 void inode_prefetch_chain(const struct shm *s, uint64_t ino)
@@ -32,25 +43,12 @@ void inode_prefetch_chain(const struct shm *s, uint64_t ino)
 		__builtin_prefetch(inode_at(s, off));
 }
 
-mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
-                   size_t target_len)
+void inode_fill(struct shm *s, mc_off_t off, const struct mc_inode_rec *rec, size_t target_len)
 {
-	mc_off_t blob = 0;
-	if (S_ISLNK(rec->mode)) {
-		blob = shm_blob_new(s, target, target_len);
-		if (!blob)
-			return 0;
-	}
-	mc_off_t off = shm_alloc(s, SLAB_INODE);
-	if (!off) {
-		shm_blob_free(s, blob, target_len);
-		return 0;
-	}
 	struct mc_inode *i = inode_at(s, off);
 	shm_write_begin(&i->seq);
 	i->ino = rec->ino;
 	i->mode = (uint16_t)rec->mode;
-	i->flags = MC_I_LIVE;
 	i->nlink = rec->nlink;
 	i->uid = rec->uid;
 	i->gid = rec->gid;
@@ -59,19 +57,49 @@ mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *ta
 		i->u.dir.dirx = 0;
 	} else if (S_ISLNK(rec->mode)) {
 		i->u.lnk.len = (uint32_t)target_len;
-		i->u.lnk.blob = blob;
+		i->u.lnk.blob = 0;
 	} else {
 		i->u.size = rec->size;
 	}
 	i->atime = mc_time_from_ns(rec->atime_ns);
 	i->mtime = mc_time_from_ns(rec->mtime_ns);
 	i->ctime = mc_time_from_ns(rec->ctime_ns);
-	struct mc_bucket *b = ibucket(s, rec->ino);
+	shm_write_end(&i->seq);
+}
+
+int inode_link(struct shm *s, mc_off_t off, const char *target)
+{
+	struct mc_inode *i = inode_at(s, off);
+	mc_off_t blob = 0;
+	if (S_ISLNK(i->mode)) {
+		blob = shm_blob_new(s, target, i->u.lnk.len);
+		if (!blob)
+			return -ENOSPC;
+	}
+	struct mc_bucket *b = ibucket(s, i->ino);
+	shm_write_begin(&i->seq);
+	if (blob)
+		i->u.lnk.blob = blob;
+	i->flags = MC_I_LIVE;
 	i->hnext = b->head;
 	shm_write_end(&i->seq);
 	shm_write_begin(&b->seq);
 	b->head = off;
 	shm_write_end(&b->seq);
+	return 0;
+}
+
+mc_off_t inode_add(struct shm *s, const struct mc_inode_rec *rec, const char *target,
+                   size_t target_len)
+{
+	mc_off_t off = shm_alloc(s, SLAB_INODE);
+	if (!off)
+		return 0;
+	inode_fill(s, off, rec, target_len);
+	if (inode_link(s, off, target) < 0) {
+		shm_free(s, SLAB_INODE, off);
+		return 0;
+	}
 	return off;
 }
 

@@ -231,6 +231,25 @@ struct ns_warm_ent {
  * (shm_populate_ahead), not by the inserts, whose allocations would have
  * the kernel clear pages while the semaphore and the lock are held. */
 void ns_warm_prepare(struct ns *ns);
+/* A warmer's slots, reserved and filled ahead for its next batch
+ * (ns_warm.c note 6); one per warmer thread, which alone uses it. */
+struct ns_warm_stage;
+#define NS_WARM_MAX 256u          /* entries a stage prepares at once */
+struct ns_warm_stage *ns_warm_stage_new(void);
+/* Give the stage's reserved slots back (taking the lock): none are left
+ * held. holds: does it hold any (no lock needed)? */
+void ns_warm_stage_return(struct ns *ns, struct ns_warm_stage *st);
+bool ns_warm_stage_holds(const struct ns_warm_stage *st);
+/* ns_warm_stage_return, then free it. NULL: nothing. */
+void ns_warm_stage_free(struct ns *ns, struct ns_warm_stage *st);
+/* Prepare v[0..n) (at most NS_WARM_MAX of them) of directory dir_ino for
+ * the ns_warm_dir call that follows, holding neither the commit semaphore
+ * nor the namespace lock: reserve a slot per inode and per dentry (one
+ * lock hold), write the entries into them, fault in the hash buckets'
+ * pages they will be linked into. Without (the segment is full, or use
+ * is at the low watermark) ns_warm_dir allocates as it inserts. */
+void ns_warm_stage(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
+                   const struct ns_warm_ent *v, size_t n);
 /* Fill e with an entry as a snapshot scan gives it (store_snap_fn). */
 void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, uint64_t ino,
                      uint8_t dtype, const struct mc_inode_rec *rec, const char *target,
@@ -258,9 +277,13 @@ struct ns_warm_mark {
  * took it. 0 (see *res), -ENOENT (dir_ino is not a cached directory: the
  * warmer skips it), -ENOSPC (the low watermark is reached or the segment
  * is full; res->processed tells how far it got). mark: the reader's
- * (v follows, in name order, every entry it gave before). */
-int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
-                bool at_end, struct ns_warm_mark *mark, struct ns_warm_res *res);
+ * (v follows, in name order, every entry it gave before). st: the
+ * caller's stage, which the entries of v use when ns_warm_stage prepared
+ * it for this v last (NULL: none); slots it reserved and v left unused
+ * stay in it for the next batch. */
+int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
+                const struct ns_warm_ent *v, size_t n, bool at_end, struct ns_warm_mark *mark,
+                struct ns_warm_res *res);
 
 /* Why the cache could not be kept for a warm restart (restart.h), or NULL
  * when it can: everything committed, no open handle, no extent state or

@@ -37,19 +37,44 @@
  *     negative over a cap, prune), and one that became complete meanwhile
  *     stays so until a drop (shrink.c clears the flag when it evicts), and
  *     stops the insert.
+ *  6. What an insert writes that nobody can see yet is written outside the
+ *     lock (and the commit semaphore), ahead, by ns_warm_stage: a warmer's
+ *     stage reserves an inode and a dentry slot per entry of its batch in
+ *     one lock hold (shm.c note 11), writes the entries' records and names
+ *     into them (inode_fill, dcache_fill), hashes the names and faults in
+ *     the buckets' pages (shm.c note 10). Under the lock ns_warm_dir makes
+ *     the presence checks of notes 2 and 3 as before and, for an entry it
+ *     inserts, links the slots (inode_link, dcache_link): a reserved slot
+ *     is reachable, counted as cached and evictable from then on only. A
+ *     slot the batch did not use (the name or the inode was cached, the
+ *     step stopped early) stays reserved for the next batch, to be filled
+ *     again; the stage gives them all back when its thread runs out of
+ *     work, and when it is freed. A stage is used for the batch it was
+ *     filled for, once (st->v), by its own thread alone.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "ns_impl.h"
 
 /* Entries inserted per hold of the namespace lock. */
 #define NS_WARM_SLICE 32u
+/* The most segment bytes one insert takes: an inode, a dentry, the blobs
+ * of a long name and of a symlink's target (the largest class), the
+ * directory states of the directory and of an empty one inserted. */
+#define NS_WARM_ENTRY_MAX_BYTES                                              \
+	(sizeof(struct mc_inode) + sizeof(struct mc_dentry) + MC_NAME_MAX + 1 + \
+	 mc_blob_size(MC_BLOB_CLASSES - 1) + 2 * sizeof(struct mc_dirx))
 /* Pages of the segment faulted in ahead, outside the lock and the commit
  * semaphore (shm.c note 9): a megabyte, some 9000 entries, half of it at a
  * time. */
 #define NS_WARM_POPULATE 16u
+/* How long a warmer spins for the namespace lock before it sleeps on it
+ * (warm_mutex_lock): about what a futex sleep and wake-up cost here. */
+#define NS_WARM_SPIN_NS 200000u
 
 struct commit_sem *ns_commit_sem(struct ns *ns)
 {
@@ -84,11 +109,96 @@ void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, ui
 	memcpy(e->target, target, tlen);
 }
 
-/* Insert one entry absent from the cache (invariants 2 and 3). */
-static int warm_one(struct ns *ns, mc_off_t dir, const struct ns_warm_ent *e)
+/* Note 6. inodes[k] and dentries[k] (when k is below ninodes, ndentries;
+ * 0 once used) serve entry k of the batch staged; the rest wait for later
+ * batches. Whole pages are reserved: a page's free slots can be more than
+ * a batch needs. */
+#define STAGE_CAP (NS_WARM_MAX + MC_PAGE_SIZE / sizeof(struct mc_dentry))
+struct ns_warm_stage {
+	mc_off_t inodes[STAGE_CAP], dentries[STAGE_CAP];
+	size_t ninodes, ndentries;
+	const struct ns_warm_ent *v;   /* the batch staged, until ns_warm_dir; NULL: none */
+	size_t n;
+	uint64_t dir_ino;
+	uint64_t dhash[NS_WARM_MAX];   /* the names' dcache_hash */
+};
+
+struct ns_warm_stage *ns_warm_stage_new(void)
+{
+	return calloc(1, sizeof(struct ns_warm_stage));
+}
+
+bool ns_warm_stage_holds(const struct ns_warm_stage *st)
+{
+	return st->ninodes || st->ndentries;
+}
+
+void ns_warm_stage_return(struct ns *ns, struct ns_warm_stage *st)
+{
+	if (!ns_warm_stage_holds(st))
+		return;
+	pthread_mutex_lock(&ns->lock);
+	shm_reserve_return(ns->shm, SLAB_INODE, st->inodes, st->ninodes);
+	shm_reserve_return(ns->shm, SLAB_DENTRY, st->dentries, st->ndentries);
+	pthread_mutex_unlock(&ns->lock);
+	st->ninodes = st->ndentries = 0;
+	st->v = NULL;
+}
+
+void ns_warm_stage_free(struct ns *ns, struct ns_warm_stage *st)
+{
+	if (!st)
+		return;
+	ns_warm_stage_return(ns, st);
+	free(st);
+}
+
+/* The slots entry k may use: 0 when none is staged for it. */
+static mc_off_t staged_inode(const struct ns_warm_stage *st, size_t k)
+{
+	return st && k < st->n && k < st->ninodes ? st->inodes[k] : 0;
+}
+
+static mc_off_t staged_dentry(const struct ns_warm_stage *st, size_t k)
+{
+	return st && k < st->n && k < st->ndentries ? st->dentries[k] : 0;
+}
+
+/* After ns_warm_dir: the slots left unused, packed, for the next batch.
+ * Only the first st->n can have been used. */
+static void stage_settle(struct ns_warm_stage *st)
+{
+	mc_off_t *vs[2] = { st->inodes, st->dentries };
+	size_t *ns[2] = { &st->ninodes, &st->ndentries };
+	for (int j = 0; j < 2; j++) {
+		mc_off_t *v = vs[j];
+		size_t n = *ns[j], head = n < st->n ? n : st->n, kept = 0;
+		for (size_t k = 0; k < head; k++)
+			if (v[k])
+				v[kept++] = v[k];
+		memmove(v + kept, v + head, (n - head) * sizeof(*v));
+		*ns[j] = kept + (n - head);
+	}
+	st->v = NULL;
+	st->n = 0;
+}
+
+/* Note 6: slot k of the stage is put to use (linked). */
+static void stage_used(struct ns *ns, mc_off_t *slot, enum shm_slab slab, uint64_t *bytes)
+{
+	*slot = 0;
+	shm_reserve_used(ns->shm, slab);
+	*bytes += ns->shm->slab[slab].slot_size; /* counted as used when reserved */
+}
+
+/* Insert entry k, absent from the cache (invariants 2 and 3): into the
+ * slots staged for it (note 6), else into new ones. */
+static int warm_one(struct ns *ns, struct ns_warm_stage *st, size_t k, mc_off_t dir,
+                    const struct ns_warm_ent *e, uint64_t *bytes)
 {
 	struct shm *s = ns->shm;
 	mc_off_t ioff = inode_find(s, e->ino);
+	mc_off_t si = staged_inode(st, k), sd = staged_dentry(st, k);
 	bool added = false;
 	int adj = 0;
 	if (!ioff) {
@@ -99,15 +209,30 @@ static int warm_one(struct ns *ns, mc_off_t dir, const struct ns_warm_ent *e)
 		adj = inode_unlink_adjust(ns, &rec);
 		if (adj < 0)
 			return 0;
-		ioff = inode_add(s, &rec, e->target, e->tlen);
-		if (!ioff)
+		if (si) {
+			if (adj > 0)
+				inode_fill(s, si, &rec, e->tlen);
+			if (inode_link(s, si, e->target) < 0)
+				return -ENOSPC;
+			ioff = si;
+			stage_used(ns, &st->inodes[k], SLAB_INODE, bytes);
+		} else if (!(ioff = inode_add(s, &rec, e->target, e->tlen))) {
 			return -ENOSPC;
+		}
 		added = true;
 		/* An empty directory answers misses itself (as ns_load_inode). */
 		if (S_ISDIR(e->rec.mode) && e->rec.size == 0)
 			dcache_set_complete(s, ioff);
 	}
-	if (!dcache_add(s, dir, e->name, e->namelen, ioff, e->dtype)) {
+	mc_off_t d;
+	if (sd) {
+		d = dcache_link(s, dir, sd, e->name, ioff, e->dtype, st->dhash[k]);
+		if (d)
+			stage_used(ns, &st->dentries[k], SLAB_DENTRY, bytes);
+	} else {
+		d = dcache_add(s, dir, e->name, e->namelen, ioff, e->dtype);
+	}
+	if (!d) {
 		if (added)
 			inode_del(s, ioff);
 		return -ENOSPC;
@@ -151,22 +276,128 @@ void ns_warm_prepare(struct ns *ns)
 	shm_populate_ahead(ns->shm, NS_WARM_POPULATE);
 }
 
-/* Take the lock for inserting v[0..n) (at most a slice of it). Before:
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* ns_lock_op, spinning a while first. The lock is held mostly by the
+ * other warmer, for a slice (a few microseconds); a futex sleep and
+ * wake-up cost tens to a hundred of them in a virtual machine (the wake
+ * is an interrupt to a halted CPU), and the two warmers contended a few
+ * hundred times a warm-up of a million entries, some 40 ms of sleep.
+ * Never while the committer waits for the lock: it goes first, as
+ * ns_lock_op lets it. */
+static void warm_mutex_lock(struct ns *ns)
+{
+	uint64_t until = 0;
+	while (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed)) {
+		if (pthread_mutex_trylock(&ns->lock) == 0)
+			return;
+		uint64_t now = mono_ns();
+		if (!until)
+			until = now + NS_WARM_SPIN_NS;
+		else if (now > until)
+			break;
+		for (int k = 0; k < 16; k++)
+			cpu_relax();
+	}
+	ns_lock_op(ns);
+}
+
+/* Reserve whole pages of slab (lock held) until *have slots are at least
+ * want, or STAGE_CAP could not take another page: the lists of slots they
+ * head go to heads[] (their sizes to counts[]), walked once the lock is
+ * released (reserve_walk). The number of pages. */
+#define STAGE_PAGES 8u
+static unsigned reserve_pages(struct shm *s, enum shm_slab slab, size_t have, size_t want,
+                              mc_off_t *heads, size_t *counts)
+{
+	unsigned np = 0;
+	size_t per = MC_PAGE_SIZE / s->slab[slab].slot_size;
+	while (have < want && np < STAGE_PAGES && have + per <= STAGE_CAP) {
+		size_t k;
+		mc_off_t h = shm_reserve_page(s, slab, &k);
+		if (!h)
+			break;
+		heads[np] = h;
+		counts[np++] = k;
+		have += k;
+	}
+	return np;
+}
+
+/* The slots of the lists reserve_pages took, into v from *n on. */
+static void reserve_walk(const struct shm *s, enum shm_slab slab, const mc_off_t *heads,
+                         const size_t *counts, unsigned np, mc_off_t *v, size_t *n)
+{
+	for (unsigned p = 0; p < np; p++) {
+		mc_off_t off = heads[p];
+		for (size_t k = 0; k < counts[p]; k++) {
+			v[(*n)++] = off;
+			off = shm_reserve_next(s, slab, off);
+		}
+	}
+}
+
+void ns_warm_stage(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
+                   const struct ns_warm_ent *v, size_t n)
+{
+	struct shm *s = ns->shm;
+	if (n > NS_WARM_MAX)
+		n = NS_WARM_MAX;
+	st->v = NULL;
+	if (st->ninodes < n || st->ndentries < n) {
+		mc_off_t ih[STAGE_PAGES], dh[STAGE_PAGES];
+		size_t ic[STAGE_PAGES], dc[STAGE_PAGES];
+		unsigned ni = 0, nd = 0;
+		warm_mutex_lock(ns);
+		if (shm_bytes_used(s) < ns->shr.low) {
+			ni = reserve_pages(s, SLAB_INODE, st->ninodes, n, ih, ic);
+			nd = reserve_pages(s, SLAB_DENTRY, st->ndentries, n, dh, dc);
+		}
+		pthread_mutex_unlock(&ns->lock);
+		reserve_walk(s, SLAB_INODE, ih, ic, ni, st->inodes, &st->ninodes);
+		reserve_walk(s, SLAB_DENTRY, dh, dc, nd, st->dentries, &st->ndentries);
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct ns_warm_ent *e = &v[k];
+		st->dhash[k] = dcache_hash(s, dir_ino, e->name, e->namelen);
+		shm_populate_meta(s, dcache_bucket_of(s, st->dhash[k]));
+		shm_populate_meta(s, inode_bucket_of(s, e->ino));
+		if (!e->have_rec)
+			continue;
+		if (k < st->ninodes)
+			inode_fill(s, st->inodes[k], &e->rec, e->tlen);
+		if (k < st->ndentries)
+			dcache_fill(s, st->dentries[k], e->name, e->namelen);
+	}
+	st->v = v;
+	st->n = n;
+	st->dir_ino = dir_ino;
+}
+
+/* Take the lock for inserting v[from..n) (at most a slice of it). Before:
  * the hash buckets the inserts will touch, random lines of large tables (a
  * cache and TLB miss each), are loaded meanwhile rather than one by one
  * under the lock. Once it is held: the first inode of each chain the
  * lookups will walk (a miss for one lookup in five at a million inodes),
  * all at once. */
-static void warm_lock(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n)
+static void warm_lock(struct ns *ns, const struct ns_warm_stage *st, uint64_t dir_ino,
+                      const struct ns_warm_ent *v, size_t from, size_t n)
 {
-	if (n > NS_WARM_SLICE)
-		n = NS_WARM_SLICE;
-	for (size_t k = 0; k < n; k++) {
+	size_t to = n - from > NS_WARM_SLICE ? from + NS_WARM_SLICE : n;
+	for (size_t k = from; k < to; k++) {
 		inode_prefetch(ns->shm, v[k].ino);
-		dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
+		if (st && k < st->n)
+			dcache_prefetch_hash(ns->shm, st->dhash[k]);
+		else
+			dcache_prefetch(ns->shm, dir_ino, v[k].name, v[k].namelen);
 	}
-	ns_lock_op(ns); /* a waiting committer goes first */
-	for (size_t k = 0; k < n; k++)
+	warm_mutex_lock(ns); /* a waiting committer goes first */
+	for (size_t k = from; k < to; k++)
 		inode_prefetch_chain(ns->shm, v[k].ino);
 }
 
@@ -182,14 +413,18 @@ static void warm_mark(struct ns *ns, mc_off_t dir, bool none_cached, struct ns_w
 	}
 }
 
-int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, size_t n,
-                bool at_end, struct ns_warm_mark *mark, struct ns_warm_res *res)
+int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
+                const struct ns_warm_ent *v, size_t n, bool at_end, struct ns_warm_mark *mark,
+                struct ns_warm_res *res)
 {
 	struct shm *s = ns->shm;
 	int rc = 0;
 	bool none_cached = false;
+	struct ns_warm_stage *stage = st;
+	if (st && (st->v != v || st->dir_ino != dir_ino))
+		stage = NULL; /* not staged for this batch: its slots stay as they are */
 	*res = (struct ns_warm_res){ 0 };
-	warm_lock(ns, dir_ino, v, n);
+	warm_lock(ns, stage, dir_ino, v, 0, n);
 	uint64_t used0 = shm_bytes_used(s);
 	mc_off_t dir = warm_dir_find(ns, dir_ino);
 	if (!dir) {
@@ -202,6 +437,8 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 	              (mark->dir == dir && dx->ncached == mark->ncached &&
 	               dentries_dropped(ns) == mark->dropped);
 	uint32_t had = dx ? dx->ncached : 0;
+	/* At most the bytes left below the low watermark. */
+	uint64_t room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 	for (unsigned held = 0; res->processed < n; held++) {
 		if (held == NS_WARM_SLICE) {
 			/* Let writers in between slices; the directory may have
@@ -209,9 +446,11 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 			res->bytes += shm_bytes_used(s) - used0;
 			uint64_t gone = dentries_dropped(ns);
 			pthread_mutex_unlock(&ns->lock);
-			warm_lock(ns, dir_ino, v + res->processed, n - res->processed);
+			warm_lock(ns, stage, dir_ino, v, res->processed, n);
 			used0 = shm_bytes_used(s);
 			held = 0;
+			/* others may have allocated meanwhile */
+			room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 			if (!(dir = warm_dir_find(ns, dir_ino))) {
 				rc = -ENOENT;
 				goto out;
@@ -228,13 +467,20 @@ int ns_warm_dir(struct ns *ns, uint64_t dir_ino, const struct ns_warm_ent *v, si
 		}
 		if (commit_sem_contended(&ns->csem))
 			goto out;
-		if (shm_bytes_used(s) >= ns->shr.low) {
-			rc = -ENOSPC;
-			goto out;
+		if (room < NS_WARM_ENTRY_MAX_BYTES) {
+			/* Asked again only once the inserts since may have
+			 * used what was left (the sum is a loop over slabs). */
+			uint64_t used = shm_bytes_used(s);
+			if (used >= ns->shr.low) {
+				rc = -ENOSPC;
+				goto out;
+			}
+			room = ns->shr.low - used;
 		}
+		room -= room < NS_WARM_ENTRY_MAX_BYTES ? room : NS_WARM_ENTRY_MAX_BYTES;
 		const struct ns_warm_ent *e = &v[res->processed];
 		if (e->have_rec && (none_cached || !dcache_find(s, dir, e->name, e->namelen))) {
-			rc = warm_one(ns, dir, e);
+			rc = warm_one(ns, stage, res->processed, dir, e, &res->bytes);
 			if (rc < 0)
 				goto out;
 			res->added++;
@@ -247,6 +493,8 @@ out:
 	warm_mark(ns, dir, none_cached, mark);
 	res->bytes += shm_bytes_used(s) - used0;
 	pthread_mutex_unlock(&ns->lock);
+	if (stage)
+		stage_settle(stage);
 	return rc;
 }
 

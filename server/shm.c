@@ -55,6 +55,31 @@
  *     its own call for pages below populated. Pages populated ahead and
  *     never used stay in the memfd (at most one run past the last page
  *     used), counted nowhere in shm_bytes_used.
+ * 10. The metadata area (page table and hash buckets, counted whole in
+ *     shm_bytes_used) is faulted in on first touch, a 4 KiB page at a
+ *     time, by whoever touches it first -- a warm-up's inserts, under the
+ *     namespace lock, touch every page of the bucket tables in random
+ *     order. shm_populate_meta faults in the 64 KiB page around a bucket
+ *     (one call, no lock), once: meta_populated has a bit per page, set
+ *     by the thread that calls madvise for it. Populating writes no byte,
+ *     so it may run while others read and write the page.
+ * 11. A reserved slot is allocated -- off the slab's free lists, counted
+ *     in live and so in shm_bytes_used, its page kept from the pool and
+ *     from other slabs -- and reachable by nothing: no chain, no list, its
+ *     flags zero (as every free slot's: the slot's last user cleared them,
+ *     or the page is new), so that the scans of the slots (the shrinker's
+ *     hand, fsck, the dirty lists) pass it by as free. shm_reserve_page
+ *     reserves the free slots of a whole page at once, in O(1) under the
+ *     lock: the page's free list goes to the caller as it is (the page is
+ *     off its slab's partial list, full as far as the slab knows, until a
+ *     slot of it is freed), who walks it without the lock
+ *     (shm_reserve_next). The slots are not zeroed: their holder writes
+ *     them, without the lock, all but the flags (inode_fill, dcache_fill)
+ *     and makes them live under it (inode_link, dcache_link). reserved[]
+ *     counts the reserved slots of each slab exactly: up by those
+ *     shm_reserve_page hands out, down by one at each shm_reserve_used
+ *     and by those shm_reserve_return gives back (freed as slots in use
+ *     are). So live - reserved[] is what the slab's slots hold.
  */
 #include "shm.h"
 
@@ -106,6 +131,13 @@ static struct shm *shm_struct_new(void)
 	s->fd = -1;
 	s->ro_fd = -1;
 	return s;
+}
+
+/* Note 10's bitmap, once meta_bytes is known; NULL when out of memory. */
+static void meta_populated_new(struct shm *s)
+{
+	uint64_t pages = s->meta_bytes >> MC_PAGE_SHIFT;
+	s->meta_populated = calloc((size_t)((pages + 63) / 64), sizeof(*s->meta_populated));
 }
 
 /* Map s->fd (size bytes) and open the read-only descriptor for clients. */
@@ -213,6 +245,7 @@ static int seg_layout(struct shm *s, uint64_t size)
 	s->next_page = (uint32_t)meta_pages;
 	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = meta_pages << MC_PAGE_SHIFT;
+	meta_populated_new(s);
 
 	for (unsigned i = 0; i < SLAB_COUNT; i++) {
 		if (i < SLAB_BLOB0) {
@@ -311,6 +344,7 @@ int shm_attach(const char *path, const struct shm_image *img, const struct shm_p
 	s->next_page = img->next_page;
 	atomic_store_explicit(&s->fresh_next, s->next_page, memory_order_relaxed);
 	s->meta_bytes = img->meta_bytes;
+	meta_populated_new(s);
 	memcpy(s->slab, img->slab, sizeof(s->slab));
 	s->raw_pages = img->raw_pages;
 	s->d_positive = img->d_positive;
@@ -341,6 +375,7 @@ void shm_destroy(struct shm *s)
 	pthread_cond_destroy(&s->beat_cv);
 	pthread_mutex_destroy(&s->beat_mu);
 	free(s->pg);
+	free(s->meta_populated);
 	free(s);
 }
 
@@ -387,7 +422,7 @@ void shm_beat_stop(struct shm *s)
 }
 
 /* The word that links a free slot: the second for seq-carrying slots. */
-static mc_off_t *free_link(struct shm *s, enum shm_slab slab, mc_off_t off)
+static mc_off_t *free_link(const struct shm *s, enum shm_slab slab, mc_off_t off)
 {
 	uint32_t *w = shm_at(s, off);
 	return slab < SLAB_BLOB0 ? &w[1] : &w[0];
@@ -604,7 +639,25 @@ void shm_populate_ahead(struct shm *s, uint32_t ahead)
 #endif
 }
 
-mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
+void shm_populate_meta(struct shm *s, const void *p)
+{
+	uint64_t page = (uint64_t)((const char *)p - (const char *)s->base) >> MC_PAGE_SHIFT;
+	if (!s->meta_populated || page >= s->meta_bytes >> MC_PAGE_SHIFT)
+		return;
+	_Atomic uint64_t *w = &s->meta_populated[page / 64];
+	uint64_t bit = 1ull << (page % 64);
+	if ((atomic_load_explicit(w, memory_order_relaxed) & bit) ||
+	    (atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit))
+		return;
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise((char *)s->base + (page << MC_PAGE_SHIFT), MC_PAGE_SIZE, MADV_POPULATE_WRITE);
+#endif
+}
+
+/* The page the next slots of slab come from, carving one when none has
+ * any free, no longer counted as empty: the caller takes slots of it. 0
+ * when the segment is full (counted as a failed allocation). */
+static uint32_t page_to_take(struct shm *s, enum shm_slab slab)
 {
 	struct shm_slab_state *st = &s->slab[slab];
 	if (!st->partial && grow_slab(s, slab) < 0) {
@@ -613,9 +666,18 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 		return 0;
 	}
 	uint32_t p = st->partial;
-	struct shm_page *g = &s->pg[p];
-	if (g->nfree == slots_per_page(st))
+	if (s->pg[p].nfree == slots_per_page(st))
 		st->empty--;
+	return p;
+}
+
+mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	uint32_t p = page_to_take(s, slab);
+	if (!p)
+		return 0;
+	struct shm_page *g = &s->pg[p];
 	mc_off_t off = g->free;
 	g->free = *free_link(s, slab, off);
 	if (--g->nfree == 0)
@@ -631,6 +693,44 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 	}
 	st->live++;
 	return off;
+}
+
+mc_off_t shm_reserve_page(struct shm *s, enum shm_slab slab, size_t *n)
+{
+	struct shm_slab_state *st = &s->slab[slab];
+	*n = 0;
+	uint32_t p = page_to_take(s, slab);
+	if (!p)
+		return 0;
+	struct shm_page *g = &s->pg[p];
+	mc_off_t head = g->free;
+	*n = g->nfree;
+	partial_unlink(s, st, p);
+	g->free = 0;
+	g->nfree = 0;
+	st->nfree -= *n;
+	st->live += *n;
+	s->reserved[slab] += *n;
+	return head;
+}
+
+mc_off_t shm_reserve_next(const struct shm *s, enum shm_slab slab, mc_off_t off)
+{
+	return *free_link(s, slab, off);
+}
+
+void shm_reserve_used(struct shm *s, enum shm_slab slab)
+{
+	assert(s->reserved[slab] > 0);
+	s->reserved[slab]--;
+}
+
+void shm_reserve_return(struct shm *s, enum shm_slab slab, const mc_off_t *v, size_t n)
+{
+	assert(s->reserved[slab] >= n);
+	for (size_t k = 0; k < n; k++)
+		shm_free(s, slab, v[k]);
+	s->reserved[slab] -= n;
 }
 
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)

@@ -60,6 +60,10 @@ struct shm {
 	 * last change, and the first page past those populated ahead of it
 	 * (shm.c note 9). */
 	_Atomic uint32_t fresh_next, populated;
+	/* shm_populate_meta, without the namespace lock: a bit per page of
+	 * the metadata area already faulted in by it (shm.c note 10); NULL
+	 * when it could not be allocated (then it does nothing). */
+	_Atomic uint64_t *meta_populated;
 	struct shm_page *pg;      /* npages entries */
 	uint32_t pool, pool_tail; /* pages given back, oldest first (shm.c note 7) */
 	uint64_t pool_pages;
@@ -67,6 +71,9 @@ struct shm {
 	uint64_t pages_stolen;    /* empty pages taken from another slab, ever */
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];
+	/* Slots of each slab held back by shm_reserve (shm.c note 11):
+	 * counted in live, not in use. */
+	uint64_t reserved[SLAB_COUNT];
 	uint64_t alloc_failures;
 	enum shm_slab fail_slab;  /* the slab of the last failed allocation */
 	uint64_t raw_pages;       /* pages handed out whole (shm_page_new) */
@@ -131,11 +138,29 @@ void shm_beat_stop(struct shm *s);
 /* A zeroed slot of slab `slab` (its seq word keeps counting across reuse and
  * is left even), or 0 when the segment is full (counted in alloc_failures). */
 mc_off_t shm_alloc(struct shm *s, enum shm_slab slab);
+/* Reservations (shm.c note 11), lock held but shm_reserve_next:
+ * shm_reserve_page takes every free slot of one page of slab (a new page
+ * when none has any) for a caller that fills them without the lock and
+ * puts them to use later: the first of them, the others linked from it
+ * (shm_reserve_next gives the one after off; 0 ends), and their number in
+ * *n; 0 when the segment is full (counted in alloc_failures). They are
+ * not zeroed. shm_reserve_used: one of them is now in use (linked, or
+ * freed with shm_free as any slot in use). shm_reserve_return: give n
+ * unused ones back. */
+mc_off_t shm_reserve_page(struct shm *s, enum shm_slab slab, size_t *n);
+mc_off_t shm_reserve_next(const struct shm *s, enum shm_slab slab, mc_off_t off);
+void shm_reserve_used(struct shm *s, enum shm_slab slab);
+void shm_reserve_return(struct shm *s, enum shm_slab slab, const mc_off_t *v, size_t n);
 /* Fault in the pages never handed out that come next, up to ahead of
  * them, so that the slabs carving them later (under the namespace lock)
  * do not wait for the kernel to allocate and clear them (shm.c note 9).
  * No lock needed; several threads may call it at once. Best effort. */
 void shm_populate_ahead(struct shm *s, uint32_t ahead);
+/* Fault in the page of the metadata area (the hash buckets) that holds p,
+ * unless this did already (shm.c note 10): inserts about to write a bucket
+ * there then find it mapped. No lock needed; several threads may call it
+ * at once. Best effort. */
+void shm_populate_meta(struct shm *s, const void *p);
 /* Return a slot; bumps its seq so stale readers notice. A page left with no
  * slot in use goes back to the pool (shm.c note 6). */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);

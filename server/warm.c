@@ -6,10 +6,10 @@
  * of a thread is one bounded batch of one directory:
  *
  *   [idle] ──pop──► q = published seq ─► store_snap_take ─► scan up to
- *     ▲             WARM_BATCH entries ─► store_snap_release ─► commit_sem
- *     │             read ─► seq still q? ─► ns_warm_dir (namespace lock,
- *     │             inserts; stops early if committer_waiting) ─► commit_sem
- *     │             read unlock
+ *     ▲             WARM_BATCH entries ─► store_snap_release ─► ns_warm_stage
+ *     │             (slots reserved and filled) ─► commit_sem read ─► seq
+ *     │             still q? ─► ns_warm_dir (namespace lock, inserts; stops
+ *     │             early if committer_waiting) ─► commit_sem read unlock
  *     └── requeue at the head with the resume name (a yield, a stale
  *         batch, or more entries), or queue the subdirectories at the
  *         tail (done)
@@ -29,8 +29,10 @@
  *     may hold that lock: the copies in buf are all the insert needs.
  *  2. A thread holds at most one of w->mu, the commit semaphore: it never
  *     takes w->mu with the semaphore held, and the namespace lock is only
- *     taken inside ns_warm_dir (order: semaphore, namespace lock). The miss
- *     hook takes w->mu under the namespace lock: w->mu is a leaf.
+ *     taken inside ns_warm_stage, ns_warm_dir and ns_warm_stage_return
+ *     (order: semaphore, namespace lock), never under w->mu. The miss hook
+ *     takes w->mu under the namespace lock: w->mu is a leaf. A thread out
+ *     of work gives its stage's reserved slots back before it waits.
  *  3. The start-up warm-up is over (`warmed`) when the queue is empty and
  *     no thread is in a step; read-ahead items queued later do not undo it.
  *  4. An item's resume name is the last entry it processed: a directory is
@@ -99,7 +101,7 @@
 #include "ns.h"
 #include "store_read.h"
 
-#define WARM_BATCH 256u
+#define WARM_BATCH NS_WARM_MAX /* a batch is staged whole (ns_warm_stage) */
 /* Longest a warmer sleeps for one waited-for commit (note 7). */
 #define WARM_ASIDE_MAX_US 2000u
 
@@ -120,6 +122,7 @@ struct warm_thread {
 	bool started;
 	struct store_snap *snap;
 	struct ns_warm_ent *buf;   /* WARM_BATCH entries */
+	struct ns_warm_stage *stage; /* slots for them, filled before the semaphore */
 	size_t n;                  /* entries in buf */
 	bool held;                 /* the scan holds the commit semaphore (note 1) */
 	bool yielded;              /* the scan stopped for the committer */
@@ -254,6 +257,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		rc = rc < 0 ? rc : 1;
 		goto done;
 	}
+	if (rc == 0 && t->n > 0)
+		ns_warm_stage(w->ns, t->stage, it->ino, t->buf, t->n); /* as ns_warm_prepare */
 	if (!t->held) {
 		commit_sem_read_lock(w->sem);
 		if (rc == 0 && ns_published_seq(w->ns) != seq) {
@@ -263,7 +268,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		}
 	}
 	if (rc == 0)
-		rc = ns_warm_dir(w->ns, it->ino, t->buf, t->n, at_end, &it->mark, &res);
+		rc = ns_warm_dir(w->ns, t->stage, it->ino, t->buf, t->n, at_end, &it->mark,
+		                 &res);
 	if (rc == 0 && res.processed < t->n)
 		t->yielded = true; /* ns_warm_dir stopped for the committer */
 	/* A complete directory: read-ahead is done; the warm-up reads on to
@@ -326,6 +332,14 @@ static void *warm_main(void *arg)
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stop && TAILQ_EMPTY(&w->queue)) {
+			if (ns_warm_stage_holds(t->stage)) {
+				/* Out of work: its reserved slots go back (the
+				 * namespace lock is not taken under w->mu). */
+				pthread_mutex_unlock(&w->mu);
+				ns_warm_stage_return(w->ns, t->stage);
+				pthread_mutex_lock(&w->mu);
+				continue;
+			}
 			if (w->busy == 0 && !w->warmed) {
 				w->warmed = true;
 				w->end_ns = mono_ns();
@@ -383,6 +397,7 @@ void warm_stop(struct warm *w)
 		if (t->started)
 			pthread_join(t->th, NULL);
 		store_snap_free(t->snap);
+		ns_warm_stage_free(w->ns, t->stage);
 		free(t->buf);
 	}
 	queue_clear(w);
@@ -441,7 +456,8 @@ int warm_start(struct ns *ns, struct store *st, unsigned n, int nice, bool warm_
 		struct warm_thread *t = &w->t[i];
 		t->w = w;
 		t->buf = malloc(WARM_BATCH * sizeof(*t->buf));
-		if (!t->buf)
+		t->stage = ns_warm_stage_new();
+		if (!t->buf || !t->stage)
 			rc = -ENOMEM;
 		if (rc == 0)
 			rc = store_snap_new(st, &t->snap);
