@@ -75,9 +75,6 @@ struct ns {
 	/* The committer is waiting for the lock (ns_swap, ns_publish): a
 	 * long job that drops the lock between batches lets it in first. */
 	_Atomic unsigned committer_waiting;
-	/* Operations asleep on the lock (ns_lock_op): a warmer lets them in
-	 * before it takes the lock again (ns_warm.c, warm_mutex_lock). */
-	_Atomic unsigned ops_waiting;
 	struct shm *shm;
 	struct store *store;
 	uint64_t id;                     /* this namespace's, unique in the process */
@@ -196,25 +193,13 @@ void reclaim_begin(struct ns *ns, struct reclaim *r);
 /* Take the lock for an operation, letting a committer that waits for it
  * go first (a bounded number of yields): the mutex goes to whoever asks
  * first, and a thread that runs operations back to back would take it
- * again before the woken committer runs, while dirty entries pile up. An
- * operation that finds the lock taken counts itself in ops_waiting while
- * it sleeps on it, so that a warmer, which releases the lock between
- * slices and would take it straight back, lets it in first. */
-static inline void ns_lock_committer_first(struct ns *ns)
+ * again before the woken committer runs, while dirty entries pile up. */
+static inline void ns_lock_op(struct ns *ns)
 {
 	for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,
 	                                                      memory_order_relaxed); k++)
 		sched_yield();
-}
-
-static inline void ns_lock_op(struct ns *ns)
-{
-	ns_lock_committer_first(ns);
-	if (pthread_mutex_trylock(&ns->lock) == 0)
-		return;
-	atomic_fetch_add_explicit(&ns->ops_waiting, 1, memory_order_relaxed);
 	pthread_mutex_lock(&ns->lock);
-	atomic_fetch_sub_explicit(&ns->ops_waiting, 1, memory_order_relaxed);
 }
 
 /* The namespace whose lock this thread holds for a run of operations

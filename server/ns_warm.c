@@ -283,42 +283,28 @@ static void cpu_relax(void)
 #endif
 }
 
-/* Take the lock as a warmer: after the committer and after operations
- * asleep on it (ops_waiting, ns_lock_op), spinning a while first.
- * Between slices a warmer releases the lock and would take it straight
- * back, before the operation the release woke gets a CPU: over and over,
- * that made a client's mkdir wait for a whole directory's inserts, ms
- * at the start of a warm-up. So while an operation waits, the warmer
- * waits too (yielding its CPU), for at most NS_WARM_SPIN_NS, not longer:
- * a steady stream of operations slows warming, it does not stop it.
- * Otherwise the lock is held mostly by the other warmer, for a slice (a
- * few microseconds); a futex sleep and wake-up cost tens to a hundred of
- * them in a virtual machine (the wake is an interrupt to a halted CPU),
- * and the two warmers contended a few hundred times a warm-up of a
- * million entries, some 40 ms of sleep: spin on it for up to
- * NS_WARM_SPIN_NS before sleeping. Never while the committer waits for
- * the lock: it goes first, as ns_lock_op lets it. */
+/* ns_lock_op, spinning a while first. The lock is held mostly by the
+ * other warmer, for a slice (a few microseconds); a futex sleep and
+ * wake-up cost tens to a hundred of them in a virtual machine (the wake
+ * is an interrupt to a halted CPU), and the two warmers contended a few
+ * hundred times a warm-up of a million entries, some 40 ms of sleep.
+ * Never while the committer waits for the lock: it goes first, as
+ * ns_lock_op lets it. */
 static void warm_mutex_lock(struct ns *ns)
 {
 	uint64_t until = 0;
 	while (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed)) {
-		bool op = atomic_load_explicit(&ns->ops_waiting, memory_order_relaxed) != 0;
-		if (!op && pthread_mutex_trylock(&ns->lock) == 0)
+		if (pthread_mutex_trylock(&ns->lock) == 0)
 			return;
 		uint64_t now = mono_ns();
 		if (!until)
 			until = now + NS_WARM_SPIN_NS;
 		else if (now > until)
 			break;
-		if (op) {
-			sched_yield();
-			continue;
-		}
 		for (int k = 0; k < 16; k++)
 			cpu_relax();
 	}
-	ns_lock_committer_first(ns);
-	pthread_mutex_lock(&ns->lock); /* not counted: operations come first */
+	ns_lock_op(ns);
 }
 
 /* Reserve whole pages of slab (lock held) until *have slots are at least

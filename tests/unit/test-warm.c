@@ -38,7 +38,6 @@
 #include "warm.h"
 
 #include "ns_fixture.h"
-#include "ns_impl.h"
 
 #define MIB (1ull << 20)
 #define P(s) (s), strlen(s)
@@ -439,29 +438,24 @@ static void pin_to(int cpu)
 	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
 }
 
-/* Another thread's turn with the namespace lock, as a connection thread
- * takes it (ns_hold_begin: ns_lock_op), pinned to CPU 1. */
-struct lock_turn {
+struct holder {
 	struct ns *ns;
-	long hold_ns;     /* how long it holds the lock */
-	atomic_int tid;
-	atomic_int state; /* 1: asking for the lock, 2: holding it, 3: letting go */
+	atomic_int state; /* 1: holding, 2: letting go */
 };
 
-static void *turn_main(void *arg)
+/* Hold the namespace lock for 150 us, then let it go. */
+static void *hold_main(void *arg)
 {
-	struct lock_turn *h = arg;
+	struct holder *h = arg;
 	struct timespec t0, t;
 	pin_to(1);
-	atomic_store(&h->tid, (int)gettid());
-	atomic_store(&h->state, 1);
 	ns_hold_begin(h->ns);
-	atomic_store(&h->state, 2);
+	atomic_store(&h->state, 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < h->hold_ns);
-	atomic_store(&h->state, 3); /* before the unlock: the next holder sees it */
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 150000);
+	atomic_store(&h->state, 2); /* before the unlock: the next holder sees it */
 	ns_hold_end(h->ns);
 	return NULL;
 }
@@ -493,15 +487,15 @@ static void test_stage_spins_for_the_lock(void **state)
 	for (int k = 0; k < 5; k++) {
 		struct ns_warm_stage *st = ns_warm_stage_new();
 		assert_non_null(st);
-		struct lock_turn h = { .ns = f->ns, .hold_ns = 150000 };
+		struct holder h = { .ns = f->ns };
 		pthread_t th;
-		assert_int_equal(pthread_create(&th, NULL, turn_main, &h), 0);
-		while (atomic_load(&h.state) < 2)
+		assert_int_equal(pthread_create(&th, NULL, hold_main, &h), 0);
+		while (atomic_load(&h.state) == 0)
 			;
 		long before = voluntary_switches();
 		ns_warm_stage(f->ns, st, dir, b.v, b.n); /* takes the lock to reserve */
 		long after = voluntary_switches();
-		assert_int_equal(atomic_load(&h.state), 3);
+		assert_int_equal(atomic_load(&h.state), 2);
 		stayed += after == before;
 		pthread_join(th, NULL);
 		ns_warm_stage_free(f->ns, st);
@@ -509,62 +503,6 @@ static void test_stage_spins_for_the_lock(void **state)
 	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
 	print_message("# %d of 5 stayed on the CPU\n", stayed);
 	assert_true(stayed > 0);
-}
-
-/* Thread tid of this process is asleep ('S' in its /proc stat). */
-static bool thread_sleeps(int tid)
-{
-	char p[64], buf[256];
-	snprintf(p, sizeof(p), "/proc/self/task/%d/stat", tid);
-	FILE *fp = fopen(p, "r");
-	assert_non_null(fp);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	const char *e = strrchr(buf, ')'); /* the name may hold spaces */
-	return e && e[1] == ' ' && e[2] == 'S';
-}
-
-/* An operation asleep on the namespace lock goes before a warmer that
- * asks for it once it is let go (warm_mutex_lock): a warmer between two
- * slices would otherwise take it straight back, before the woken
- * operation gets a CPU, over and over (here: the operation is asleep on
- * the lock when it is let go). The warmer's staging, which takes
- * the lock, ends after the operation's turn. Five tries, one of which
- * must see it (the warmer waits at most NS_WARM_SPIN_NS for the woken
- * operation to take the lock, which a loaded machine may exceed). */
-static void test_warmer_lets_waiting_op_in(void **state)
-{
-	struct fx *f = *state;
-	static struct batch b;
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		skip();
-	uint64_t dir = make_dir(f, NFILES);
-	read_batch(f, dir, NULL, 10, &b);
-	cpu_set_t was;
-	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
-	pin_to(0);
-	int after_op = 0;
-	for (int k = 0; k < 5; k++) {
-		struct ns_warm_stage *st = ns_warm_stage_new();
-		assert_non_null(st);
-		struct lock_turn o = { .ns = f->ns, .hold_ns = 1000000 };
-		pthread_t th;
-		ns_hold_begin(f->ns);
-		assert_int_equal(pthread_create(&th, NULL, turn_main, &o), 0);
-		while (atomic_load_explicit(&f->ns->ops_waiting, memory_order_relaxed) == 0 ||
-		       !thread_sleeps(atomic_load(&o.tid)))
-			sched_yield();
-		ns_hold_end(f->ns);
-		ns_warm_stage(f->ns, st, dir, b.v, b.n); /* takes the lock to reserve */
-		after_op += atomic_load(&o.state) == 3;
-		pthread_join(th, NULL);
-		assert_int_equal(atomic_load_explicit(&f->ns->ops_waiting, memory_order_relaxed), 0);
-		ns_warm_stage_free(f->ns, st);
-	}
-	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
-	print_message("# the operation went first %d of 5 times\n", after_op);
-	assert_true(after_op > 0);
 }
 
 /* Warmers stopped in the middle of the warm-up give back what their
@@ -782,7 +720,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stage_partial_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_survives_shrink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_spins_for_the_lock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_warmer_lets_waiting_op_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_midway_returns_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_in_idle_class, setup, teardown),
