@@ -17,6 +17,16 @@
 		assert_int_equal(errno, (e));                                 \
 	} while (0)
 
+/* Assert that call returns 0; else fail naming the call and errno. */
+#define EXPECT_OK(call)                                                       \
+	do {                                                                  \
+		errno = 0;                                                    \
+		long rc_ = (long)(call);                                      \
+		if (rc_ != 0)                                                 \
+			fail_msg("%s: %ld, errno %d (%s)", #call, rc_, errno, \
+			         strerror(errno));                            \
+	} while (0)
+
 struct mc_server {
 	pid_t pid;
 	char dir[256];       /* temporary directory holding everything below */

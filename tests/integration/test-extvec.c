@@ -99,8 +99,8 @@ static void test_range_vec(void **state)
 	assert_int_equal(mc_range_find(c, fd, 0, 1u << 20, &s, &e), 0);
 	assert_true(s == n * BLK && e == 2 * n * BLK - 1);
 	assert_int_equal(harness_stat_u64(c, "\"extents\"", "states"), n / 2 + 1);
-	assert_int_equal(mc_close(c, fd), 0);
-	assert_int_equal(mc_evict(c, "/vec"), 0);
+	EXPECT_OK(mc_close(c, fd));
+	EXPECT_OK(mc_evict(c, "/vec"));
 	free(r);
 	free(errs);
 	mc_disconnect(c);
