@@ -363,7 +363,8 @@ MC_EXPORT int mc_range_find(mc_client *c, int fd, uint64_t from, uint32_t bits, 
                             uint64_t *end);
 /* Free the extent state of the file at path (symlinks followed) at once,
  * whatever its size: no work per range. EBUSY while any client has the
- * file open (its state and locks are in use); the errors of mc_stat. */
+ * file open (its state and locks are in use), or while a change to it is
+ * not committed yet (mc_sync first); the errors of mc_stat. */
 MC_EXPORT int mc_evict(mc_client *c, const char *path);
 
 /* Extent maps: per file, which logical byte ranges live where. An extent
