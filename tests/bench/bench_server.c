@@ -258,3 +258,11 @@ void server_stop(void)
 	}
 }
 
+void server_quiesce(mc_client *pc)
+{
+	if (!pc)
+		return;
+	if (mc_sync(pc) < 0)
+		fprintf(stderr, "mcbench: mc_sync before the baseline: %s\n", strerror(errno));
+	usleep(QUIESCE_MS * 1000);
+}

@@ -215,6 +215,8 @@ static int run_repeat(unsigned rep, struct result *res, struct memfig *mem)
 				goto out;
 			}
 		}
+		if (i > 0 && steps[i].tk != T_MC && steps[i - 1].tk == T_MC)
+			server_quiesce(pc);
 		if ((int)i == mem_step)
 			mem_snapshot(pc, &before);
 		/* durable: what the server writes per op, around the step */
