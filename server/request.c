@@ -343,14 +343,6 @@ static void request_job_slow(struct request_job *j, const Mcache__Op *op, uint64
 /* Ops run under one taking of the namespace lock at most (invariant 5). */
 #define REQUEST_HOLD_OPS 64u
 
-/* A worker's own counter: it is the one writer (readers merge with relaxed
- * loads), so a plain load and store do, without a locked add (as hist_add). */
-static inline void stat_add1(_Atomic uint64_t *v)
-{
-	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
-	                      memory_order_relaxed);
-}
-
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
                       uint64_t slice_us)
 {
@@ -414,9 +406,9 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 		j->rsz[i] = sz;
 		j->wired[i] = wired;
 		j->used += result_cost(sz);
-		stat_add1(&st->ops[code]);
+		stat_add_one_writer(&st->ops[code], 1); /* this worker's own */
 		if (o->res.err)
-			stat_add1(&st->errors[code]);
+			stat_add_one_writer(&st->errors[code], 1);
 		uint64_t t1 = mono_us();
 		hist_add(&st->op_us[code], t1 - t0);
 		if (slowlog_wants(j->slow, t1 - t0))

@@ -50,12 +50,11 @@ static uint64_t hist_bucket_upper(unsigned i)
 void hist_add(struct hist *h, uint64_t v)
 {
 	/* One writer: plain load + store is enough and avoids a locked op. */
-	unsigned i = hist_index(v);
-	atomic_store_explicit(&h->b[i], atomic_load_explicit(&h->b[i], RLX) + 1, RLX);
-	atomic_store_explicit(&h->sum, atomic_load_explicit(&h->sum, RLX) + v, RLX);
+	stat_add_one_writer(&h->b[hist_index(v)], 1);
+	stat_add_one_writer(&h->sum, v);
 	if (v > atomic_load_explicit(&h->max, RLX))
 		atomic_store_explicit(&h->max, v, RLX);
-	atomic_store_explicit(&h->count, atomic_load_explicit(&h->count, RLX) + 1, RLX);
+	stat_add_one_writer(&h->count, 1);
 }
 
 static void add_u64(_Atomic uint64_t *dst, const _Atomic uint64_t *src)

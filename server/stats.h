@@ -26,6 +26,13 @@ struct hist {
 };
 
 void hist_add(struct hist *h, uint64_t v);
+/* *v += x for a counter with one writer (readers load it relaxed): a plain
+ * load and store, no locked add. */
+static inline void stat_add_one_writer(_Atomic uint64_t *v, uint64_t x)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + x,
+	                      memory_order_relaxed);
+}
 /* dst += src (dst is private to the caller). */
 void hist_merge(struct hist *dst, const struct hist *src);
 /* The value at quantile q (0..1): an upper bound of its bucket, capped at max.
