@@ -232,8 +232,13 @@ static size_t sync_loop(mc_client *c, const char *tag, struct sample *v, size_t 
 	return n;
 }
 
-/* The p-quantiles of v[0..n)'s totals and mkdirs (seconds). */
-static void sample_pct(const struct sample *v, size_t n, double p, double *total, double *mk)
+/* What is printed of v[0..n) (seconds): the totals' p50 and p99, the
+ * mkdirs' p99. */
+struct sample_pcts {
+	double p50, p99, mkdir_p99;
+};
+
+static struct sample_pcts sample_pcts(const struct sample *v, size_t n)
 {
 	double *a = malloc((n ? n : 1) * sizeof(*a)), *b = malloc((n ? n : 1) * sizeof(*b));
 	if (!a || !b)
@@ -244,10 +249,10 @@ static void sample_pct(const struct sample *v, size_t n, double p, double *total
 	}
 	qsort(a, n, sizeof(*a), cmp_d);
 	qsort(b, n, sizeof(*b), cmp_d);
-	*total = pct(a, n, p);
-	*mk = pct(b, n, p);
+	struct sample_pcts r = { pct(a, n, 0.5), pct(a, n, 0.99), pct(b, n, 0.99) };
 	free(a);
 	free(b);
+	return r;
 }
 
 struct syncer {
@@ -415,16 +420,12 @@ int main(int argc, char **argv)
 					s->v[nw++] = s->v[i];
 			static struct sample idle[100000];
 			size_t ni = sync_loop(s->c, "i", idle, nw > 50 ? nw : 50, NULL);
-			double w50, w99, i50, i99, wm99, im99, m50;
-			sample_pct(s->v, nw, 0.5, &w50, &m50);
-			sample_pct(s->v, nw, 0.99, &w99, &wm99);
-			sample_pct(idle, ni, 0.5, &i50, &m50);
-			sample_pct(idle, ni, 0.99, &i99, &im99);
+			struct sample_pcts pw = sample_pcts(s->v, nw), pi = sample_pcts(idle, ni);
 			printf("mc_sync during warm-up: n=%zu p50 %.3f ms p99 %.3f ms; idle after: n=%zu "
 			       "p50 %.3f ms p99 %.3f ms; p99 ratio %.2f\n",
-			       nw, w50 * 1e3, w99 * 1e3, ni, i50 * 1e3, i99 * 1e3, w99 / i99);
+			       nw, pw.p50 * 1e3, pw.p99 * 1e3, ni, pi.p50 * 1e3, pi.p99 * 1e3, pw.p99 / pi.p99);
 			printf("  of which the mkdir before it: p99 %.3f ms during warm-up, %.3f ms idle\n",
-			       wm99 * 1e3, im99 * 1e3);
+			       pw.mkdir_p99 * 1e3, pi.mkdir_p99 * 1e3);
 			double cnt = stat_num(c, "commits", "count", NULL);
 			printf("namespace blocked by the committer during warm-up: p99 %.0f us, max %.0f us "
 			       "(%.0f commits; swap %.0f us, publish %.0f us in all)\n", blocked99, blockedmax,
