@@ -15,10 +15,12 @@
  *     both, and the committer's blocked time (commits.blocked_us) p99
  *     over the warm-up. --reps R (default 3) such starts, each a warm-up
  *     followed by its idle rounds, so that both sides sample the same
- *     stretches of the machine's load; a line per start and one over the
- *     rounds of all starts pooled, whose p99 ratio is the figure (one
- *     start's p99 is its ~1% slowest rounds, a few tens: one burst of
- *     another process's work moves it);
+ *     stretches of the machine's load; a line per start, one over the
+ *     rounds of all starts pooled, and the median of the starts' p99
+ *     ratios, the figure (one start's p99 is its ~1% slowest rounds, a
+ *     few tens: one burst of another process's work in either window
+ *     moves it, and moves the pooled p99 too; the median sets aside a
+ *     start where that happened, on either side);
  *   - a full walk (readdir every directory, lstat every name) after
  *     warm-up against the same tree on a kernel directory (tmpfs) and
  *     against a restart with --warmers 0.
@@ -298,8 +300,9 @@ static void pool_add(struct pool *p, const struct sample *v, size_t n)
 	p->n += n;
 }
 
-static void print_sync(const char *what, const struct sample *w, size_t nw,
-                       const struct sample *i, size_t ni)
+/* Prints the line of one start (or of the pool); returns its p99 ratio. */
+static double print_sync(const char *what, const struct sample *w, size_t nw,
+                         const struct sample *i, size_t ni)
 {
 	struct sample_pcts pw = sample_pcts(w, nw), pi = sample_pcts(i, ni);
 	printf("mc_sync during warm-up%s: n=%zu p50 %.3f ms p99 %.3f ms; idle after: n=%zu "
@@ -308,6 +311,7 @@ static void print_sync(const char *what, const struct sample *w, size_t nw,
 	       pw.p99 / pi.p99);
 	printf("  of which the mkdir before it: p99 %.3f ms during warm-up, %.3f ms idle\n",
 	       pw.mkdir_p99 * 1e3, pi.mkdir_p99 * 1e3);
+	return pw.p99 / pi.p99;
 }
 
 /* CPU seconds (user + system) of the server's threads named warm, or of
@@ -408,6 +412,9 @@ int main(int argc, char **argv)
 	 * by as many rounds on the idle server. */
 	double rate[3] = { 0 };
 	struct pool pool_w = { 0 }, pool_i = { 0 };
+	double *ratios = calloc(reps, sizeof(*ratios));
+	if (!ratios)
+		die("calloc");
 	static struct sample idle[SYNC_MAX];
 	int last = 2 + (int)reps;
 	for (int run = 1; run <= last; run++) {
@@ -475,7 +482,7 @@ int main(int argc, char **argv)
 			size_t ni = sync_loop(s->c, itag, idle, nw > 50 ? nw : 50, NULL);
 			char what[48];
 			snprintf(what, sizeof(what), " (start %d of %lu)", run - 2, reps);
-			print_sync(what, s->v, nw, idle, ni);
+			ratios[run - 3] = print_sync(what, s->v, nw, idle, ni);
 			pool_add(&pool_w, s->v, nw);
 			pool_add(&pool_i, idle, ni);
 			double cnt = stat_num(c, "commits", "count", NULL);
@@ -488,6 +495,11 @@ int main(int argc, char **argv)
 		}
 		if (run == last) {
 			print_sync(" (all starts pooled)", pool_w.v, pool_w.n, pool_i.v, pool_i.n);
+			qsort(ratios, reps, sizeof(*ratios), cmp_d);
+			printf("mc_sync p99 ratio, median of the %lu starts: %.2f (lowest %.2f, highest "
+			       "%.2f)\n", reps, reps % 2 ? ratios[reps / 2]
+			                             : (ratios[reps / 2 - 1] + ratios[reps / 2]) / 2,
+			       ratios[0], ratios[reps - 1]);
 			/* Full walk: warmed cache against the kernel directory. */
 			t = now_s();
 			uint64_t n1 = walk_mc(c, "/");
@@ -504,6 +516,7 @@ int main(int argc, char **argv)
 	}
 	free(pool_w.v);
 	free(pool_i.v);
+	free(ratios);
 	printf("2 warmers / 1 warmer: %.2fx\n", rate[2] / rate[1]);
 
 	/* Cold reference: no warmers, the walk goes through the server. */
