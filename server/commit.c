@@ -68,14 +68,18 @@
  *     it failed, not again before a commit succeeds (`idle_failed_us`).
  *  8. `waited_recs` is the journal's record count as the turn's first
  *     waiter arrived (taken before `mu`: the namespace lock is never
- *     taken under it); `lone` says that the last commit with waiters
- *     answered one and left none (nobody else asked while it ran). A
- *     turn skips the settle's polls (one sleep and wakeup at least, ~50
- *     us, each time a lone client waits; its settle_us sample is 0) only
- *     when `lone` and the journal holds no more records than waited_recs
- *     as it starts: one client that mutates and waits in turn. Clients
- *     that take turns (one waits while another mutates, or both wait)
- *     always settle, so that their batches share commits.
+ *     taken under it); `lone` counts the last commits with waiters
+ *     that each answered one and left none (nobody else asked while it
+ *     ran), up to COMMIT_LONE_RUN; any other such commit sets it to 0.
+ *     A turn skips the settle's polls (one sleep and wakeup at least,
+ *     ~50 us, each time a lone client waits; its settle_us sample is 0)
+ *     only when `lone` reached COMMIT_LONE_RUN and the journal holds no
+ *     more records than waited_recs as it starts: one client that
+ *     mutates and waits in turn. Clients that take turns (one waits
+ *     while another mutates, or both wait) settle: where two clients
+ *     alternate, one commit in a few answers two waiters or leaves one,
+ *     so their batches keep sharing commits. A new committer starts at
+ *     COMMIT_LONE_RUN: nobody else asked yet.
  */
 #include "commit.h"
 
@@ -103,6 +107,9 @@
 /* The quiet time after which an apply put off by waited-for commits runs
  * (invariant 7). */
 #define COMMIT_APPLY_IDLE_MS 20u
+/* Waited-for commits in a row that answered one waiter each, after which
+ * a turn may skip the settle (invariant 8). */
+#define COMMIT_LONE_RUN 8u
 
 struct waiter {
 	uint64_t seq;
@@ -123,7 +130,7 @@ struct commit {
 	bool kick;
 	bool waited;                    /* a waiter arrived since the last turn */
 	uint64_t waited_recs;           /* journal records as the first did (8) */
-	bool lone;                      /* the last waited commit: one waiter (8) */
+	unsigned lone;                  /* waited commits in a row with one waiter (8) */
 	uint64_t idle_failed_us;        /* idle work failed then, no commit since (7) */
 	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
@@ -168,7 +175,7 @@ static void wake(struct commit *c)
 		}
 	}
 	if (n)
-		c->lone = n == 1 && !c->waiters; /* invariant 8 */
+		c->lone = n == 1 && !c->waiters ? c->lone + (c->lone < COMMIT_LONE_RUN) : 0; /* (8) */
 	pthread_mutex_unlock(&c->mu);
 	while (ready) {
 		struct waiter *w = ready;
@@ -420,7 +427,7 @@ static void *commit_main(void *arg)
 		commit_wait_turn(c, failures, failed_us);
 		bool settle = c->waited && !c->stop && !failures && !c->pending;
 		uint64_t recs0 = c->waited_recs;
-		bool lone = c->lone;
+		bool lone = c->lone >= COMMIT_LONE_RUN;
 		c->waited = false;
 		if (settle) {
 			pthread_mutex_unlock(&c->mu);
@@ -506,7 +513,7 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 	c->st = st;
 	c->sem = ns_commit_sem(ns);
 	c->interval_ms = interval_ms;
-	c->lone = true; /* invariant 8: nobody else asked yet */
+	c->lone = COMMIT_LONE_RUN; /* invariant 8: nobody else asked yet */
 	struct store_meta meta;
 	int rc = store_get_meta(st, &meta);
 	if (rc < 0) {

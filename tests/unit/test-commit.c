@@ -801,7 +801,9 @@ static void count_done(void *arg, int err)
 
 /* Two clients that take turns: one asks while the other's commit runs.
  * The second's turn settles although the journal did not grow after it
- * asked (commit.c invariant 8): the other client is about to mutate. */
+ * asked (commit.c invariant 8): the other client is about to mutate; and
+ * so do the turns of the next commits, until enough of them in a row
+ * answered one waiter alone. */
 static void test_turns_settle(void **state)
 {
 	struct fx *f = *state;
@@ -828,6 +830,17 @@ static void test_turns_settle(void **state)
 	assert_int_equal(load(&cs->settle_us.count), 2);
 	assert_true(load(&cs->settle_us.max) >= 20);
 	assert_int_equal(load(&cs->count), 2);
+	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1);
+	/* Alone again: it settles until COMMIT_LONE_RUN (8) commits in a
+	 * row answered it alone (the second commit was the first), then no
+	 * more: 7 settles, then 5 turns without. */
+	for (int i = 0; i < 12; i++) {
+		mkfile(f, i % 2 ? "/c1" : "/c0");
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/c1" : "/c0")), 0);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	assert_int_equal(load(&cs->settle_us.count), 14);
+	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1 + 5);
 }
 
 static off_t data_size(struct fx *f)
