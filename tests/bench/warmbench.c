@@ -7,16 +7,24 @@
  *     mcached-warm, and the whole server), per entry: unlike the rates it
  *     does not count time spent waiting for a CPU on a loaded machine;
  *   - time from exec to the first lookup answered from shared memory;
- *   - mc_sync latency p50/p99 while 2 warmers run (a third start, whose
- *     rate is printed but not the warm-up rate; each round an mc_mkdir,
- *     then mc_sync, timed together, and the rounds begun after the
- *     warm-up's end left out) against the same loop on the idle server
- *     after warm-up, the mkdir's own p99 in both, and the committer's
- *     blocked time (commits.blocked_us) p99 over the warm-up;
+ *   - mc_sync latency p50/p99 while 2 warmers run (starts 3 and on, whose
+ *     rates are printed but not as the warm-up rate; each round an
+ *     mc_mkdir, then mc_sync, timed together, and the rounds begun after
+ *     the warm-up's end left out) against as many rounds of the same loop
+ *     on the idle server right after its warm-up, the mkdir's own p99 in
+ *     both, and the committer's blocked time (commits.blocked_us) p99
+ *     over the warm-up. --reps R (default 3) such starts, each a warm-up
+ *     followed by its idle rounds, so that both sides sample the same
+ *     stretches of the machine's load; a line per start, one over the
+ *     rounds of all starts pooled, and the median of the starts' p99
+ *     ratios, the figure (one start's p99 is its ~1% slowest rounds, a
+ *     few tens: one burst of another process's work in either window
+ *     moves it, and moves the pooled p99 too; the median sets aside a
+ *     start where that happened, on either side);
  *   - a full walk (readdir every directory, lstat every name) after
  *     warm-up against the same tree on a kernel directory (tmpfs) and
  *     against a restart with --warmers 0.
- * Usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR]
+ * Usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR] [--reps R]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -255,9 +263,12 @@ static struct sample_pcts sample_pcts(const struct sample *v, size_t n)
 	return r;
 }
 
+#define SYNC_MAX 100000
+
 struct syncer {
 	mc_client *c;
-	struct sample v[100000];
+	char tag[16];
+	struct sample v[SYNC_MAX];
 	size_t n;
 	atomic_bool stop;
 };
@@ -265,8 +276,42 @@ struct syncer {
 static void *syncer_main(void *arg)
 {
 	struct syncer *s = arg;
-	s->n = sync_loop(s->c, "w", s->v, 100000, &s->stop);
+	s->n = sync_loop(s->c, s->tag, s->v, SYNC_MAX, &s->stop);
 	return NULL;
+}
+
+/* The rounds of every start, pooled (--reps). */
+struct pool {
+	struct sample *v;
+	size_t n, cap;
+};
+
+static void pool_add(struct pool *p, const struct sample *v, size_t n)
+{
+	if (p->n + n > p->cap) {
+		size_t cap = (p->n + n) * 2;
+		struct sample *nv = realloc(p->v, cap * sizeof(*nv));
+		if (!nv)
+			die("realloc");
+		p->v = nv;
+		p->cap = cap;
+	}
+	memcpy(p->v + p->n, v, n * sizeof(*v));
+	p->n += n;
+}
+
+/* Prints the line of one start (or of the pool); returns its p99 ratio. */
+static double print_sync(const char *what, const struct sample *w, size_t nw,
+                         const struct sample *i, size_t ni)
+{
+	struct sample_pcts pw = sample_pcts(w, nw), pi = sample_pcts(i, ni);
+	printf("mc_sync during warm-up%s: n=%zu p50 %.3f ms p99 %.3f ms; idle after: n=%zu "
+	       "p50 %.3f ms p99 %.3f ms; p99 ratio %.2f\n",
+	       what, nw, pw.p50 * 1e3, pw.p99 * 1e3, ni, pi.p50 * 1e3, pi.p99 * 1e3,
+	       pw.p99 / pi.p99);
+	printf("  of which the mkdir before it: p99 %.3f ms during warm-up, %.3f ms idle\n",
+	       pw.mkdir_p99 * 1e3, pi.mkdir_p99 * 1e3);
+	return pw.p99 / pi.p99;
 }
 
 /* CPU seconds (user + system) of the server's threads named warm, or of
@@ -312,11 +357,12 @@ static double pct(const double *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-	unsigned long nd = 1000, nf = 1000;
+	unsigned long nd = 1000, nf = 1000, reps = 3;
 	const char *kdir_base = "/dev/shm";
 	static const struct option lo[] = {
 		{ "mcached", required_argument, NULL, 'm' },
 		{ "kdir", required_argument, NULL, 'k' },
+		{ "reps", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -325,6 +371,8 @@ int main(int argc, char **argv)
 			mcached = optarg;
 		else if (o == 'k')
 			kdir_base = optarg;
+		else if (o == 'r')
+			reps = strtoul(optarg, NULL, 10);
 		else if (o == 'd')
 			nd = strtoul(optarg, NULL, 10);
 		else if (o == 'n')
@@ -332,8 +380,9 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
-	if (!mcached) {
-		fprintf(stderr, "usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR]\n");
+	if (!mcached || reps == 0) {
+		fprintf(stderr, "usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR] "
+		        "[--reps R]\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "/tmp/warmbench.XXXXXX");
@@ -356,14 +405,21 @@ int main(int argc, char **argv)
 	mc_disconnect(c);
 	stop();
 
-	/* Runs 1 and 2 time the warm-up alone with 1 and 2 warmers; run 3
-	 * warms with 2 again while a client calls mc_sync in a loop, for the
-	 * committer's latency (its commits and fsyncs take CPU from the
-	 * warmers, so its rate is not the warm-up rate). */
+	/* Runs 1 and 2 time the warm-up alone with 1 and 2 warmers; runs 3
+	 * and on warm with 2 again while a client calls mc_sync in a loop,
+	 * for the committer's latency (its commits and fsyncs take CPU from
+	 * the warmers, so their rate is not the warm-up rate), each followed
+	 * by as many rounds on the idle server. */
 	double rate[3] = { 0 };
-	for (int run = 1; run <= 3; run++) {
+	struct pool pool_w = { 0 }, pool_i = { 0 };
+	double *ratios = calloc(reps, sizeof(*ratios));
+	if (!ratios)
+		die("calloc");
+	static struct sample idle[SYNC_MAX];
+	int last = 2 + (int)reps;
+	for (int run = 1; run <= last; run++) {
 		int w = run == 1 ? 1 : 2;
-		bool syncing = run == 3;
+		bool syncing = run >= 3;
 		char ws[4];
 		snprintf(ws, sizeof(ws), "%d", w);
 		double t0 = start(ws);
@@ -382,7 +438,10 @@ int main(int argc, char **argv)
 		pthread_t th;
 		if (syncing) {
 			s = calloc(1, sizeof(*s));
+			if (!s)
+				die("calloc");
 			s->c = connect_wait();
+			snprintf(s->tag, sizeof(s->tag), "w%d_", run);
 			pthread_create(&th, NULL, syncer_main, s);
 		}
 		/* Every WARM_POLL_US: a /stats each time is a JSON document
@@ -418,14 +477,14 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < s->n; i++)
 				if (s->v[i].t0 < t0 + us / 1e6)
 					s->v[nw++] = s->v[i];
-			static struct sample idle[100000];
-			size_t ni = sync_loop(s->c, "i", idle, nw > 50 ? nw : 50, NULL);
-			struct sample_pcts pw = sample_pcts(s->v, nw), pi = sample_pcts(idle, ni);
-			printf("mc_sync during warm-up: n=%zu p50 %.3f ms p99 %.3f ms; idle after: n=%zu "
-			       "p50 %.3f ms p99 %.3f ms; p99 ratio %.2f\n",
-			       nw, pw.p50 * 1e3, pw.p99 * 1e3, ni, pi.p50 * 1e3, pi.p99 * 1e3, pw.p99 / pi.p99);
-			printf("  of which the mkdir before it: p99 %.3f ms during warm-up, %.3f ms idle\n",
-			       pw.mkdir_p99 * 1e3, pi.mkdir_p99 * 1e3);
+			char itag[16];
+			snprintf(itag, sizeof(itag), "i%d_", run);
+			size_t ni = sync_loop(s->c, itag, idle, nw > 50 ? nw : 50, NULL);
+			char what[48];
+			snprintf(what, sizeof(what), " (start %d of %lu)", run - 2, reps);
+			ratios[run - 3] = print_sync(what, s->v, nw, idle, ni);
+			pool_add(&pool_w, s->v, nw);
+			pool_add(&pool_i, idle, ni);
 			double cnt = stat_num(c, "commits", "count", NULL);
 			printf("namespace blocked by the committer during warm-up: p99 %.0f us, max %.0f us "
 			       "(%.0f commits; swap %.0f us, publish %.0f us in all)\n", blocked99, blockedmax,
@@ -433,6 +492,14 @@ int main(int argc, char **argv)
 			       stat_num(c, "commits", "phase_us_total", "publish"));
 			mc_disconnect(s->c);
 			free(s);
+		}
+		if (run == last) {
+			print_sync(" (all starts pooled)", pool_w.v, pool_w.n, pool_i.v, pool_i.n);
+			qsort(ratios, reps, sizeof(*ratios), cmp_d);
+			printf("mc_sync p99 ratio, median of the %lu starts: %.2f (lowest %.2f, highest "
+			       "%.2f)\n", reps, reps % 2 ? ratios[reps / 2]
+			                             : (ratios[reps / 2 - 1] + ratios[reps / 2]) / 2,
+			       ratios[0], ratios[reps - 1]);
 			/* Full walk: warmed cache against the kernel directory. */
 			t = now_s();
 			uint64_t n1 = walk_mc(c, "/");
@@ -447,6 +514,9 @@ int main(int argc, char **argv)
 		mc_disconnect(c);
 		stop();
 	}
+	free(pool_w.v);
+	free(pool_i.v);
+	free(ratios);
 	printf("2 warmers / 1 warmer: %.2fx\n", rate[2] / rate[1]);
 
 	/* Cold reference: no warmers, the walk goes through the server. */

@@ -753,17 +753,21 @@ static void *spin_main(void *arg)
 }
 
 /* A commit a waiter asks for waits (boundedly) while other mutations are
- * still coming in, so that they share it; a lone waiter barely waits. */
+ * still coming in, so that they share it; a lone waiter does not wait:
+ * the journal did not grow since it asked (commit.c invariant 8). */
 static void test_waiter_settles(void **state)
 {
 	struct fx *f = *state;
 	start(f, 60000);
 	const struct commit_stats *cs = commit_get_stats(f->c);
-	/* Alone: one short look. */
-	mkfile(f, "/alone");
-	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
-	assert_int_equal(load(&cs->settle_us.count), 1);
-	assert_true(load(&cs->settle_us.max) < 20000);
+	/* Alone: no look at all (a look sleeps COMMIT_SETTLE_POLL_US, 20). */
+	for (int i = 0; i < 20; i++) {
+		mkfile(f, i % 2 ? "/alone1" : "/alone0");
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/alone1" : "/alone0")), 0);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	assert_int_equal(load(&cs->settle_us.count), 20);
+	assert_int_equal(load(&cs->settle_us.max), 0);
 	/* Another writer never pauses: commits asked for wait up to the bound
 	 * for it, at least once in 200 tries (a loaded machine may not run the
 	 * writer during a given settle; an idle one gets there at once). */
@@ -785,8 +789,58 @@ static void test_waiter_settles(void **state)
 	print_message("# settles: %llu, longest %llu us\n",
 	              (unsigned long long)load(&cs->settle_us.count),
 	              (unsigned long long)load(&cs->settle_us.max));
-	assert_true(load(&cs->settle_us.count) >= 1u + (unsigned)tries);
+	assert_true(load(&cs->settle_us.count) >= 20u + (unsigned)tries);
 	assert_true(load(&cs->settle_us.max) >= 900);
+}
+
+static void count_done(void *arg, int err)
+{
+	if (err == 0)
+		atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+/* Two clients that take turns: one asks while the other's commit runs.
+ * The second's turn settles although the journal did not grow after it
+ * asked (commit.c invariant 8): the other client is about to mutate; and
+ * so do the turns of the next commits, until enough of them in a row
+ * answered one waiter alone. */
+static void test_turns_settle(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	struct commit_sem *sem = ns_commit_sem(f->ns);
+	_Atomic int done = 0;
+	/* The first commit is held in its publish (the semaphore's read side
+	 * here) while the second client mutates and asks. */
+	commit_sem_read_lock(sem);
+	mkfile(f, "/a");
+	assert_int_equal(commit_wait_async(f->c, ns_pending_seq(f->ns), count_done, &done), 0);
+	for (int i = 0; i < 5000 && !commit_sem_contended(sem); i++)
+		sleep_ms(1);
+	assert_true(commit_sem_contended(sem));
+	mkfile(f, "/b");
+	assert_int_equal(commit_wait_async(f->c, ns_pending_seq(f->ns), count_done, &done), 0);
+	commit_sem_read_unlock(sem);
+	for (int i = 0; i < 5000 && atomic_load(&done) < 2; i++)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&done), 2);
+	/* The first turn: a lone waiter, no settle; the second: a settle,
+	 * which sleeps COMMIT_SETTLE_POLL_US (20) at least. */
+	assert_int_equal(load(&cs->settle_us.count), 2);
+	assert_true(load(&cs->settle_us.max) >= 20);
+	assert_int_equal(load(&cs->count), 2);
+	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1);
+	/* Alone again: it settles until COMMIT_LONE_RUN (8) commits in a
+	 * row answered it alone (the second commit was the first), then no
+	 * more: 7 settles, then 5 turns without. */
+	for (int i = 0; i < 12; i++) {
+		mkfile(f, i % 2 ? "/c1" : "/c0");
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/c1" : "/c0")), 0);
+		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	}
+	assert_int_equal(load(&cs->settle_us.count), 14);
+	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1 + 5);
 }
 
 static off_t data_size(struct fx *f)
@@ -1041,6 +1095,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
 		T(test_waiter_settles),
+		T(test_turns_settle),
 		T(test_room_written_ahead),
 		T(test_waiter_sets_warmers_aside),
 		T(test_step_aside),
