@@ -482,7 +482,8 @@ void request_job_free(struct request_job *j)
 	if (!j)
 		return;
 	for (size_t i = 0; i < j->next; i++)   /* the ops that came up */
-		op_out_release(&j->outs[i]);
+		if (!j->outs[i].bare)           /* a bare result owns nothing */
+			op_out_release(&j->outs[i]);
 	struct arena a = j->arena;  /* j lives in it */
 	arena_free(&a);
 }
