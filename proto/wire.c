@@ -452,6 +452,11 @@ static int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t x = 0;
 
+	/* Most are one byte: a key, a length, a mode or code. */
+	if (*p < end && **p < 0x80) {
+		*v = *(*p)++;
+		return 0;
+	}
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		if (*p == end)
 			return -1;

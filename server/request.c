@@ -68,6 +68,10 @@ static int scan_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t x = 0;
 
+	if (*p < end && **p < 0x80) {   /* most are one byte */
+		*v = *(*p)++;
+		return 0;
+	}
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (*p == end)
 			return -EPROTO;
