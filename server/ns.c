@@ -725,6 +725,9 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = !victim ? -ENOENT : S_ISDIR(inode_at(ns->shm, victim)->mode) ? -EISDIR : -ENOTDIR;
 		goto out;
 	}
+	/* Its hash bucket, a random line of a large table, is unlinked from
+	 * last (inode_del): its load starts now. */
+	inode_prefetch(ns->shm, inode_at(ns->shm, victim)->ino);
 	rc = delete_checks(c, ns->shm, nd_top(&nd), victim, false);
 	if (rc == 0)
 		remove_entry(ns, nd_top(&nd), d, victim);
