@@ -310,6 +310,17 @@ size_t wire_op_size_basic(const Mcache__Op *op)
 	return n;
 }
 
+/* Field w's tag at p; the end. Most tags are one byte: no copy call. */
+static inline uint8_t *wire_put_tag(uint8_t *p, const struct wire_field *w)
+{
+	if (w->taglen == 1) {
+		*p = w->tag[0];
+		return p + 1;
+	}
+	memcpy(p, w->tag, w->taglen);
+	return p + w->taglen;
+}
+
 /* Pack the fields of mask (wire_plan_mask, not ~0) of msg at p; the end.
  * Only the fields that pack to something are visited, in field order. */
 static uint8_t *wire_plan_pack_mask(const struct wire_plan *pl, const ProtobufCMessage *m,
@@ -322,8 +333,7 @@ static uint8_t *wire_plan_pack_mask(const struct wire_plan *pl, const ProtobufCM
 		uint64_t v;
 
 		mask &= mask - 1;
-		memcpy(p, w->tag, w->taglen);
-		p += w->taglen;
+		p = wire_put_tag(p, w);
 		if (wire_scalar(w, msg, &v)) {
 			p = wire_put_varint(p, v);
 		} else {
@@ -427,20 +437,40 @@ uint8_t *wire_request_pack_basic(const Mcache__Request *req, uint8_t *p)
 	}
 	for (size_t i = 0; i < req->n_ops; i++) {
 		const uint8_t *msg = (const uint8_t *)req->ops[i];
-		uint64_t mask = 0;
-		size_t sz = 0;
 
-		/* The four members alone: the rest are known to be unset. */
-		for (unsigned k = 0; k < OP_BASIC; k++) {
-			size_t was = sz;
-
-			wire_field_size(&plan_op.f[op_basic[k]], msg, &sz);
-			if (sz != was)
-				mask |= (uint64_t)1 << op_basic[k];
-		}
+		/* The four members alone, in field order: the rest are known to
+		 * be unset. One pass: the body goes after a one-byte length,
+		 * moved up in the rare case that its length takes more. */
 		*p++ = (3u << 3) | 2;
-		p = wire_put_varint(p, sz);
-		p = wire_plan_pack_mask(&plan_op, &req->ops[i]->base, mask, p);
+		uint8_t *lenp = p++, *body = p;
+		for (unsigned k = 0; k < OP_BASIC; k++) {
+			const struct wire_field *w = &plan_op.f[op_basic[k]];
+			uint64_t v;
+
+			if (wire_scalar(w, msg, &v)) {
+				if (!v)
+					continue;
+				p = wire_put_varint(wire_put_tag(p, w), v);
+			} else {
+				const ProtobufCBinaryData *b = (const ProtobufCBinaryData *)(msg + w->off);
+
+				if (!b->len)
+					continue;
+				p = wire_put_varint(wire_put_tag(p, w), b->len);
+				memcpy(p, b->data, b->len);
+				p += b->len;
+			}
+		}
+		size_t sz = (size_t)(p - body);
+		if (sz < 0x80) {
+			*lenp = (uint8_t)sz;
+		} else {
+			size_t more = wire_varint_len(sz) - 1;
+
+			memmove(body + more, body, sz);
+			wire_put_varint(lenp, sz);
+			p += more;
+		}
 	}
 	return p;
 }
@@ -452,6 +482,11 @@ static int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t x = 0;
 
+	/* Most are one byte: a key, a length, a mode or code. */
+	if (*p < end && **p < 0x80) {
+		*v = *(*p)++;
+		return 0;
+	}
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		if (*p == end)
 			return -1;

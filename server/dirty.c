@@ -294,6 +294,7 @@ static void committer_lock(struct ns *ns)
 struct journal_batch *ns_swap(struct ns *ns)
 {
 	committer_lock(ns);
+	dir_owed_flush(ns); /* a run's directory record goes with its names */
 	struct journal_batch *b = NULL;
 	if (ns->running->nrecs > 0 && !ns->swapped && ns->spare) {
 		b = ns->running;

@@ -11,7 +11,11 @@
  *     the slots it touched dirty with the batch's parity bit (DIRTY0/1). A
  *     dirty slot is pinned: it is newer than the store. ns_publish() clears
  *     the bits of a committed batch; at most two batches are open (one
- *     committing, one running), so two bits suffice.
+ *     committing, one running), so two bits suffice. The one exception:
+ *     a directory's own record, changed by every create or removal in it,
+ *     may be owed across an rmtree attempt or a run of operations under
+ *     one lock and written once (ns_name.c, dir_defer_begin), always
+ *     before the batch is handed to the committer (ns_swap).
  *  3. Removing a name from a complete directory frees the dentry at once:
  *     the directory answers misses itself. Elsewhere the name becomes a
  *     dirty negative dentry, pinned until its removal is committed, so a
@@ -77,6 +81,7 @@ void ns_hold_yield(struct ns *ns)
 void ns_hold_end(struct ns *ns)
 {
 	assert(ns_held == ns);
+	dir_owed_flush(ns); /* the run's directory record (ns_name.c) */
 	ns_held = NULL;
 	walk_memo_forget(ns);
 	pthread_mutex_unlock(&ns->lock);
@@ -720,6 +725,9 @@ static int do_unlink(struct ns *ns, const struct cred *c, const char *path, size
 		rc = !victim ? -ENOENT : S_ISDIR(inode_at(ns->shm, victim)->mode) ? -EISDIR : -ENOTDIR;
 		goto out;
 	}
+	/* Its hash bucket, a random line of a large table, is unlinked from
+	 * last (inode_del): its load starts now. */
+	inode_prefetch(ns->shm, inode_at(ns->shm, victim)->ino);
 	rc = delete_checks(c, ns->shm, nd_top(&nd), victim, false);
 	if (rc == 0)
 		remove_entry(ns, nd_top(&nd), d, victim);

@@ -120,9 +120,9 @@ struct ns {
 	uint64_t hold_epoch;
 	struct walk_memo memo;
 	uint64_t memo_hits;              /* walks the memo served */
-	/* An rmtree attempt journals the directory it empties once, not per
-	 * removal (ns_name.c, dir_defer_begin): the slot whose record is
-	 * owed, 0 when none. */
+	/* An rmtree attempt, or a run of operations under one lock, journals
+	 * the directory it changes once, not per name (ns_name.c,
+	 * dir_defer_begin): the slot whose record is owed, 0 when none. */
 	bool dir_defer;
 	mc_off_t dir_owed;
 	uint64_t miss_reads;             /* ns_counts: ns_miss.c's reads ... */
@@ -331,10 +331,12 @@ int inode_unlink_adjust(const struct ns *ns, struct mc_inode_rec *rec);
 void inode_maybe_free(struct ns *ns, mc_off_t off);
 /* dir gained/lost entries and links; mtime and ctime become now. */
 void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_t now);
-/* Between these two (one attempt, the lock held throughout), dir_entries
- * changes the directory in the segment as always but journals it only
- * when another directory's turn comes, when it is removed
- * (dir_owed_flush) and at dir_defer_end: one record for a run of
+/* Between these two (one attempt, the lock held throughout), and in a
+ * run of operations under one lock (ns_hold_begin to ns_hold_end),
+ * dir_entries changes the directory in the segment as always but
+ * journals it only when another directory's turn comes, when it is
+ * removed (dir_owed_flush), at dir_defer_end or ns_hold_end, and before
+ * ns_swap hands the batch out: one record for a run of creates or
  * removals instead of a rewrite per name. */
 void dir_defer_begin(struct ns *ns);
 void dir_defer_end(struct ns *ns);

@@ -9,12 +9,17 @@
 
 #include "ns_impl.h"
 
-/* Deferring a directory's record (dir_defer_begin) changes nothing a
- * reader of the segment sees: each removal still edits the directory's
+/* Deferring a directory's record (dir_defer_begin, or a run of
+ * operations under one lock: ns_hold_begin) changes nothing a reader of
+ * the segment sees: each create or removal still edits the directory's
  * entry count and times inside its seq, as it goes. Only the journal
- * record waits, and the journal is the committer's alone, which cannot
- * swap it before the attempt ends (it needs the lock). The dirty bit is
- * set at the first change, so the directory is pinned as before. */
+ * record waits, and the journal is the committer's alone, which takes it
+ * only in ns_swap, under the lock: ns_swap writes the owed record first,
+ * so a batch handed out always holds the directory's state after its last
+ * change (an operation that lets the lock go half way, to read the store
+ * or wait for room, may be overtaken by a swap). The dirty bit is set at
+ * the first change, so the directory is pinned as before; the watchers
+ * are told of the change as it happens. */
 void dir_owed_flush(struct ns *ns)
 {
 	if (ns->dir_owed)
@@ -51,10 +56,13 @@ void dir_entries(struct ns *ns, mc_off_t dir, int delta, int nlink_delta, int64_
 		ie_->mtime = t;
 		ie_->ctime = t;
 	});
-	if (!ns->dir_defer)
+	if (!ns->dir_defer && ns_held != ns) {
 		inode_changed(ns, dir);
-	else if (ns->dir_owed != dir)
-		dir_owe(ns, dir);
+	} else {
+		watch_note_inode(inode_at(ns->shm, dir)->ino);
+		if (ns->dir_owed != dir)
+			dir_owe(ns, dir);
+	}
 	walk_memo_carry(ns, dir, seq);
 	/* Its last entry went: no stale name of the tree stays (rule 1). */
 	if (delta < 0 && inode_at(ns->shm, dir)->u.dir.nentries == 0) {

@@ -68,6 +68,10 @@ static int scan_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t x = 0;
 
+	if (*p < end && **p < 0x80) {   /* most are one byte */
+		*v = *(*p)++;
+		return 0;
+	}
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (*p == end)
 			return -EPROTO;
@@ -482,7 +486,8 @@ void request_job_free(struct request_job *j)
 	if (!j)
 		return;
 	for (size_t i = 0; i < j->next; i++)   /* the ops that came up */
-		op_out_release(&j->outs[i]);
+		if (!j->outs[i].bare)           /* a bare result owns nothing */
+			op_out_release(&j->outs[i]);
 	struct arena a = j->arena;  /* j lives in it */
 	arena_free(&a);
 }

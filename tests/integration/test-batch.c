@@ -7,7 +7,9 @@
  * batch, sent as pipelined requests, keeps the order of its ops across
  * them and fails cleanly when the server dies while requests are out;
  * creates after their parent was renamed, replaced or removed and made
- * again within one batch land where their paths name. */
+ * again within one batch land where their paths name; the directories a
+ * batch changed (whose records a run of ops under one lock journals once)
+ * come back from a kill -9 after mc_sync as they were. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -261,6 +263,80 @@ static void test_server_dies_mid_batch(void **state)
 	server_cleanup(&s);
 }
 
+/* Directory d's stat, which must succeed. */
+static struct stat dir_stat(mc_client *c, const char *d)
+{
+	struct stat st;
+	EXPECT_OK(mc_stat(c, d, &st));
+	return st;
+}
+
+/* A batch of creates, mkdirs and unlinks in two directories, switching
+ * between them every few ops, runs under one taking of the lock per run of
+ * ops, each journaling its directory's record once (ns_name.c): after
+ * mc_sync and a kill -9, each directory's entry count, links and times
+ * are what they were, and the server's fsck is clean. */
+static void test_dir_records_survive_crash(void **state)
+{
+	(void)state;
+	struct mc_server s;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(server_start(&s, NULL), 0);
+	mc_client *c = harness_client(&s);
+	static const char *const dirs[2] = { "/cr-a", "/cr-b" };
+	EXPECT_OK(mc_mkdir(c, dirs[0], 0755));
+	EXPECT_OK(mc_mkdir(c, dirs[1], 0755));
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[64];
+	for (int i = 0; i < 600; i++) {
+		const char *d = dirs[(i / 7) % 2];
+		snprintf(p, sizeof(p), "%s/f%d", d, i);
+		if (i % 50 == 3)
+			assert_true(mc_batch_mkdir(b, p, 0755) >= 0);
+		else
+			assert_true(mc_batch_create(b, p, 0644) >= 0);
+	}
+	for (int i = 0; i < 200; i++) {
+		if (i % 50 == 3)
+			continue;
+		snprintf(p, sizeof(p), "%s/f%d", dirs[(i / 7) % 2], i);
+		assert_true(mc_batch_unlink(b, p) >= 0);
+	}
+	/* The last turns of the two directories in the middle of a run. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof(p), "%s/t%d", dirs[i < 3], i);
+		assert_true(mc_batch_create(b, p, 0644) >= 0);
+	}
+	EXPECT_OK(mc_batch_run(b));
+	for (size_t i = 0; i < mc_batch_count(b); i++)
+		assert_int_equal(mc_batch_error(b, i), 0);
+	mc_batch_free(b);
+	EXPECT_OK(mc_sync(c));
+	struct stat before[2] = { dir_stat(c, dirs[0]), dir_stat(c, dirs[1]) };
+	/* st_size = 40 + 20 * entries (mc_shm.h, as tmpfs) */
+	assert_int_equal(before[0].st_size + before[1].st_size, 2 * 40 + 20 * (600 - 200 + 4 + 6));
+	assert_int_equal(before[0].st_nlink + before[1].st_nlink, 2 + 2 + 12);
+	mc_disconnect(c);
+	assert_int_equal(server_stop(&s, SIGKILL), 128 + SIGKILL);
+	assert_int_equal(server_start(&s, NULL), 0);
+	c = harness_client(&s);
+	for (int k = 0; k < 2; k++) {
+		struct stat st = dir_stat(c, dirs[k]);
+		assert_int_equal(st.st_size, before[k].st_size);
+		assert_int_equal(st.st_nlink, before[k].st_nlink);
+		assert_int_equal(st.st_mtim.tv_sec, before[k].st_mtim.tv_sec);
+		assert_int_equal(st.st_mtim.tv_nsec, before[k].st_mtim.tv_nsec);
+		assert_int_equal(st.st_ctim.tv_nsec, before[k].st_ctim.tv_nsec);
+	}
+	char *js = mc_server_fsck(c);
+	assert_non_null(js);
+	assert_non_null(strstr(js, "\"clean\": true"));
+	free(js);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&s), 0);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -376,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_pipelined_order),
 		cmocka_unit_test(test_parent_changes_mid_batch),
 		cmocka_unit_test(test_server_dies_mid_batch),
+		cmocka_unit_test(test_dir_records_survive_crash),
 		cmocka_unit_test(test_streams_let_committer_in),
 	};
 	return cmocka_run_group_tests_name("batch", tests, group_setup, group_teardown);

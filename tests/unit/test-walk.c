@@ -6,7 +6,9 @@
  * the parent or of an ancestor, an rmdir and mkdir of the parent, an
  * eviction of the parent, other credentials. The lock is let go in the middle of a hold
  * behind its back (hold_pause) for the changes that take it themselves, so
- * that only the memo's seqs can notice them. */
+ * that only the memo's seqs can notice them. A hold also journals the
+ * directory its creates and removals change once (ns_name.c): a swap in
+ * the middle of it and its end each write that record. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -348,6 +350,56 @@ static void test_memo_prefetch(void **state)
 	assert_null(ns_hold_prefetch(f->ns, P("/h/i/x")));
 }
 
+/* The store's record of the directory at path. */
+static struct mc_inode_rec stored_dir(struct fx *f, const char *path)
+{
+	ns_attr a;
+	struct mc_inode_rec rec;
+	char t[8];
+	size_t tlen;
+	assert_int_equal(stat_of(f, path, &a), 0);
+	assert_int_equal(store_get_inode(f->st, a.ino, &rec, t, &tlen), 0);
+	return rec;
+}
+
+/* Creates and removals in a hold journal their directory's record once
+ * (ns_name.c): a commit in the middle of the hold (the lock let go half
+ * way, as a store read does) still gets the directory's state after the
+ * names it commits, and the end of the hold writes what came after. */
+static void test_hold_dir_record(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/h"), 0755, NULL), 0);
+	assert_int_equal(create(f, &root_cred, "/h/old"), 0);
+	commit_now(f);
+	ns_attr h;
+	assert_int_equal(stat_of(f, "/h", &h), 0);
+	ns_hold_begin(f->ns);
+	assert_int_equal(create(f, &root_cred, "/h/a"), 0);
+	assert_int_equal(create(f, &root_cred, "/h/b"), 0);
+	assert_int_equal(ns_unlink(f->ns, &root_cred, P("/h/old")), 0);
+	hold_pause(f);
+	commit_now(f);
+	struct mc_inode_rec r = stored_dir(f, "/h");
+	assert_int_equal(r.size, 2);
+	ns_attr a;
+	assert_int_equal(stat_of(f, "/h", &a), 0);
+	assert_int_equal(r.mtime_ns, a.mtime_ns);
+	hold_resume(f);
+	assert_int_equal(create(f, &root_cred, "/h/c"), 0);
+	assert_int_equal(ns_mkdir(f->ns, &root_cred, P("/h/s"), 0755, NULL), 0);
+	assert_int_equal(f->ns->dir_owed, inode_find(f->shm, h.ino)); /* owed, not written */
+	ns_hold_end(f->ns);
+	assert_int_equal(f->ns->dir_owed, 0);
+	commit_now(f);
+	r = stored_dir(f, "/h");
+	assert_int_equal(stat_of(f, "/h", &a), 0);
+	assert_int_equal(r.size, 4);
+	assert_int_equal(r.nlink, 3);
+	assert_int_equal(r.mtime_ns, a.mtime_ns);
+	assert_int_equal(r.ctime_ns, a.ctime_ns);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -360,6 +412,7 @@ int main(void)
 		T(test_memo_other_cred),
 		T(test_memo_path_forms),
 		T(test_memo_prefetch),
+		T(test_hold_dir_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
