@@ -21,10 +21,10 @@ int view_init(struct view *v, const void *base, uint64_t size)
 		return -EPROTO;
 	uint64_t np = size >> MC_PAGE_SHIFT;
 	if (h->npages != np || (uint64_t)h->page_types_off + np > size ||
-	    (uint64_t)h->dbuckets_off + ((uint64_t)h->dbucket_mask + 1) * sizeof(struct mc_bucket) > size ||
+	    (uint64_t)h->dbuckets_off + ((uint64_t)h->dbucket_mask + 1) * sizeof(struct mc_dgroup) > size ||
 	    (uint64_t)h->ibuckets_off + ((uint64_t)h->ibucket_mask + 1) * sizeof(struct mc_bucket) > size ||
 	    ((h->dbucket_mask + 1) & h->dbucket_mask) || ((h->ibucket_mask + 1) & h->ibucket_mask) ||
-	    h->dbuckets_off % _Alignof(struct mc_bucket) ||
+	    h->dbuckets_off % _Alignof(struct mc_dgroup) ||
 	    h->ibuckets_off % _Alignof(struct mc_bucket))
 		return -EPROTO;
 	if (((const uint8_t *)base + h->page_types_off)[0] != MC_PT_META)
@@ -35,7 +35,7 @@ int view_init(struct view *v, const void *base, uint64_t size)
 	v->size = size;
 	v->hdr = h;
 	v->ptypes = (const uint8_t *)base + h->page_types_off;
-	v->dbuckets = (const struct mc_bucket *)((const char *)base + h->dbuckets_off);
+	v->dgroups = (const struct mc_dgroup *)((const char *)base + h->dbuckets_off);
 	v->ibuckets = (const struct mc_bucket *)((const char *)base + h->ibuckets_off);
 	v->dmask = h->dbucket_mask;
 	v->imask = h->ibucket_mask;

@@ -63,7 +63,7 @@ struct view {
 	const struct mc_shm_header *hdr;
 	const uint8_t *ptypes;
 	uint32_t npages;                  /* pages in the segment (ptypes[npages]) */
-	const struct mc_bucket *dbuckets;
+	const struct mc_dgroup *dgroups;  /* dentry bucket groups (mc_shm.h note 12) */
 	const struct mc_bucket *ibuckets;
 	const struct mc_bucket *ebuckets; /* loaded extent maps; NULL: none */
 	uint32_t dmask, imask, emask;

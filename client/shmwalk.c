@@ -13,8 +13,8 @@
  *  3. A dentry found in a hash chain is trusted when its own seq did not
  *     move around reading it and its inode, whatever the chain did: its
  *     (parent slot, name) identify it exactly (mc_shm.h note 5), and it is
- *     LIVE. The bucket's seq guards only the claim that a chain holds no
- *     such name; so a dentry that does not match is not re-checked: a chain
+ *     LIVE. The bucket's seq (its group's, mc_shm.h note 12) guards only
+ *     the claim that a chain holds no such name; so a dentry that does not match is not re-checked: a chain
  *     that changed under us ends in a miss that the bucket seq rejects, or
  *     in a match that its own seq vouches for. A directory's children are
  *     trusted only if that directory's slot still holds the same inode
@@ -39,6 +39,10 @@
  *     took no symlink and no ".." and its stack fits, caches it. What the
  *     cache skips is re-proved by the seqs it checks; what it cannot prove
  *     it does not answer.
+ *  8. A lookup prefetches the inode its bucket's hint names (mc_shm.h note
+ *     12) before it reads the chain's first dentry, so that the two loads
+ *     overlap; the hint is checked to lie inside the segment and read for
+ *     nothing else: the inode is read as always, from the dentry's offset.
  */
 #include "shmview_impl.h"
 
@@ -108,10 +112,15 @@ lookup(struct view *v, const struct isnap *ds, const struct mc_comp *c, struct i
 	size_t len = c->len;
 	if (len > MC_NAME_MAX)
 		return -ENAMETOOLONG;
-	const struct mc_bucket *b = &v->dbuckets[mc_hash_fin(c->hash, ds->ino, len) & v->dmask];
-	uint32_t bs = seq_read(&b->seq);
+	uint64_t h = mc_hash_fin(c->hash, ds->ino, len);
+	const struct mc_dgroup *g = &v->dgroups[h & v->dmask];
+	const struct mc_dbucket *b = &g->b[mc_dgroup_slot(h)];
+	uint32_t bs = seq_read(&g->seq);
 	if (bs & 1)
 		return AGAIN;
+	uint64_t hint = (uint64_t)LD(b->inode) << MC_OFF_SHIFT;
+	if (hint < v->size)
+		__builtin_prefetch(v->base + hint);  /* note 8 */
 	unsigned n = 0;
 	int rc;
 	for (mc_off_t d = LD(b->head); d;) {
@@ -162,7 +171,7 @@ lookup(struct view *v, const struct isnap *ds, const struct mc_comp *c, struct i
 		return rc;
 	if (!complete)
 		return VIEW_MISS;
-	if (!seq_same(&b->seq, bs) || !inode_still(ds))
+	if (!seq_same(&g->seq, bs) || !inode_still(ds))
 		return AGAIN;
 	return -ENOENT;
 }

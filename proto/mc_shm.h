@@ -24,7 +24,8 @@
  *     pairs); freeing and reusing a slot are changes. A reader reads the seq
  *     (odd: retry), copies what it needs, and re-reads the seq; any
  *     difference means retry. Hash buckets have their own seq, bumped around
- *     every insert into or removal from their chain.
+ *     every insert into or removal from their chain (dentry buckets share
+ *     their group's, note 12).
  *  4. rename_seq is bumped (odd/even) around every rename; a path walk
  *     reads it first and re-checks it last.
  *  5. A positive dentry keeps its inode slot and its parent's inode slot
@@ -41,7 +42,8 @@
  *  8. Exceptions to note 3, which readers must not rely on: the DIRTY bits of
  *     dentry and inode flags and the dirx nneg and rm_seq are server bookkeeping,
  *     changed without a seq bump (the other flag bits stay as they are in
- *     the same 16-bit store, so a reader never sees them torn).
+ *     the same 16-bit store, so a reader never sees them torn); a dentry
+ *     bucket's inode is a hint (note 12).
  *  9. The layout of the client area (the writable segment below) is in this
  *     header, written once before the first client connects. The area itself
  *     holds data only: nothing in it says where anything is.
@@ -57,6 +59,20 @@
  *     each is unlinked before it is freed. A reader validates the chain
  *     with the bucket's seq and the records with the tree head's seq
  *     (records carry none).
+ * 12. Dentry buckets come in groups of MC_DGROUP_BUCKETS, one cache line
+ *     (struct mc_dgroup): a name's hash picks the group by its low bits
+ *     (hash & dbucket_mask) and the bucket in it by its high 32
+ *     (mc_dgroup_slot). The group's one seq stands for the seq of each of
+ *     its buckets (note 3): it is bumped around every insert into or
+ *     removal from any of their chains. Each bucket also holds `inode`, the
+ *     inode slot its chain's first dentry names (0: the chain is empty or
+ *     its first dentry is negative), rewritten by the server whenever the
+ *     first dentry or the inode it names changes. It is a prefetch address
+ *     and nothing more: it changes outside every seq, and a reader never
+ *     takes it for data (what it loads there it reads again through the
+ *     dentry, under the dentry's and the inode's seqs). It lets a lookup
+ *     start loading the inode while the dentry is on its way, instead of
+ *     after; the group keeps the table as large as 8-byte buckets made it.
  */
 #ifndef MC_SHM_H
 #define MC_SHM_H
@@ -67,7 +83,7 @@
 #include <string.h>
 
 #define MC_SHM_MAGIC   0x4d43534du /* "MCSM" */
-#define MC_SHM_VERSION 5u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last; 5: inode times split (mc_time_t) */
+#define MC_SHM_VERSION 6u   /* 3: 40-byte state records named by mc_eref; 4: name hash folds parent and length last; 5: inode times split (mc_time_t); 6: dentry buckets in 64-byte groups, with the first dentry's inode (note 12) */
 
 #define MC_OFF_SHIFT 4u
 #define MC_OFF_UNIT  (1u << MC_OFF_SHIFT)
@@ -102,8 +118,8 @@ struct mc_shm_header {
 	uint64_t size;            /* bytes in the segment */
 	uint32_t npages;
 	uint32_t page_types_off;  /* byte offset of uint8_t page_types[npages] */
-	uint32_t dbuckets_off;    /* byte offset of struct mc_bucket[dbucket_mask + 1] */
-	uint32_t dbucket_mask;
+	uint32_t dbuckets_off;    /* byte offset of struct mc_dgroup[dbucket_mask + 1] (note 12) */
+	uint32_t dbucket_mask;    /* dentry bucket groups - 1 */
 	uint32_t ibuckets_off;    /* byte offset of struct mc_bucket[ibucket_mask + 1] */
 	uint32_t ibucket_mask;
 	uint64_t hash_seed;
@@ -134,6 +150,28 @@ struct mc_bucket {
 	_Atomic uint32_t seq;
 	mc_off_t head;            /* first dentry (or inode) in the chain */
 };
+
+/* A dentry bucket, and the cache line of MC_DGROUP_BUCKETS of them with
+ * their seq (note 12). */
+#define MC_DGROUP_BUCKETS 7u
+
+struct mc_dbucket {
+	mc_off_t head;            /* first dentry in the chain */
+	_Atomic mc_off_t inode;   /* the inode slot head names, 0 if none: a prefetch hint */
+};
+
+struct mc_dgroup {
+	_Atomic uint32_t seq;     /* around every change of any chain of the group */
+	uint32_t reserved;        /* 0 */
+	struct mc_dbucket b[MC_DGROUP_BUCKETS];
+};
+
+/* The bucket of its group that a name's hash picks: the high 32 bits of
+ * the hash scaled to 0..MC_DGROUP_BUCKETS - 1 (the low bits pick the group). */
+static inline uint32_t mc_dgroup_slot(uint64_t hash)
+{
+	return (uint32_t)(((hash >> 32) * MC_DGROUP_BUCKETS) >> 32);
+}
 
 /* Dentry flags. */
 #define MC_D_POSITIVE  (1u << 0)  /* names an inode (else negative: name is absent) */
@@ -364,6 +402,7 @@ _Static_assert((MC_SHM_MAX_SIZE / MC_ECHUNK_SIZE) <= (1ull << 24), "chunk number
 _Static_assert(sizeof(struct mc_dentry) == 48, "dentry slot is 48 bytes");
 _Static_assert(sizeof(struct mc_inode) == 64, "inode slot is 64 bytes");
 _Static_assert(sizeof(struct mc_dirx) == 32, "dirx slot is 32 bytes");
+_Static_assert(sizeof(struct mc_dgroup) == 64, "dentry bucket group is one cache line");
 _Static_assert(sizeof(struct mc_shm_header) <= 256, "header fits its first 256 bytes");
 
 /* The client area: a second, small segment that clients map read-write.

@@ -13,7 +13,7 @@
  *  3. A directory is complete only if every name it holds has a positive
  *     dentry; lookups of other names in it are answered ENOENT.
  *  4. Every change to a dentry, a chain or a list is inside the seq of the
- *     dentry, the bucket or the dirx it changes. All of them are made
+ *     dentry, the bucket group or the dirx it changes. All of them are made
  *     under the namespace lock but dcache_fill's, on a slot nobody else
  *     can reach (shm.c note 11): it writes the name alone, not the flags
  *     that scans of the slots read under the lock; the slot is live, and
@@ -21,6 +21,11 @@
  *  5. A negative dentry never carries the referenced bit (the server clears
  *     it whenever a slot becomes negative or is reused), so stale names of
  *     a removed tree get no second chance from the shrinker.
+ *  6. A bucket's inode hint (proto/mc_shm.h note 12) is what its first
+ *     dentry names, 0 when the chain is empty or starts with a negative
+ *     entry: every change of a chain's head (dcache_link, unhash,
+ *     unhash_dir) and of the inode its head names (dcache_set) rewrites it
+ *     (bucket_hint).
  */
 #include "dcache.h"
 
@@ -31,15 +36,25 @@ uint64_t dcache_hash(const struct shm *s, uint64_t parent_ino, const char *name,
 	return mc_hash_name(s->hdr->hash_seed, parent_ino, name, len);
 }
 
-static struct mc_bucket *dbucket(const struct shm *s, uint64_t parent_ino, const char *name,
-                                 size_t len)
+static struct mc_dgroup *dgroup(const struct shm *s, uint64_t hash)
 {
-	return &s->dbuckets[dcache_hash(s, parent_ino, name, len) & s->hdr->dbucket_mask];
+	return &s->dgroups[hash & s->hdr->dbucket_mask];
+}
+
+/* The bucket of hash in its group g. */
+static struct mc_dbucket *dbucket(struct mc_dgroup *g, uint64_t hash)
+{
+	return &g->b[mc_dgroup_slot(hash)];
+}
+
+uint64_t dcache_nbuckets(const struct shm *s)
+{
+	return ((uint64_t)s->hdr->dbucket_mask + 1) * MC_DGROUP_BUCKETS;
 }
 
 const void *dcache_bucket_of(const struct shm *s, uint64_t hash)
 {
-	return &s->dbuckets[hash & s->hdr->dbucket_mask];
+	return dbucket(dgroup(s, hash), hash);
 }
 
 const void *dcache_prefetch_hash(const struct shm *s, uint64_t hash)
@@ -68,6 +83,21 @@ const char *dcache_name(const struct shm *s, mc_off_t d)
 	return name_of(s, dentry_at(s, d));
 }
 
+/* The hash of dentry e's name. */
+static uint64_t hash_of(const struct shm *s, const struct mc_dentry *e)
+{
+	return dcache_hash(s, inode_at(s, e->parent)->ino, name_of(s, e), e->namelen);
+}
+
+/* Make b's hint what its first dentry names now (note 6): a relaxed
+ * store, outside the bucket's seq, and none when it holds already. */
+static void bucket_hint(const struct shm *s, struct mc_dbucket *b)
+{
+	mc_off_t i = b->head ? dentry_at(s, b->head)->inode : 0;
+	if (atomic_load_explicit(&b->inode, memory_order_relaxed) != i)
+		atomic_store_explicit(&b->inode, i, memory_order_relaxed);
+}
+
 /* The last 8 bytes of a name of at least 8. */
 static inline uint64_t name_tail(const char *name, size_t len)
 {
@@ -84,7 +114,8 @@ mc_off_t dcache_find(const struct shm *s, mc_off_t dir, const char *name, size_t
 	 * f.000042): their last word tells most of them apart without a
 	 * call to memcmp. */
 	uint64_t tail = len >= 8 ? name_tail(name, len) : 0;
-	for (mc_off_t d = dbucket(s, pino, name, len)->head; d; d = dentry_at(s, d)->hnext) {
+	uint64_t h = dcache_hash(s, pino, name, len);
+	for (mc_off_t d = dbucket(dgroup(s, h), h)->head; d; d = dentry_at(s, d)->hnext) {
 		const struct mc_dentry *e = dentry_at(s, d);
 		if (e->parent != dir || e->namelen != len)
 			continue;
@@ -197,7 +228,8 @@ mc_off_t dcache_link(struct shm *s, mc_off_t dir, mc_off_t d, const char *name,
 			return 0;
 	}
 	shm_ref_take(s, d); /* a hit on the slot's last user is no hit on this one */
-	struct mc_bucket *b = &s->dbuckets[hash & s->hdr->dbucket_mask];
+	struct mc_dgroup *g = dgroup(s, hash);
+	struct mc_dbucket *b = dbucket(g, hash);
 	shm_write_begin(&e->seq);
 	e->parent = dir;
 	e->inode = inode;
@@ -210,9 +242,10 @@ mc_off_t dcache_link(struct shm *s, mc_off_t dir, mc_off_t d, const char *name,
 	e->hnext = b->head;
 	list_append(s, dx, d);
 	shm_write_end(&e->seq);
-	shm_write_begin(&b->seq);
+	shm_write_begin(&g->seq);
 	b->head = d;
-	shm_write_end(&b->seq);
+	shm_write_end(&g->seq);
+	bucket_hint(s, b);
 	if (inode)
 		s->d_positive++;
 	else {
@@ -256,6 +289,10 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 	e->inode = inode;
 	e->dtype = inode ? dtype : 0;
 	shm_write_end(&e->seq);
+	uint64_t h = hash_of(s, e);
+	struct mc_dbucket *b = dbucket(dgroup(s, h), h);
+	if (b->head == d)
+		bucket_hint(s, b);
 	if (was && !inode) {
 		s->d_positive--;
 		s->d_negative++;
@@ -271,10 +308,13 @@ void dcache_set(struct shm *s, mc_off_t d, mc_off_t inode, uint8_t dtype)
 static void unhash(struct shm *s, mc_off_t d)
 {
 	struct mc_dentry *e = dentry_at(s, d);
-	struct mc_bucket *b = dbucket(s, inode_at(s, e->parent)->ino, name_of(s, e), e->namelen);
-	shm_write_begin(&b->seq);
+	uint64_t h = hash_of(s, e);
+	struct mc_dgroup *g = dgroup(s, h);
+	struct mc_dbucket *b = dbucket(g, h);
+	shm_write_begin(&g->seq);
 	if (b->head == d) {
 		b->head = e->hnext;
+		bucket_hint(s, b);
 	} else {
 		for (mc_off_t p = b->head; p; p = dentry_at(s, p)->hnext) {
 			if (dentry_at(s, p)->hnext == d) {
@@ -283,7 +323,7 @@ static void unhash(struct shm *s, mc_off_t d)
 			}
 		}
 	}
-	shm_write_end(&b->seq);
+	shm_write_end(&g->seq);
 }
 
 /* Free d, out of every chain and list already. */
@@ -354,25 +394,30 @@ mc_off_t dcache_neg_oldest(const struct shm *s, mc_off_t dir, unsigned budget)
  * once they are many. */
 static void unhash_dir(struct shm *s, mc_off_t dir)
 {
-	uint32_t nb = s->hdr->dbucket_mask + 1;
-	for (uint32_t i = 0; i < nb; i++) {
-		struct mc_bucket *b = &s->dbuckets[i];
-		mc_off_t *link = &b->head;
+	uint32_t ng = s->hdr->dbucket_mask + 1;
+	for (uint32_t i = 0; i < ng; i++) {
+		struct mc_dgroup *g = &s->dgroups[i];
 		bool writing = false;
-		for (mc_off_t d = *link; d; d = *link) {
-			struct mc_dentry *e = dentry_at(s, d);
-			if (e->parent != dir) {
-				link = &e->hnext;
-				continue;
+		for (unsigned k = 0; k < MC_DGROUP_BUCKETS; k++) {
+			struct mc_dbucket *b = &g->b[k];
+			mc_off_t *link = &b->head, head = b->head;
+			for (mc_off_t d = *link; d; d = *link) {
+				struct mc_dentry *e = dentry_at(s, d);
+				if (e->parent != dir) {
+					link = &e->hnext;
+					continue;
+				}
+				if (!writing) {
+					shm_write_begin(&g->seq);
+					writing = true;
+				}
+				*link = e->hnext;
 			}
-			if (!writing) {
-				shm_write_begin(&b->seq);
-				writing = true;
-			}
-			*link = e->hnext;
+			if (b->head != head)
+				bucket_hint(s, b);
 		}
 		if (writing)
-			shm_write_end(&b->seq);
+			shm_write_end(&g->seq);
 	}
 }
 
@@ -384,7 +429,7 @@ static void drop_negatives(struct shm *s, mc_off_t dir, struct mc_dirx *dx)
 {
 	mc_off_t d = dx->head;
 	uint32_t n = dx->nneg;
-	bool sweep = n >= (s->hdr->dbucket_mask + 1) / 2;
+	bool sweep = n >= dcache_nbuckets(s) / 2;
 	if (sweep)
 		unhash_dir(s, dir);
 	else

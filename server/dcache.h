@@ -28,6 +28,8 @@ const void *dcache_prefetch(const struct shm *s, uint64_t parent_ino, const char
 
 /* The hash of name in the directory of inode number parent_ino. */
 uint64_t dcache_hash(const struct shm *s, uint64_t parent_ino, const char *name, size_t len);
+/* The number of hash buckets (mc_shm.h note 12: in groups). */
+uint64_t dcache_nbuckets(const struct shm *s);
 /* The address of the bucket of a name whose hash is known. */
 const void *dcache_bucket_of(const struct shm *s, uint64_t hash);
 /* dcache_prefetch of a name whose hash is known; the bucket's address. */

@@ -190,7 +190,7 @@ static void seg_bind(struct shm *s)
 	struct mc_shm_header *h = s->base;
 	s->hdr = h;
 	s->page_types = (uint8_t *)s->base + h->page_types_off;
-	s->dbuckets = (struct mc_bucket *)((char *)s->base + h->dbuckets_off);
+	s->dgroups = (struct mc_dgroup *)((char *)s->base + h->dbuckets_off);
 	s->ibuckets = (struct mc_bucket *)((char *)s->base + h->ibuckets_off);
 	s->ebuckets = (struct mc_bucket *)((char *)s->base + h->ebuckets_off);
 }
@@ -198,17 +198,19 @@ static void seg_bind(struct shm *s)
 /* Lay out an empty segment: header, tables, slab sizes. */
 static int seg_layout(struct shm *s, uint64_t size)
 {
-	/* Metadata: header, page table, dentry buckets, inode buckets. One
-	 * bucket per 256 bytes of segment for each table. */
+	/* Metadata: header, page table, dentry buckets, inode buckets: 8
+	 * bytes per 256 of segment for each table, that is one 8-byte inode
+	 * bucket, and one 64-byte group of 7 dentry buckets (mc_shm.h note
+	 * 12) per 2 KiB. */
 	uint32_t npages = (uint32_t)(size >> MC_PAGE_SHIFT);
-	uint32_t nd = pow2_floor(size / 256);
-	uint32_t ni = nd;
+	uint32_t ni = pow2_floor(size / 256);
+	uint32_t nd = ni / (sizeof(struct mc_dgroup) / sizeof(struct mc_bucket));
 	uint64_t off = 256;
 	uint64_t pt_off = off;
 	off += npages;
 	off = (off + 63) & ~63ull;
 	uint64_t db_off = off;
-	off += (uint64_t)nd * sizeof(struct mc_bucket);
+	off += (uint64_t)nd * sizeof(struct mc_dgroup);
 	uint64_t ib_off = off;
 	off += (uint64_t)ni * sizeof(struct mc_bucket);
 	/* Extent maps: one bucket per 16 KiB (a map holds 4 KiB at least). */

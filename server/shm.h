@@ -52,7 +52,7 @@ struct shm {
 	uint64_t size;
 	struct mc_shm_header *hdr;
 	uint8_t *page_types;
-	struct mc_bucket *dbuckets;
+	struct mc_dgroup *dgroups;   /* dentry bucket groups (proto/mc_shm.h, note 12) */
 	struct mc_bucket *ibuckets;
 	struct mc_bucket *ebuckets;   /* loaded extent maps (proto/mc_shm.h, note 11) */
 	uint32_t next_page;       /* first page never handed out */

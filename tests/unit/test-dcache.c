@@ -67,13 +67,25 @@ static mc_off_t add_ok(struct fx *f, mc_off_t dir, const char *name, mc_off_t in
 	return d;
 }
 
-static struct mc_bucket *bucket_of(struct shm *s, mc_off_t dir, const char *name, size_t len)
+static struct mc_dgroup *group_of(struct shm *s, mc_off_t dir, const char *name, size_t len)
 {
 	uint64_t h = mc_hash_name(s->hdr->hash_seed, inode_at(s, dir)->ino, name, len);
-	return &s->dbuckets[h & s->hdr->dbucket_mask];
+	return &s->dgroups[h & s->hdr->dbucket_mask];
 }
 
-static bool in_chain(struct shm *s, struct mc_bucket *b, mc_off_t d)
+static struct mc_dbucket *bucket_of(struct shm *s, mc_off_t dir, const char *name, size_t len)
+{
+	uint64_t h = mc_hash_name(s->hdr->hash_seed, inode_at(s, dir)->ino, name, len);
+	return &group_of(s, dir, name, len)->b[mc_dgroup_slot(h)];
+}
+
+/* Bucket i of the table, groups one after the other. */
+static struct mc_dbucket *bucket_at(struct shm *s, uint64_t i)
+{
+	return &s->dgroups[i / MC_DGROUP_BUCKETS].b[i % MC_DGROUP_BUCKETS];
+}
+
+static bool in_chain(struct shm *s, struct mc_dbucket *b, mc_off_t d)
 {
 	unsigned n = 0;
 	for (mc_off_t p = b->head; p; p = dentry_at(s, p)->hnext) {
@@ -284,7 +296,7 @@ static void test_del_unlinks(void **state)
 	mc_off_t dir = mkdir_ino(f), file = mkfile_ino(f);
 	mc_off_t a = add_ok(f, dir, "a", file, DT_REG);
 	mc_off_t b = add_ok(f, dir, "b", 0, 0);
-	struct mc_bucket *ba = bucket_of(s, dir, "a", 1), *bb = bucket_of(s, dir, "b", 1);
+	struct mc_dbucket *ba = bucket_of(s, dir, "a", 1), *bb = bucket_of(s, dir, "b", 1);
 	uint32_t seq_a = dentry_at(s, a)->seq;
 	uint64_t used = shm_bytes_used(s);
 	dcache_del(s, a);
@@ -314,7 +326,7 @@ static void test_hash_collisions(void **state)
 	struct shm *s = f->s;
 	mc_off_t file = mkfile_ino(f);
 	enum { NDIR = 4, N = 6000 };
-	assert_true(N > s->hdr->dbucket_mask / 4);
+	assert_true(N > dcache_nbuckets(s) / 4);
 	mc_off_t dirs[NDIR];
 	static mc_off_t d[NDIR][N];
 	char name[40];
@@ -327,9 +339,9 @@ static void test_hash_collisions(void **state)
 		}
 	/* Some bucket holds a chain of more than one. */
 	unsigned longest = 0;
-	for (uint32_t b = 0; b <= s->hdr->dbucket_mask; b++) {
+	for (uint64_t b = 0; b < dcache_nbuckets(s); b++) {
 		unsigned n = 0;
-		for (mc_off_t p = s->dbuckets[b].head; p; p = dentry_at(s, p)->hnext)
+		for (mc_off_t p = bucket_at(s, b)->head; p; p = dentry_at(s, p)->hnext)
 			n++;
 		if (n > longest)
 			longest = n;
@@ -351,6 +363,77 @@ static void test_hash_collisions(void **state)
 	assert_int_equal(check_list(s, dirs[0]), N / 2);
 	assert_int_equal(check_list(s, dirs[3]), N);
 	assert_int_equal(s->d_positive + s->d_negative, (uint64_t)NDIR * N - N / 2);
+}
+
+/* Every bucket's hint is the inode its first dentry names, 0 when it has
+ * none or it is negative (dcache.c note 6). */
+static void check_hints(struct shm *s)
+{
+	for (uint64_t i = 0; i < dcache_nbuckets(s); i++) {
+		const struct mc_dbucket *b = bucket_at(s, i);
+		mc_off_t want = b->head ? dentry_at(s, b->head)->inode : 0;
+		if (atomic_load(&b->inode) != want)
+			fail_msg("bucket %llu: hint %u, first dentry %u names %u",
+			         (unsigned long long)i, atomic_load(&b->inode), b->head, want);
+	}
+	for (uint32_t g = 0; g <= s->hdr->dbucket_mask; g++)
+		assert_int_equal(s->dgroups[g].reserved, 0);
+}
+
+/* The hints follow every change of a chain's first dentry and of what it
+ * names: adds over colliding chains, a head made negative and positive
+ * again (dcache_set), heads removed with others behind them (unhash),
+ * negatives dropped name by name and in one pass over the buckets
+ * (unhash_dir), a prune. */
+static void test_bucket_hints(void **state)
+{
+	struct fx *f = *state;
+	struct shm *s = f->s;
+	enum { N = 1500 };
+	const int nsweep = (int)dcache_nbuckets(s) / 2 + 10;
+	mc_off_t a = mkdir_ino(f), b = mkdir_ino(f), c = mkdir_ino(f);
+	mc_off_t f1 = mkfile_ino(f), f2 = mkfile_ino(f);
+	static mc_off_t da[N], db[N];
+	char name[64];
+	/* b's names first, a's on top of them in the same chains. */
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), i % 5 ? "n%d" : "a-name-longer-than-sixteen-%d", i);
+		db[i] = add_ok(f, b, name, i % 3 ? f1 : 0, DT_REG);
+		da[i] = add_ok(f, a, name, i % 2 ? f2 : 0, DT_REG);
+	}
+	check_hints(s);
+	/* Flip each of a's entries (most head their chains), one way and back. */
+	for (int i = 0; i < N; i++)
+		dcache_set(s, da[i], i % 2 ? 0 : f1, DT_REG);
+	check_hints(s);
+	for (int i = 0; i < N; i++)
+		dcache_set(s, da[i], i % 2 ? f2 : 0, DT_REG);
+	check_hints(s);
+	/* Removing a's leaves b's entries first. */
+	for (int i = 0; i < N; i += 2)
+		dcache_del(s, da[i]);
+	check_hints(s);
+	for (int i = 1; i < N; i += 2)
+		dcache_set(s, da[i], 0, 0);
+	dcache_now_empty(s, a);   /* a few negatives: name by name */
+	check_hints(s);
+	/* As many negatives as half the buckets, over b's names: one pass. */
+	assert_non_null(dcache_dirx(s, c, true));
+	for (int i = 0; i < nsweep; i++) {
+		snprintf(name, sizeof(name), i < N && i % 5 == 0 ? "a-name-longer-than-sixteen-%d"
+		                                                 : "n%d", i);
+		add_ok(f, c, name, 0, 0);
+	}
+	check_hints(s);
+	dcache_now_empty(s, c);
+	check_hints(s);
+	for (int i = 0; i < N; i++)
+		assert_true(in_chain(s, bucket_of(s, b, dcache_name(s, db[i]), dentry_at(s, db[i])->namelen),
+		                     db[i]));
+	dcache_prune(s, b);
+	check_hints(s);
+	for (uint64_t i = 0; i < dcache_nbuckets(s); i++)
+		assert_int_equal(atomic_load(&bucket_at(s, i)->inode), 0);
 }
 
 static void test_prune_frees_all(void **state)
@@ -379,8 +462,8 @@ static void test_prune_frees_all(void **state)
 	assert_false(dcache_complete(s, dir));
 	assert_int_equal(s->dirs_complete, 0);
 	assert_int_equal(check_list(s, dir), 0);
-	for (uint32_t b = 0; b <= s->hdr->dbucket_mask; b++)
-		assert_int_equal(s->dbuckets[b].head, 0);
+	for (uint64_t b = 0; b < dcache_nbuckets(s); b++)
+		assert_int_equal(bucket_at(s, b)->head, 0);
 	/* Pruning an empty or never-listed directory frees nothing. */
 	assert_int_equal(dcache_prune(s, dir), 0);
 	mc_off_t other = mkdir_ino(f);
@@ -396,7 +479,7 @@ static void test_now_empty_drops_negatives(void **state)
 {
 	struct fx *f = *state;
 	struct shm *s = f->s;
-	const int sizes[] = { 100, (int)(s->hdr->dbucket_mask + 1) / 2 + 10 };
+	const int sizes[] = { 100, (int)dcache_nbuckets(s) / 2 + 10 };
 	for (unsigned k = 0; k < 2; k++) {
 		int n = sizes[k];
 		mc_off_t a = mkdir_ino(f), b = mkdir_ino(f), file = mkfile_ino(f);
@@ -438,9 +521,9 @@ static void test_now_empty_drops_negatives(void **state)
 			assert_int_not_equal(d, 0);
 			assert_true(in_chain(s, bucket_of(s, b, name, strlen(name)), d));
 		}
-		for (uint32_t i = 0; i <= s->hdr->dbucket_mask; i++) {
-			assert_int_equal(atomic_load(&s->dbuckets[i].seq) & 1, 0);
-			for (mc_off_t d = s->dbuckets[i].head; d; d = dentry_at(s, d)->hnext) {
+		for (uint64_t i = 0; i < dcache_nbuckets(s); i++) {
+			assert_int_equal(atomic_load(&s->dgroups[i / MC_DGROUP_BUCKETS].seq) & 1, 0);
+			for (mc_off_t d = bucket_at(s, i)->head; d; d = dentry_at(s, d)->hnext) {
 				assert_true(dentry_at(s, d)->flags & MC_D_LIVE);
 				assert_int_not_equal(dentry_at(s, d)->parent, a);
 			}
@@ -484,7 +567,7 @@ static void test_seq_counters(void **state)
 	struct mc_dirx *dx = dcache_dirx(s, dir, true);
 	assert_non_null(dx);
 	assert_true(inode_at(s, dir)->seq != iseq); /* dirx linked to the inode */
-	struct mc_bucket *b = bucket_of(s, dir, "n", 1);
+	struct mc_dgroup *b = group_of(s, dir, "n", 1);
 	uint32_t bseq = b->seq, xseq = dx->seq;
 
 	mc_off_t d = add_ok(f, dir, "n", 0, 0);
@@ -561,6 +644,7 @@ int main(void)
 		T(test_set_moves_to_tail),
 		T(test_del_unlinks),
 		T(test_hash_collisions),
+		T(test_bucket_hints),
 		T(test_prune_frees_all),
 		T(test_now_empty_drops_negatives),
 		T(test_complete_flag),

@@ -81,7 +81,7 @@ static void test_header(void **state)
 	assert_int_equal(atomic_load(&h->committed_seq), 0);
 	/* Tables inside the metadata pages, buckets a power of two. */
 	assert_ptr_equal((uint8_t *)s->base + h->page_types_off, s->page_types);
-	assert_ptr_equal((char *)s->base + h->dbuckets_off, (char *)s->dbuckets);
+	assert_ptr_equal((char *)s->base + h->dbuckets_off, (char *)s->dgroups);
 	assert_ptr_equal((char *)s->base + h->ibuckets_off, (char *)s->ibuckets);
 	assert_int_equal(h->dbucket_mask & (h->dbucket_mask + 1), 0);
 	assert_int_equal(h->ibucket_mask & (h->ibucket_mask + 1), 0);
@@ -94,8 +94,9 @@ static void test_header(void **state)
 	for (uint64_t p = s->meta_bytes / MC_PAGE_SIZE; p < h->npages; p++)
 		assert_int_equal(s->page_types[p], MC_PT_FREE);
 	/* Empty hash tables. */
-	for (uint32_t b = 0; b <= h->dbucket_mask; b++)
-		assert_int_equal(s->dbuckets[b].head, 0);
+	for (uint32_t g = 0; g <= h->dbucket_mask; g++)
+		for (unsigned b = 0; b < MC_DGROUP_BUCKETS; b++)
+			assert_int_equal(s->dgroups[g].b[b].head, 0);
 	assert_int_equal(shm_bytes_used(s), s->meta_bytes);
 	shm_destroy(s);
 }

@@ -192,7 +192,7 @@ static void test_populate_meta(void **state)
 	(void)state;
 	struct shm *s = create_ok(64 * MIB);
 	long os = sysconf(_SC_PAGESIZE);
-	const struct mc_bucket *b = &s->dbuckets[s->hdr->dbucket_mask / 2];
+	const struct mc_dgroup *b = &s->dgroups[s->hdr->dbucket_mask / 2];
 	const struct mc_bucket *far = &s->ibuckets[s->hdr->ibucket_mask];
 	uintptr_t pg = ((uintptr_t)b - (uintptr_t)s->base) & ~(uintptr_t)(MC_PAGE_SIZE - 1);
 	const char *page = (const char *)s->base + pg;

@@ -96,6 +96,42 @@ static void same_as_server(struct fx *f, const char *p, bool follow)
 	}
 }
 
+/* A dentry bucket's inode is a prefetch hint, never data (mc_shm.h note
+ * 12): with every hint pointing elsewhere -- at another live inode, into a
+ * dentry page, past the segment -- every answer is still the server's. */
+static void test_bucket_hint_not_trusted(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/h"), 0755, NULL), 0);
+	assert_int_equal(ns_mkdir(f->ns, &f->root, P("/h/d"), 0700, NULL), 0);
+	char p[64];
+	for (int i = 0; i < 50; i++) {
+		snprintf(p, sizeof(p), "/h/d/f%d", i);
+		mkfile(f, p);
+	}
+	assert_int_equal(ns_symlink(f->ns, &f->root, P("d/f1"), P("/h/l")), 0);
+	struct shm *s = f->shm;
+	mc_off_t other = dcache_find(s, s->hdr->root, P("h"));
+	assert_int_not_equal(other, 0);
+	const mc_off_t wrong[] = { s->hdr->root, other, UINT32_MAX,
+	                           (mc_off_t)(s->size >> MC_OFF_SHIFT) };
+	for (size_t w = 0; w < sizeof(wrong) / sizeof(wrong[0]); w++) {
+		for (uint32_t g = 0; g <= s->hdr->dbucket_mask; g++)
+			for (unsigned b = 0; b < MC_DGROUP_BUCKETS; b++)
+				if (s->dgroups[g].b[b].head)
+					atomic_store(&s->dgroups[g].b[b].inode, wrong[w]);
+		prefix_clear(f->v);
+		for (int i = 0; i < 50; i += 7) {
+			snprintf(p, sizeof(p), "/h/d/f%d", i);
+			same_as_server(f, p, true);
+		}
+		same_as_server(f, "/h/l", false);
+		same_as_server(f, "/h/l", true);
+		same_as_server(f, "/h/d/missing", true);
+		same_as_server(f, "/h", true);
+	}
+}
+
 static void test_rejects_bad_header(void **state)
 {
 	(void)state;
@@ -790,6 +826,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rejects_bad_header),
 		cmocka_unit_test_setup_teardown(test_stat_cached_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bucket_hint_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_negative_and_complete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_permissions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounds_fall_back, setup, teardown),

@@ -318,7 +318,7 @@ static const void *bucket_of(struct fx *f, const char *dir, const char *name)
 	assert_int_equal(stat_of(f, dir, &a), 0);
 	const struct shm *s = f->ns->shm;
 	uint64_t h = mc_hash_name(s->hdr->hash_seed, a.ino, name, strlen(name));
-	return &s->dbuckets[h & s->hdr->dbucket_mask];
+	return &s->dgroups[h & s->hdr->dbucket_mask].b[mc_dgroup_slot(h)];
 }
 
 /* ns_hold_prefetch (walk.c note 4): in a hold whose memo is the path's
