@@ -5,13 +5,17 @@
  *   inodes:   u64 ino                  -> journal inode encoding + symlink target
  *   dentries: u64 parent ino, name     -> u64 child ino (LE), u8 DT_*
  *   extents:  u64 ino, u64 offset      -> (reserved for the extent map)
- *   log:      u64 batch seq            -> log header (24 bytes: u8 0xC1, u8 2,
+ *   log:      u64 batch seq, u32 chunk -> a piece of the batch's value, in
+ *                                         chunk order (store_log.c note 1):
+ *                                         log header (24 bytes: u8 0xC1, u8 2,
  *                                         u16 0, u32 records, u64 commit time
  *                                         in ns since the epoch, u64 next_ino;
  *                                         format 1: u8 1 and 16 bytes, no
  *                                         next_ino), then the batch's journal
  *                                         records (a value without the header
- *                                         is records only)
+ *                                         is records only); a key of the seq
+ *                                         alone holds the value whole (written
+ *                                         before chunks)
  *   meta:     "format" u32, "next_ino" u64, "last_seq" u64, "applied_seq" u64
  *             (format 2), "uuid" 16 bytes
  *
@@ -142,7 +146,8 @@ typedef int (*store_extent_fn)(void *arg, uint64_t start, uint64_t len, uint64_t
                                uint32_t flags);
 int store_scan_extents(struct store *s, uint64_t ino, store_extent_fn fn, void *arg);
 
-/* Write batch b in one write transaction: log[b->seq] = header + records
+/* Write batch b in one write transaction: log[b->seq] = header + records,
+ * in chunks (store_log.c note 1)
  * (so store_get_meta says last_seq b->seq, next_ino b->next_ino), when due
  * apply the batches not applied yet (b included) and move meta, trim the
  * log to the retention bounds (never past applied_seq), commit (durable on
@@ -204,8 +209,8 @@ void store_fail_commits(struct store *s, unsigned n, int err);
 struct store_info {
 	uint64_t map_size;
 	uint64_t used_bytes;
-	uint64_t log_entries;
-	uint64_t log_bytes;       /* record bytes of the batches kept */
+	uint64_t log_entries;     /* batches kept (not chunks) */
+	uint64_t log_bytes;       /* bytes of the batches kept (headers, records) */
 	uint64_t log_trimmed;     /* batches dropped by retention since store_open */
 };
 int store_info(struct store *s, struct store_info *out);

@@ -32,7 +32,7 @@ struct store {
 	uint64_t log_max_bytes;
 	uint64_t log_max_age_ns;
 	/* What the log holds (commit_lock; store_log_measure at open). */
-	uint64_t log_bytes;         /* sum of its values' sizes */
+	uint64_t log_bytes;         /* sum of its values' sizes, every chunk */
 	uint64_t log_trimmed;       /* batches dropped by retention since open */
 	pthread_rwlock_t resize;    /* readers: any txn; writer: mdb_env_set_mapsize */
 	pthread_mutex_t commit_lock; /* one store_commit at a time */
@@ -137,9 +137,39 @@ void store_readers_fini(struct store *s);
  * store_point_end) or -errno. */
 int store_point_begin(struct store *s);
 void store_point_end(struct store *s);
-/* The commit time (time_ns may be NULL) and records of a log value
- * (store_log.c note 1); false if malformed. */
+/* The log's format (store_log.c note 1). */
+#define LOG_MAGIC   0xC1u
+#define LOG_VERSION 2u
+#define LOG_HDR     24u
+#define LOG_HDR_V1  16u
+#define LOG_KEY     12u         /* be64 seq, be32 chunk; 8: a batch whole */
+
+/* The commit time (time_ns may be NULL) and records of a batch's value,
+ * whole (store_log.c note 1); false if malformed. */
 bool store_log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len);
+/* A log key's batch and chunk (0 for a key of a batch whole); false when
+ * it is neither form. */
+bool store_log_key(const MDB_val *k, uint64_t *seq, uint32_t *chunk);
+void store_log_key_put(uint8_t key[LOG_KEY], uint64_t seq, uint32_t chunk);
+/* One batch read back from the log: its value whole, in buf when it came
+ * in more than one chunk (buf is kept from batch to batch: zero it
+ * first, store_log_batch_free at the end). */
+struct store_log_batch {
+	uint64_t seq;
+	MDB_val v;
+	uint32_t chunks;
+	uint8_t *buf;
+	size_t cap;
+};
+/* Gather the batch whose first entry cur stands on (k, v) into lb, and
+ * leave cur, k and v on the entry after it (*rc: that step's LMDB code,
+ * MDB_NOTFOUND past the last). 0, -EIO (a key of neither form, a batch
+ * that does not start at chunk 0 or misses one) or -ENOMEM. */
+int store_log_gather(MDB_cursor *cur, MDB_val *k, MDB_val *v, int *rc,
+                     struct store_log_batch *lb);
+void store_log_batch_free(struct store_log_batch *lb);
+/* The log's first and last batch (0, 0: empty); 0 or -errno. */
+int store_log_span(MDB_txn *txn, MDB_dbi log, uint64_t *first, uint64_t *last);
 /* The log's last batch (*seq, 0 when the log is empty) and the next_ino
  * its header holds (0: a header without it); 0 or -errno. */
 int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino);

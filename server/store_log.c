@@ -3,21 +3,40 @@
  * the table updates, in one LMDB write transaction.
  *
  * NOTES
- *  1. A log value is a 24-byte header (LOG_MAGIC, LOG_VERSION 2, u16 0,
- *     u32 records, u64 commit time in ns since the epoch, u64 next_ino,
- *     little-endian) and the batch's journal records. Version 1 headers
- *     (format 1 stores) are 16 bytes, without next_ino. A value that does
- *     not start with the magic was written before the header existed:
- *     records only, time 0 (journal record types never take the magic's
- *     value).
+ *  1. A batch's value is a 24-byte header (LOG_MAGIC, LOG_VERSION 2, u16
+ *     0, u32 records, u64 commit time in ns since the epoch, u64 next_ino,
+ *     little-endian) and the batch's journal records. It is written in
+ *     chunks, keys be64 seq + be32 chunk index from 0 (LOG_KEY bytes): the
+ *     value cut in pieces of LOG_CHUNK, the rest in pieces of at most
+ *     LOG_CHUNK_SMALL, so chunk 0 holds the header whole. A big batch is
+ *     then no run of contiguous overflow pages of its own length, which
+ *     LMDB could only find again among the pages that retention frees
+ *     when a run freed had that length (otherwise it extends the file, and
+ *     data.mdb grew without bound under churn): its chunks are runs of one
+ *     length (LOG_CHUNK) that every chunk freed gives back, and leaf
+ *     pages. Readers gather a batch's chunks in index order
+ *     (store_log_gather, store_logread.c); a gap is -EIO. Before chunks,
+ *     a batch was one value under an 8-byte key (be64 seq): such keys
+ *     still read as a batch whole, and sort before the chunks of the
+ *     same seq (LMDB compares the shorter key first), so a log may hold
+ *     both, the old batches first. Code from before chunks refuses a
+ *     store with them at open (-EIO from its store_log_last: the last key
+ *     is always a chunk), so the format number stays 2. Version 1
+ *     headers (format 1 stores) are 16 bytes, without next_ino. A value
+ *     that does not start with the magic was written before the header
+ *     existed: records only, time 0 (journal record types never take the
+ *     magic's value).
  *  2. Retention runs in the commit's transaction after the append: the
- *     oldest batches go while the log holds more than log_retention batches,
- *     more than log_max_bytes, or the oldest is older than log_max_age_ns;
+ *     oldest batches go, each with every chunk of it, while the log holds
+ *     more than log_retention batches (counted from its first and last
+ *     seq: batches are consecutive), more than log_max_bytes, or the
+ *     oldest is older than log_max_age_ns (the header's time, chunk 0);
  *     the batch just written always stays. So the log never holds more
  *     than the bounds plus one batch, and LMDB reuses the freed pages.
- *  3. s->log_bytes (the sum of the log's value sizes) is kept under
- *     commit_lock: measured once at open, changed by a commit only once its
- *     transaction committed.
+ *  3. s->log_bytes (the sum of the log's value sizes, every chunk) is kept
+ *     under commit_lock: measured once at open, changed by a commit only
+ *     once its transaction committed. A retry of a batch first deletes
+ *     what an earlier try of it left, and subtracts its sizes.
  *  4. Lock order: commit_lock, then `resize`. store_info reads the log
  *     figures under commit_lock only after its read transaction ended:
  *     holding `resize` while waiting for commit_lock would deadlock with a
@@ -81,10 +100,24 @@
 #include "store_impl.h"
 #include "store_overlay.h"
 
-#define LOG_MAGIC   0xC1u
-#define LOG_VERSION 2u
-#define LOG_HDR     24u
-#define LOG_HDR_V1  16u
+/* A batch's value goes in chunks of LOG_CHUNK bytes, the rest in chunks
+ * of at most LOG_CHUNK_SMALL (note 1). LOG_CHUNK is a run of exactly 16
+ * overflow pages of 4 KiB (less LMDB's 16-byte page header): every run
+ * the log frees has the length of every run it asks for. LOG_CHUNK_SMALL
+ * is the largest value LMDB keeps in a leaf page of 4 KiB with a 12-byte
+ * key (its me_nodemax, 2038, less the node header and key): no overflow
+ * page, two chunks a page. Measured (2 clients of create/unlink churn,
+ * --log-retention-bytes 4M, 10 s), log_ns per record: 8 ns with these,
+ * 22 ns with chunks of LOG_CHUNK_SMALL only (thousands of puts a large
+ * batch), 13.5 ns with a value a batch; data.mdb levelled off with both
+ * kinds of chunks. */
+#ifndef LOG_CHUNK_SMALL
+#define LOG_CHUNK_SMALL 2018u
+#endif
+#ifndef LOG_CHUNK
+#define LOG_CHUNK (16u * 4096u - 16u)
+#endif
+_Static_assert(LOG_CHUNK_SMALL >= LOG_HDR, "chunk 0 holds the header whole");
 
 /* A commit someone waits for puts an apply off up to this many times the
  * soft bounds (note 8). */
@@ -94,56 +127,6 @@
 #define STORE_SPACE_LOW (1ull << 20)
 
 _Static_assert(LOG_MAGIC > JR_INODE_UNLINK, "the log magic is no journal record type");
-
-/* Split a log value into its time and records (note 1); false if the
- * header is malformed. */
-static bool log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len)
-{
-	const uint8_t *p = v->mv_data;
-	if (v->mv_size == 0 || p[0] != LOG_MAGIC) {
-		*time_ns = 0;
-		*recs = p;
-		*len = v->mv_size;
-		return true;
-	}
-	size_t hdr = p[1] == 1 ? LOG_HDR_V1 : LOG_HDR;
-	if (v->mv_size < hdr || (p[1] != 1 && p[1] != LOG_VERSION))
-		return false;
-	*time_ns = get_le64(p + 8);
-	*recs = p + hdr;
-	*len = v->mv_size - hdr;
-	return true;
-}
-
-int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino)
-{
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc = mdb_cursor_open(txn, log, &cur);
-	if (rc)
-		return store_errno(rc);
-	rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
-	mdb_cursor_close(cur);
-	*seq = 0;
-	*next_ino = 0;
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc)
-		return store_errno(rc);
-	const uint8_t *p = v.mv_data;
-	if (k.mv_size != 8)
-		return -EIO;
-	*seq = get_be64(k.mv_data);
-	if (v.mv_size >= LOG_HDR && p[0] == LOG_MAGIC && p[1] == LOG_VERSION)
-		*next_ino = get_le64(p + 16);
-	return 0;
-}
-
-bool store_log_value(const MDB_val *v, uint64_t *time_ns, const uint8_t **recs, size_t *len)
-{
-	uint64_t t;
-	return log_value(v, time_ns ? time_ns : &t, recs, len);
-}
 
 /* The cursors a run of records is applied through (note 7): one per
  * table, opened at first use and kept, so that a record next to the last
@@ -260,41 +243,60 @@ static int store_apply(struct store *s, MDB_txn *txn, struct apply_cur *ac,
 	return MDB_CORRUPTED;   /* journal_next returns only the types above */
 }
 
+/* Delete every chunk of batch seq, which cur stands on (k, v); *bytes
+ * less their sizes. An LMDB code. */
+static int log_del_batch(MDB_cursor *cur, uint64_t seq, MDB_val *k, MDB_val *v, uint64_t *bytes)
+{
+	uint8_t key[8];
+	uint64_t s2;
+	uint32_t c;
+	int rc = 0;
+	put_be64(key, seq);
+	while (rc == 0 && store_log_key(k, &s2, &c) && s2 == seq) {
+		size_t sz = v->mv_size;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			return rc;
+		*bytes -= sz < *bytes ? sz : *bytes;
+		*k = (MDB_val){ 8, key };
+		rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+	}
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Retention (note 2), after batch keep was appended: drop the oldest
- * batches past the bounds. *bytes is the log's size, updated; *dropped
- * counts. An LMDB code. */
+ * batches past the bounds, each with all its chunks. *bytes is the log's
+ * size, updated; *dropped counts. An LMDB code. */
 static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t keep, uint64_t now_ns,
                           uint64_t *bytes, uint64_t *dropped)
 {
 	MDB_cursor *cur;
-	MDB_stat st;
 	MDB_val k, v;
-	int rc = mdb_stat(txn, s->log, &st);
-	if (rc)
-		return rc;
-	uint64_t entries = st.ms_entries;
+	uint64_t first, last;
+	if (store_log_span(txn, s->log, &first, &last))
+		return MDB_CORRUPTED;
 	uint64_t old = s->log_max_age_ns && now_ns > s->log_max_age_ns ?
 	               now_ns - s->log_max_age_ns : 0;
-	rc = mdb_cursor_open(txn, s->log, &cur);
+	int rc = mdb_cursor_open(txn, s->log, &cur);
 	if (rc)
 		return rc;
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST)) == 0) {
-		uint64_t t;
+		uint64_t t, seq;
+		uint32_t c;
 		const uint8_t *r;
 		size_t n;
-		if (k.mv_size != 8 || get_be64(k.mv_data) >= keep)
+		if (!store_log_key(&k, &seq, &c) || seq >= keep)
 			break;
-		if (!log_value(&v, &t, &r, &n))
+		/* The header is in chunk 0 (a chunk 0 gone alone is no batch). */
+		if (c != 0 || !store_log_value(&v, &t, &r, &n))
 			t = 0;
+		uint64_t entries = last - seq + 1;
 		if (!(s->log_retention && entries > s->log_retention) &&
 		    !(s->log_max_bytes && *bytes > s->log_max_bytes) && !(old && t < old))
 			break;
-		size_t sz = v.mv_size;
-		rc = mdb_cursor_del(cur, 0);
+		rc = log_del_batch(cur, seq, &k, &v, bytes);
 		if (rc)
 			break;
-		*bytes -= sz < *bytes ? sz : *bytes;
-		entries--;
 		(*dropped)++;
 	}
 	mdb_cursor_close(cur);
@@ -304,13 +306,15 @@ static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t keep, uint64_t
 /* Apply the batches of `log` from..upto (inclusive) to the tables in txn,
  * in order (note 5). An LMDB code; a batch whose records do not decode
  * sets *derr (-EPROTO, -EIO) and returns MDB_CORRUPTED; so does a batch
- * missing from the log. */
+ * missing from the log (or one of its chunks), and *derr -ENOMEM says
+ * that gathering its chunks failed. */
 static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_t upto,
                            int *derr)
 {
 	MDB_cursor *cur;
 	uint8_t key[8];
 	MDB_val k = { 8, key }, v;
+	struct store_log_batch lb = { 0 };
 	*derr = 0;
 	if (from > upto)
 		return 0;
@@ -320,15 +324,16 @@ static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_
 		return rc;
 	uint64_t want = from;
 	struct apply_cur ac = { NULL, NULL };
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && want <= upto;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0 && want <= upto; want++) {
 		uint64_t t;
 		const uint8_t *recs;
 		size_t len, pos = 0;
 		struct journal_rec r;
-		int n;
-		if (k.mv_size != 8 || get_be64(k.mv_data) != want || !log_value(&v, &t, &recs, &len)) {
+		int n, grc;
+		*derr = store_log_gather(cur, &k, &v, &grc, &lb);
+		if (!*derr && (lb.seq != want || !store_log_value(&lb.v, &t, &recs, &len)))
 			*derr = -EIO;
+		if (*derr) {
 			rc = MDB_CORRUPTED;
 			break;
 		}
@@ -342,10 +347,11 @@ static int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_
 			rc = MDB_CORRUPTED;
 			break;
 		}
-		want++;
+		rc = grc;
 	}
 	apply_cur_close(&ac);
 	mdb_cursor_close(cur);
+	store_log_batch_free(&lb);
 	if (want > upto && !*derr)
 		return 0;                       /* MDB_NEXT past the last one */
 	if (rc == MDB_NOTFOUND || rc == 0) {
@@ -462,6 +468,66 @@ static void store_mark_apply(struct store *s, uint64_t id)
 	atomic_store(&s->apply_txnid, id);
 }
 
+/* Write batch b to the log in txn, in chunks (note 1): header and
+ * records as one stream cut in LOG_CHUNK bytes, the rest in pieces of at
+ * most LOG_CHUNK_SMALL; *bytes (the log's size) updated. What an earlier
+ * try of b left (a retry) goes first. An LMDB code. */
+static int store_log_put(struct store *s, MDB_txn *txn, const struct journal_batch *b,
+                         uint64_t now, uint64_t *bytes)
+{
+	MDB_cursor *cur;
+	uint8_t hdr[LOG_HDR], key[LOG_KEY];
+	MDB_val k = { 8, key }, v;
+	uint64_t seq;
+	uint32_t c;
+	int rc = mdb_cursor_open(txn, s->log, &cur);
+	if (rc)
+		return rc;
+	put_be64(key, b->seq);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	if (rc == 0)
+		rc = log_del_batch(cur, b->seq, &k, &v, bytes);
+	/* Keys only grow: append, but after a batch later than b (never
+	 * written so) a plain put. */
+	unsigned fl = MDB_RESERVE | MDB_APPEND;
+	if (!rc && (rc = mdb_cursor_get(cur, &k, &v, MDB_LAST)) == 0 &&
+	    (!store_log_key(&k, &seq, &c) || seq >= b->seq))
+		fl = MDB_RESERVE;
+	rc = rc == MDB_NOTFOUND ? 0 : rc;
+
+	memset(hdr, 0, LOG_HDR);
+	hdr[0] = LOG_MAGIC;
+	hdr[1] = LOG_VERSION;
+	put_le32(hdr + 4, b->nrecs);
+	put_le64(hdr + 8, now);
+	put_le64(hdr + 16, b->next_ino);
+	size_t total = LOG_HDR + b->len, off = 0;
+	for (uint32_t i = 0; !rc && off < total; i++) {
+		size_t n = total - off >= LOG_CHUNK ? LOG_CHUNK :
+		           total - off < LOG_CHUNK_SMALL ? total - off : LOG_CHUNK_SMALL;
+		store_log_key_put(key, b->seq, i);
+		k = (MDB_val){ LOG_KEY, key };
+		v = (MDB_val){ n, NULL };
+		rc = mdb_cursor_put(cur, &k, &v, fl);
+		if (rc)
+			break;
+		/* The stream is hdr, then b->buf. */
+		uint8_t *d = v.mv_data;
+		size_t done = 0;
+		if (off < LOG_HDR) {
+			done = LOG_HDR - off < n ? LOG_HDR - off : n;
+			memcpy(d, hdr + off, done);
+		}
+		if (n > done)
+			memcpy(d + done, b->buf + (off + done - LOG_HDR), n - done);
+		off += n;
+	}
+	mdb_cursor_close(cur);
+	if (!rc)
+		*bytes += total;
+	return rc;
+}
+
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
  * set when it failed on MDB_MAP_FULL, *applied when the tables took every
  * batch up to b. Nothing is written on failure. b NULL: apply the batches
@@ -471,7 +537,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
                             bool *owed)
 {
 	MDB_txn *txn;
-	uint8_t key[8], ls[8], ni[8], as[8];
+	uint8_t ls[8], ni[8], as[8];
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
 	uint64_t upto = b ? b->seq : s->last_seq;
 	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
@@ -484,25 +550,9 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	uint64_t now = clock_ns(CLOCK_REALTIME);
 	uint64_t bytes = s->log_bytes, dropped = 0;
 	if (b) {
-		put_be64(key, b->seq);
-		MDB_val k = { 8, key }, v = { LOG_HDR + b->len, NULL };
-		MDB_val old;
-		if (mdb_get(txn, s->log, &k, &old) == 0)      /* a retry after a failure */
-			bytes -= old.mv_size < bytes ? old.mv_size : bytes;
-		/* Keys only grow, but a retry rewrites its own key: no MDB_APPEND then. */
-		rc = mdb_put(txn, s->log, &k, &v, MDB_RESERVE);
+		rc = store_log_put(s, txn, b, now, &bytes);
 		if (rc)
 			goto fail;
-		uint8_t *lv = v.mv_data;
-		memset(lv, 0, LOG_HDR);
-		lv[0] = LOG_MAGIC;
-		lv[1] = LOG_VERSION;
-		put_le32(lv + 4, b->nrecs);
-		put_le64(lv + 8, now);
-		put_le64(lv + 16, b->next_ino);
-		if (b->len)
-			memcpy(lv + LOG_HDR, b->buf, b->len);
-		bytes += LOG_HDR + b->len;
 	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->log_ns = t1 - t0;
@@ -733,34 +783,4 @@ void store_fail_commits(struct store *s, unsigned n, int err)
 	s->fault_n = n;
 	s->fault_err = err;
 	pthread_mutex_unlock(&s->commit_lock);
-}
-
-int store_info(struct store *s, struct store_info *out)
-{
-	MDB_envinfo ei;
-	MDB_stat es, ls;
-	MDB_txn *txn;
-	int err = store_rtxn_begin(s, &txn);
-	if (err)
-		return err;
-	int rc = mdb_env_info(s->env, &ei);
-	if (!rc)
-		rc = mdb_env_stat(s->env, &es);
-	if (!rc)
-		rc = mdb_stat(txn, s->log, &ls);
-	err = store_errno(rc);
-	if (!err) {
-		out->map_size = ei.me_mapsize;
-		out->used_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
-		out->log_entries = ls.ms_entries;
-	}
-	store_rtxn_end(s, txn);
-	/* After the transaction: store_commit takes commit_lock, then `resize`. */
-	if (!err) {
-		pthread_mutex_lock(&s->commit_lock);
-		out->log_bytes = s->log_bytes;
-		out->log_trimmed = s->log_trimmed;
-		pthread_mutex_unlock(&s->commit_lock);
-	}
-	return err;
 }

@@ -4,7 +4,8 @@
  * same records); two clients of sustained mutations get at most about one
  * commit per --commit-interval-ms; a tiny --store-map-size grows instead of
  * failing, and what was synced survives a restart; --log-retention-bytes
- * bounds the log. */
+ * bounds the log; a large batch reads back whole, in pieces and after a
+ * crash. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -344,6 +345,84 @@ static void test_tiny_map_grows(void **state)
 	mc_disconnect(c);
 }
 
+/* ---- a large batch, stored in many chunks ----------------------------- */
+
+/* The whole log from the start as text, read in pieces of about max. */
+static char *log_text(mc_client *c, size_t max)
+{
+	struct mc_log_pos pos = { 0, 0 };
+	size_t len = 0;
+	char *all = calloc(1, 1);
+	int eof = 0;
+	assert_non_null(all);
+	while (!eof) {
+		char *text = mc_log_read(c, &pos, max, NULL, &eof);
+		assert_non_null(text);
+		size_t n = strlen(text);
+		all = realloc(all, len + n + 1);
+		assert_non_null(all);
+		memcpy(all + len, text, n + 1);
+		len += n;
+		free(text);
+	}
+	return all;
+}
+
+/* 3000 creates of long names committed together (a batch of hundreds of
+ * KB, stored as many chunks): the log reads back every create once, the
+ * same whole or in pieces of a few records (positions inside the batch),
+ * and the same after a kill -9 and the replay at the next start. */
+static void test_big_batch_log(void **state)
+{
+	const char *const args[] = { "--commit-interval-ms", "500", NULL };
+	struct mc_server *s = start(state, args);
+	mc_client *c = harness_client(s);
+	enum { N = 3000 };
+	char p[300], name[120];
+	memset(name, 'x', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	mc_batch *b = mc_batch_new(c);
+	for (int k = 0; k < N; k++) {
+		snprintf(p, sizeof(p), "/%s%05d", name, k);
+		mc_batch_create(b, p, 0644);
+	}
+	assert_int_equal(mc_batch_run(b), 0);
+	for (size_t k = 0; k < mc_batch_count(b); k++)
+		assert_int_equal(mc_batch_error(b, k), 0);
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	uint64_t bytes = harness_stat_u64(c, "store", "log_bytes");
+	uint64_t batches = harness_stat_u64(c, "store", "log_entries");
+	print_message("# log: %llu bytes in %llu batches\n", (unsigned long long)bytes,
+	              (unsigned long long)batches);
+	assert_true(bytes > 300000);
+	assert_true(bytes / batches > 4 * 65536);        /* batches of several chunks */
+
+	char *whole = log_text(c, 0), *pieces = log_text(c, 7);
+	assert_string_equal(whole, pieces);
+	for (int k = 0; k < N; k += 1) {
+		char want[200];
+		snprintf(want, sizeof(want), "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"%s%05d\"",
+		         name, k);
+		char *at = strstr(whole, want);
+		if (!at || strstr(at + 1, want))
+			fail_msg("create %d: %s in the log", k, at ? "twice" : "not");
+	}
+	free(pieces);
+	mc_disconnect(c);
+	server_stop(s, SIGKILL);                      /* a crash: the status says so */
+	assert_int_equal(server_start(s, args), 0);
+	c = harness_client(s);
+	char *again = log_text(c, 0);
+	assert_string_equal(again, whole);
+	struct stat st;
+	snprintf(p, sizeof(p), "/%s%05d", name, N - 1);
+	assert_int_equal(mc_stat(c, p, &st), 0);
+	free(again);
+	free(whole);
+	mc_disconnect(c);
+}
+
 /* ---- retention through the option ------------------------------------ */
 
 /* With --log-retention-bytes 64K, create/unlink churn over many commits
@@ -402,6 +481,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rate_holds_interval, teardown),
 		cmocka_unit_test_teardown(test_tiny_map_grows, teardown),
 		cmocka_unit_test_teardown(test_retention_option, teardown),
+		cmocka_unit_test_teardown(test_big_batch_log, teardown),
 	};
 	return cmocka_run_group_tests_name("commitlog", tests, NULL, NULL);
 }

@@ -505,7 +505,8 @@ static void make_format1(const char *dir)
 }
 
 /* Rewrite log[seq] with b's records behind a version 1 header (16 bytes:
- * no next_ino), as format 1 wrote it. */
+ * no next_ino) under an 8-byte key, as format 1 wrote it: the batch's
+ * chunks go. */
 static void v1_log_value(const char *dir, uint64_t seq, const struct journal_batch *b)
 {
 	MDB_env *env;
@@ -527,6 +528,15 @@ static void v1_log_value(const char *dir, uint64_t seq, const struct journal_bat
 	assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
 	assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
 	assert_int_equal(mdb_dbi_open(txn, "log", 0, &log), 0);
+	MDB_cursor *cur;
+	MDB_val ck = k, cv;
+	assert_int_equal(mdb_cursor_open(txn, log, &cur), 0);
+	while (mdb_cursor_get(cur, &ck, &cv, MDB_SET_RANGE) == 0 && ck.mv_size == 12 &&
+	       memcmp(ck.mv_data, key, 8) == 0) {
+		assert_int_equal(mdb_cursor_del(cur, 0), 0);
+		ck = k;
+	}
+	mdb_cursor_close(cur);
 	assert_int_equal(mdb_put(txn, log, &k, &v, 0), 0);
 	assert_int_equal(mdb_txn_commit(txn), 0);
 	mdb_env_close(env);
