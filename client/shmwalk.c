@@ -14,9 +14,10 @@
  *     move around reading it and its inode, whatever the chain did: its
  *     (parent slot, name) identify it exactly (mc_shm.h note 5), and it is
  *     LIVE. The bucket's seq (its group's, mc_shm.h note 12) guards only
- *     the claim that a chain holds no such name; so a dentry that does not match is not re-checked: a chain
- *     that changed under us ends in a miss that the bucket seq rejects, or
- *     in a match that its own seq vouches for. A directory's children are
+ *     the claim that a chain holds no such name; so a dentry that does not
+ *     match is not re-checked: a chain that changed under us ends in a
+ *     miss that the bucket seq rejects, or in a match that its own seq
+ *     vouches for. A directory's children are
  *     trusted only if that directory's slot still holds the same inode
  *     number afterwards (inode numbers are never reused, and a freed slot
  *     reads ino 0). The walk's stack remembers each directory's inode
