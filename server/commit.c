@@ -65,7 +65,7 @@
  *     COMMIT_APPLY_IDLE_MS, between two turns (commit_idle_work): never
  *     inside a turn, so it never delays a commit under way, only (bounded
  *     by one apply and one room) a waiter that comes while it runs. Once
- *     it failed, not again before a commit succeeds (`idle_failed_us`).
+ *     it failed, not again before a commit succeeds (`idle_failed`).
  *  8. `waited_recs` is the journal's record count as the turn's first
  *     waiter arrived (taken before `mu`: the namespace lock is never
  *     taken under it); `lone` counts the last commits with waiters
@@ -131,7 +131,7 @@ struct commit {
 	bool waited;                    /* a waiter arrived since the last turn */
 	uint64_t waited_recs;           /* journal records as the first did (8) */
 	unsigned lone;                  /* waited commits in a row with one waiter (8) */
-	uint64_t idle_failed_us;        /* idle work failed then, no commit since (7) */
+	bool idle_failed;               /* idle work failed, no commit since (7) */
 	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
 	uint64_t armed_us;              /* ... since then (mono_us) */
@@ -333,6 +333,13 @@ static void commit_sleep_until(struct commit *c, uint64_t due_us)
 	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
+/* Nothing to commit and nobody asking (c->mu held): no kick, no change
+ * armed, no waiter (invariant 7). */
+static bool commit_quiet(const struct commit *c)
+{
+	return !c->kick && !c->armed && !c->waiters;
+}
+
 /* What waited-for commits put off (invariant 7), c->mu held and let go
  * meanwhile: the apply, then the room. After a failure (a full map, a
  * full file system) it is not tried again until a commit succeeded: the
@@ -353,7 +360,7 @@ static void commit_idle_work(struct commit *c)
 		log_debug("commit: no room written ahead in the store");
 	pthread_mutex_lock(&c->mu);
 	if (rc < 0 || room < 0)
-		c->idle_failed_us = mono_us(); /* not again until a commit succeeded */
+		c->idle_failed = true; /* not again until a commit succeeded */
 }
 
 /* Wait (c->mu held) until it is time for the next attempt (invariant 5):
@@ -370,11 +377,11 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 	for (;;) {
 		if (c->stop && !failures)
 			return;
-		if (!c->kick && !failures && !c->armed && !c->waiters && !c->idle_failed_us &&
+		if (!failures && commit_quiet(c) && !c->idle_failed &&
 		    (store_apply_owed(c->st) || store_room_owed(c->st))) {
 			if (commit_sleep(c, COMMIT_APPLY_IDLE_MS))
 				continue;       /* signalled: look again */
-			if (!c->kick && !c->armed && !c->waiters && !c->stop)
+			if (commit_quiet(c) && !c->stop)
 				commit_idle_work(c);
 			continue;
 		}
@@ -465,7 +472,7 @@ static void *commit_main(void *arg)
 			failures = 0;
 			if (rc == 0) {
 				pthread_mutex_lock(&c->mu);
-				c->idle_failed_us = 0;
+				c->idle_failed = false;
 				pthread_mutex_unlock(&c->mu);
 			}
 		}
