@@ -19,27 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t wire_varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *wire_put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* ---- plans --------------------------------------------------------------
  *
  * A message's descriptor compiled once (wire_init) into what coding it
@@ -476,29 +455,6 @@ uint8_t *wire_request_pack_basic(const Mcache__Request *req, uint8_t *p)
 }
 
 /* ---- decoding ---------------------------------------------------------- */
-
-/* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
-static int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	/* Most are one byte: a key, a length, a mode or code. */
-	if (*p < end && **p < 0x80) {
-		*v = *(*p)++;
-		return 0;
-	}
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		if (*p == end)
-			return -1;
-		uint8_t b = *(*p)++;
-		x |= shift < 64 ? (uint64_t)(b & 0x7f) << shift : 0;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 static void wire_scalar_set(ProtobufCType t, void *m, uint64_t v)
 {

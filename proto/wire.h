@@ -11,6 +11,52 @@
 
 #include "mcache.pb-c.h"
 
+/* Varints, as protobuf codes them (shared by this module and the
+ * server's request scanner, which reads requests without unpacking). */
+static inline size_t wire_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *wire_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* A varint at *p (below end): 0, or -1 when cut short or over 10 bytes. */
+static inline int wire_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	/* Most are one byte: a key, a length, a mode or code. */
+	if (*p < end && **p < 0x80) {
+		*v = *(*p)++;
+		return 0;
+	}
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (*p == end)
+			return -1;
+		uint8_t b = *(*p)++;
+		x |= shift < 64 ? (uint64_t)(b & 0x7f) << shift : 0;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* Packed size of r when every member it sets is a scalar (every
  * mutation's result; an errno alone), or SIZE_MAX when it holds more
  * (attributes, data, entries, extents): ask protobuf-c then. */

@@ -52,39 +52,6 @@
  * handle, a cookie and an errno (mutations produce nothing larger). */
 #define RESULT_SMALL 256u
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Read a varint at *p (below end): 0 or -EPROTO. */
-static int scan_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	if (*p < end && **p < 0x80) {   /* most are one byte */
-		*v = *(*p)++;
-		return 0;
-	}
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (*p == end)
-			return -EPROTO;
-		uint8_t b = *(*p)++;
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EPROTO;
-}
-
 int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 {
 	const uint8_t *end = p + len;
@@ -92,11 +59,11 @@ int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 	size_t n = 0;
 
 	while (p < end) {
-		if (scan_varint(&p, end, &key) < 0)
+		if (wire_get_varint(&p, end, &key) < 0)
 			return -EPROTO;
 		switch (key & 7) {
 		case 0:                                 /* varint */
-			if (scan_varint(&p, end, &v) < 0)
+			if (wire_get_varint(&p, end, &v) < 0)
 				return -EPROTO;
 			if (key >> 3 == 1)
 				rid = v;
@@ -107,7 +74,7 @@ int request_scan(const uint8_t *p, size_t len, uint64_t *id, size_t *nops)
 			p += 8;
 			break;
 		case 2:                                 /* length-delimited */
-			if (scan_varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
+			if (wire_get_varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
 				return -EPROTO;
 			p += v;
 			if (key >> 3 == 3)
@@ -149,7 +116,7 @@ static size_t out_size(const struct op_out *o, bool *wired)
 /* Bytes a result of packed size sz adds to a Response: tag, length, body. */
 static size_t result_cost(size_t sz)
 {
-	return 1 + varint_len(sz) + sz;
+	return 1 + wire_varint_len(sz) + sz;
 }
 
 static void result_set_err(struct op_out *o, int err)
@@ -312,7 +279,7 @@ int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct reque
 	pthread_once(&err_once, err_size_init);
 	j->sz_err = err_size;
 	j->err_wired = err_wired;
-	j->used = MC_FRAME_HDR + 1 + varint_len(j->req->id);
+	j->used = MC_FRAME_HDR + 1 + wire_varint_len(j->req->id);
 	j->max_reply = max_reply;
 	*out = j;
 	return 0;
@@ -426,16 +393,6 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 	return done;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* Response field tags: id (1, varint), results (3, length-delimited). */
 #define TAG_RESPONSE_ID      ((1u << 3) | 0u)
 #define TAG_RESPONSE_RESULTS ((3u << 3) | 2u)
@@ -456,10 +413,10 @@ int request_job_finish(struct request_job *j, struct request_reply *out)
 	frame_put_len(r.buf, (uint32_t)(r.len - MC_FRAME_HDR));
 	p = r.buf + MC_FRAME_HDR;
 	*p++ = TAG_RESPONSE_ID;
-	p = put_varint(p, j->req->id);
+	p = wire_put_varint(p, j->req->id);
 	for (size_t i = 0; i < j->n; i++) {
 		*p++ = TAG_RESPONSE_RESULTS;
-		p = put_varint(p, j->rsz[i]);
+		p = wire_put_varint(p, j->rsz[i]);
 		if (j->wired[i] && j->outs[i].bare) {
 			wire_err_result_pack(j->resp[i]->err, p);
 		} else if (j->wired[i]) {
