@@ -68,12 +68,12 @@ struct wire_plan {
 static struct wire_plan plan_op, plan_result;
 static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
 
-/* The members a batch's op sets (wire_op_size_basic): their fields in
- * plan_op, in field order. */
 /* Result's err member: its field in plan_result, or -1; its key. */
 static int result_err = -1;
 static uint64_t result_err_key;
 
+/* The members a batch's op sets (wire_request_pack_basic): their fields
+ * in plan_op, in field order. */
 static const size_t op_basic_off[] = {
 	offsetof(Mcache__Op, code), offsetof(Mcache__Op, path),
 	offsetof(Mcache__Op, path2), offsetof(Mcache__Op, mode),
@@ -274,18 +274,6 @@ static size_t wire_plan_size(const struct wire_plan *pl, const ProtobufCMessage 
 
 	if (wire_plan_mask(pl, m, &n) == ~(uint64_t)0)
 		return SIZE_MAX;
-	return n;
-}
-
-size_t wire_op_size_basic(const Mcache__Op *op)
-{
-	size_t n = 0;
-
-	pthread_once(&wire_once, wire_init);
-	if (n_op_basic != OP_BASIC)
-		return mcache__op__get_packed_size(op);
-	for (unsigned k = 0; k < OP_BASIC; k++)
-		wire_field_size(&plan_op.f[op_basic[k]], (const uint8_t *)op, &n);
 	return n;
 }
 

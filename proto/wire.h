@@ -78,9 +78,6 @@ void wire_err_result_pack(int32_t err, uint8_t *p);
 Mcache__Request *wire_request_unpack(ProtobufCAllocator *alloc, const uint8_t *p, size_t len,
                                      size_t nops);
 
-/* Packed size of op, which sets no member but code, path, path2 and mode
- * (a batch's op), as protobuf-c's mcache__op__get_packed_size gives it. */
-size_t wire_op_size_basic(const Mcache__Op *op);
 /* Room for packing req by hand (wire_request_pack): an upper bound of
  * its packed size plus WIRE_PACK_SLACK, or SIZE_MAX when it carries a
  * Hello or unknown fields (protobuf-c's then). */
@@ -92,7 +89,7 @@ size_t wire_request_bound(const Mcache__Request *req);
  * undefined). */
 uint8_t *wire_request_pack(const Mcache__Request *req, uint8_t *p);
 /* wire_request_pack for a request whose ops set no member but code, path,
- * path2 and mode (a batch's, as wire_op_size_basic): the same bytes,
+ * path2 and mode (a batch's op): the same bytes,
  * without looking at the other members; never NULL. */
 uint8_t *wire_request_pack_basic(const Mcache__Request *req, uint8_t *p);
 /* Unpack the Response p[0..len) when it holds only its id and results of

@@ -170,27 +170,6 @@ static void test_random_requests(void **state)
 	}
 }
 
-/* A batch's op (code, path, path2 and mode only; any value, any lengths)
- * is sized as protobuf-c sizes it. */
-static void test_basic_op_size(void **state)
-{
-	(void)state;
-	static uint8_t p1[70000], p2[70000];
-	static const size_t lens[] = { 0, 1, 127, 128, 16383, 16384, 65536 };
-
-	for (int round = 0; round < 5000; round++) {
-		Mcache__Op op = MCACHE__OP__INIT;
-
-		op.code = (Mcache__OpCode)(uint32_t)rval();
-		op.mode = (uint32_t)rval();
-		op.path.len = round < 49 ? lens[round % 7] : rnd() % 300;
-		op.path2.len = round < 49 ? lens[round / 7] : rnd() % 2 ? rnd() % 300 : 0;
-		op.path.data = p1;
-		op.path2.data = p2;
-		assert_int_equal(wire_op_size_basic(&op), mcache__op__get_packed_size(&op));
-	}
-}
-
 /* Requests of batch ops (code, path, path2 and mode only) packed by
  * wire_request_pack_basic: the very bytes protobuf-c packs. */
 static void test_basic_request_pack(void **state)
@@ -491,7 +470,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_requests),
 		cmocka_unit_test(test_handed_back),
-		cmocka_unit_test(test_basic_op_size),
 		cmocka_unit_test(test_basic_request_pack),
 		cmocka_unit_test(test_err_responses),
 		cmocka_unit_test(test_err_results),
