@@ -264,17 +264,15 @@ static int log_del_batch(MDB_cursor *cur, uint64_t seq, MDB_val *k, MDB_val *v, 
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* Retention (note 2), after batch keep was appended: drop the oldest
- * batches past the bounds, each with all its chunks. *bytes is the log's
- * size, updated; *dropped counts. An LMDB code. */
-static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t keep, uint64_t now_ns,
-                          uint64_t *bytes, uint64_t *dropped)
+/* Retention (note 2), after batch last was appended (the log's last:
+ * keys only grow): drop the oldest batches past the bounds, each with all
+ * its chunks, never batch keep or one after it. *bytes is the log's size,
+ * updated; *dropped counts. An LMDB code. */
+static int store_trim_log(struct store *s, MDB_txn *txn, uint64_t last, uint64_t keep,
+                          uint64_t now_ns, uint64_t *bytes, uint64_t *dropped)
 {
 	MDB_cursor *cur;
 	MDB_val k, v;
-	uint64_t first, last;
-	if (store_log_span(txn, s->log, &first, &last))
-		return MDB_CORRUPTED;
 	uint64_t old = s->log_max_age_ns && now_ns > s->log_max_age_ns ?
 	               now_ns - s->log_max_age_ns : 0;
 	int rc = mdb_cursor_open(txn, s->log, &cur);
@@ -588,8 +586,8 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	}
 	if (b) {
 		/* Retention keeps every batch not applied (note 6). */
-		rc = store_trim_log(s, txn, *applied ? b->seq : s->applied_seq + 1, now,
-			                    &bytes, &dropped);
+		rc = store_trim_log(s, txn, b->seq, *applied ? b->seq : s->applied_seq + 1, now,
+		                    &bytes, &dropped);
 		if (rc)
 			goto fail;
 	}

@@ -51,20 +51,14 @@ bool store_log_key(const MDB_val *k, uint64_t *seq, uint32_t *chunk)
 	if (k->mv_size != 8 && k->mv_size != LOG_KEY)
 		return false;
 	*seq = get_be64(k->mv_data);
-	*chunk = 0;
-	if (k->mv_size == LOG_KEY) {
-		uint32_t c;
-		memcpy(&c, (const uint8_t *)k->mv_data + 8, 4);
-		*chunk = be32toh(c);
-	}
+	*chunk = k->mv_size == LOG_KEY ? get_be32((const uint8_t *)k->mv_data + 8) : 0;
 	return true;
 }
 
 void store_log_key_put(uint8_t key[LOG_KEY], uint64_t seq, uint32_t chunk)
 {
-	uint32_t c = htobe32(chunk);
 	put_be64(key, seq);
-	memcpy(key + 8, &c, 4);
+	put_be32(key + 8, chunk);
 }
 
 /* lb->buf holds at least n bytes; false when it cannot. */
