@@ -60,7 +60,8 @@ struct step {
 	enum tkind tk;
 };
 
-/* Set once in mcbench.c before any client is forked; read-only afterwards. */
+/* Set once before any client is forked (mcbench.c's main, through
+ * bench_opts.c); read-only afterwards. */
 extern struct opts O;
 extern struct step steps[MAX_STEPS];
 extern unsigned nsteps;
@@ -69,6 +70,11 @@ extern char kroot[PATH_MAX];     /* the kernel directory in use */
 
 /* Whether any step runs against mcached. */
 bool need_server(void);
+
+/* bench_opts.c: parse the command line into O (0; 1 after --help; -1 on a
+ * usage error, said on stderr), then make steps[] from it. */
+int parse_args(int argc, char **argv);
+void steps_make(void);
 
 /* Messages on a client's up pipe. */
 enum msg_type { MSG_READY = 1, MSG_RESULT, MSG_DONE };
