@@ -24,6 +24,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "chmod_spy.h"
 
 static atomic_int fill_calls;
 static atomic_uint_least64_t fill_value;
@@ -49,20 +50,6 @@ static void fill_pid(void *arg, struct stats_snapshot *out)
 	out->clients_rp[0].pid = SECRET_PID;
 	out->clients_rp[0].rp.hits = 7;
 	out->readpath.hits = 7;
-}
-
-/* chmod, seen from the code under test: the mode a path had when chmod was
- * called on it (a socket file looser than that for a while is a window). */
-static mode_t chmod_seen_mode;
-static int chmod_calls;
-
-int chmod(const char *path, mode_t mode)
-{
-	struct stat st;
-	if (lstat(path, &st) == 0)
-		chmod_seen_mode = st.st_mode & 07777;
-	chmod_calls++;
-	return fchmodat(AT_FDCWD, path, mode, 0);
 }
 
 /* ---- a raw HTTP/1.0 client ----------------------------------------------- */

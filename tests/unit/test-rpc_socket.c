@@ -3,6 +3,7 @@
  * a second server refused, a stale socket replaced and a regular file
  * kept, the connection limit and the idle timeout. */
 #include "rpc_fixture.h"
+#include "chmod_spy.h"
 
 static void test_socket_mode(void **state)
 {
@@ -12,21 +13,6 @@ static void test_socket_mode(void **state)
 	assert_int_equal(lstat(f->path, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0660);
-}
-
-/* chmod as the code under test sees it: the mode the path had when chmod
- * was called on it. */
-static mode_t chmod_seen_mode;
-static int chmod_calls;
-
-int chmod(const char *path, mode_t mode)
-{
-	struct stat st;
-
-	if (lstat(path, &st) == 0)
-		chmod_seen_mode = st.st_mode & 07777;
-	chmod_calls++;
-	return fchmodat(AT_FDCWD, path, mode, 0);
 }
 
 /* Even under umask 0 the socket is never looser than 0660 (no chmod after
