@@ -55,7 +55,6 @@ static inline int ns_fixture_teardown(void **state)
 	return 0;
 }
 
-/* Commit and publish every batch journaled. */
 /* The namespace's counters now. */
 static inline struct ns_counts ns_fixture_counts(struct fx *f)
 {
@@ -64,6 +63,7 @@ static inline struct ns_counts ns_fixture_counts(struct fx *f)
 	return c;
 }
 
+/* Commit and publish every batch journaled. */
 static inline void commit_all(struct fx *f)
 {
 	struct journal_batch *b;
