@@ -112,11 +112,17 @@ static size_t result_size(const Mcache__Result *r, bool *wired)
 	return *wired ? n : mcache__result__get_packed_size(r);
 }
 
+/* The packed size of a bare result of errno 0 and of one of 1..127 (one
+ * byte of varint, as every errno the ops answer): err_size_init. */
+static size_t bare_size[2];
+
 /* An op's result's packed size (as result_size). */
 static size_t out_size(const struct op_out *o, bool *wired)
 {
 	if (o->bare) {
 		*wired = true;
+		if (o->res.err >= 0 && o->res.err < 128)
+			return bare_size[o->res.err != 0];
 		return wire_err_result_size(o->res.err);
 	}
 	return result_size(&o->res, wired);
@@ -246,6 +252,8 @@ static void err_size_init(void)
 
 	errres.err = EMSGSIZE;
 	err_size = result_size(&errres, &err_wired);
+	bare_size[0] = wire_err_result_size(0);
+	bare_size[1] = wire_err_result_size(1);
 	size_t pos = wire_err_result_size(INT32_MAX), neg = wire_err_result_size(-1);
 	run_cost = result_cost(pos > neg ? pos : neg);
 }
