@@ -696,12 +696,17 @@ static int ops_check(struct session *s, const struct op_desc *d, const Mcache__O
 	return 0;
 }
 
+static bool ops_desc_holds(const struct session *s, const struct op_desc *d)
+{
+	/* Under --sync, ops_exec asks the namespace for the op's batch. A
+	 * run's op is a mutation with a bare result (ops_prepare, ops_ran). */
+	const unsigned f = OPF_HOLD | OPF_MUTATION | OPF_BARE;
+	return d && (d->flags & f) == f && !s->m->cfg->sync;
+}
+
 bool ops_holds(const struct session *s, const Mcache__Op *op)
 {
-	const struct op_desc *d = ops_find((unsigned)op->code);
-
-	/* Under --sync, ops_exec asks the namespace for the op's batch. */
-	return d && (d->flags & OPF_HOLD) && !s->m->cfg->sync;
+	return ops_desc_holds(s, ops_find((unsigned)op->code));
 }
 
 void ops_hold_begin(struct session *s)
@@ -719,23 +724,46 @@ void ops_hold_end(struct session *s)
 	ns_hold_end(s->m->ns);
 }
 
-bool ops_hold_prefetch(struct session *s, const Mcache__Op *op)
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op)
 {
-	bool holds = ops_holds(s, op);
-
-	if (holds)
-		ns_hold_prefetch(s->m->ns, (const char *)op->path.data, op->path.len);
-	return holds;
+	ns_hold_prefetch(s->m->ns, (const char *)op->path.data, op->path.len);
 }
 
-void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
+/* One copy instead of a clearing and protobuf-c's init after it. */
+static const struct op_out blank = { .res = MCACHE__RESULT__INIT };
+
+/* The handler, inside the watch notes of a mutation (the lock is taken
+ * inside, or held for a run). 0 or -errno. */
+static int ops_call(struct session *s, const struct op_desc *d, const Mcache__Op *op,
+                    struct handle *h, struct op_out *out)
 {
-	const struct op_desc *d = ops_find((unsigned)op->code);
+	out->bare = d->flags & OPF_BARE;
+	if (d->flags & OPF_MUTATION)
+		watch_note_begin(s->m->watch, &s->ws);
+	int rc = d->run(s, op, h, out);
+	watch_note_end();
+	return rc;
+}
+
+/* What follows an op that ran: a mutation under --sync waits for its
+ * batch, with no commit interval it kicks the committer. */
+static void ops_after(struct session *s, const struct op_desc *d, struct op_out *out)
+{
+	if (out->res.err == 0 && d && (d->flags & OPF_MUTATION)) {
+		if (s->m->cfg->sync)
+			out->wait_seq = ns_pending_seq(s->m->ns);
+		else if (s->m->cfg->commit_interval_ms == 0 && s->m->commit)
+			commit_kick(s->m->commit);
+	}
+}
+
+/* ops_exec but ops_after: credentials, checks, the handler. */
+static void ops_exec_op(struct session *s, const struct op_desc *d, const Mcache__Op *op,
+                        struct op_out *out)
+{
 	struct handle *h;
 	int rc;
 
-	/* One copy instead of a clearing and protobuf-c's init after it. */
-	static const struct op_out blank = { .res = MCACHE__RESULT__INIT };
 	*out = blank;
 	/* An op naming credentials runs as them, checks included (cred.h). */
 	struct cred peer;
@@ -748,23 +776,69 @@ void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
 	if (rc == 0) {
 		if (!d)
 			rc = -EOPNOTSUPP;
-		else if ((rc = ops_check(s, d, op, &h)) == 0) {
-			out->bare = d->flags & OPF_BARE;
-			if (d->flags & OPF_MUTATION)
-				watch_note_begin(s->m->watch, &s->ws);
-			rc = d->run(s, op, h, out);
-			watch_note_end();
-		}
+		else if ((rc = ops_check(s, d, op, &h)) == 0)
+			rc = ops_call(s, d, op, h, out);
 	}
 	if (op->cred)
 		s->cred = peer;
 	out->res.err = rc < 0 ? -rc : 0;
-	if (rc == 0 && (d->flags & OPF_MUTATION)) {
-		if (s->m->cfg->sync)
-			out->wait_seq = ns_pending_seq(s->m->ns);
-		else if (s->m->cfg->commit_interval_ms == 0 && s->m->commit)
-			commit_kick(s->m->commit);
+}
+
+void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	const struct op_desc *d = ops_find((unsigned)op->code);
+
+	ops_exec_op(s, d, op, out);
+	ops_after(s, d, out);
+}
+bool ops_prepare(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	const struct op_desc *d = ops_find((unsigned)op->code);
+	struct handle *h;
+
+	if (!ops_desc_holds(s, d))
+		return false;
+	/* Bare until it ran, and bare after (the rows of OPF_HOLD are
+	 * OPF_BARE): nothing of res is read but err. What out owns is
+	 * nothing (op_out_release may still be called on it). */
+	out->bare = true;
+	out->wait_seq = 0;
+	out->res.err = 0;
+	out->ents = NULL;
+	out->entp = NULL;
+	out->names = NULL;
+	out->data = NULL;
+	out->exts = NULL;
+	out->extp = NULL;
+	/* An op naming credentials is checked as them: by ops_run. */
+	if (!op->cred) {
+		int rc = ops_check(s, d, op, &h);
+		out->res.err = rc < 0 ? -rc : 0;
 	}
+	return true;
+}
+
+void ops_run(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	const struct op_desc *d = ops_find((unsigned)op->code);
+
+	if (op->cred) {
+		ops_exec_op(s, d, op, out);
+		return;
+	}
+	if (out->res.err)
+		return;             /* answered by ops_prepare's checks */
+	int rc = ops_call(s, d, op, NULL, out);
+	out->res.err = rc < 0 ? -rc : 0;
+}
+
+void ops_ran(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	/* What ops_after does for a run's op: its row is a mutation's
+	 * (ops_desc_holds), and --sync makes no run. */
+	(void)op;
+	if (out->res.err == 0 && s->m->cfg->commit_interval_ms == 0 && s->m->commit)
+		commit_kick(s->m->commit);
 }
 
 void op_out_release(struct op_out *out)

@@ -82,17 +82,30 @@ const struct op_desc *ops_find(unsigned code);
 /* Runs of ops under one taking of the namespace lock (ns_hold_begin):
  * ops_holds() tells whether op may run inside one (its row has OPF_HOLD,
  * and nothing it does after its handler takes the lock: not under
- * --sync). A request's run begins with ops_hold_begin(), lets a waiting
- * committer in between ops with ops_hold_yield(), and ends with
- * ops_hold_end() before any other op runs. */
+ * --sync). Each op of a run goes in three steps, so that the lock covers
+ * the namespace's work alone:
+ *  - ops_prepare(), before the run, without the lock: false when op may
+ *    not run in one (ops_exec it instead); else out is set up and op's
+ *    arguments checked as ops_exec checks them (paths), the answer of a
+ *    failed check in out->res.err; out is bare (err is all of it) until
+ *    the op ran;
+ *  - ops_run(), in the run, runs op unless ops_prepare answered it (an op
+ *    naming credentials is checked there, as them);
+ *  - ops_ran(), after the run, once the lock is let go: what follows a
+ *    mutation (the committer's kick).
+ * A run begins with ops_hold_begin(), lets a waiting committer in between
+ * ops with ops_hold_yield(), and ends with ops_hold_end() before any
+ * other op runs. The replies are ops_exec's, byte for byte. */
 bool ops_holds(const struct session *s, const Mcache__Op *op);
+bool ops_prepare(struct session *s, const Mcache__Op *op, struct op_out *out);
+void ops_run(struct session *s, const Mcache__Op *op, struct op_out *out);
+void ops_ran(struct session *s, const Mcache__Op *op, struct op_out *out);
 void ops_hold_begin(struct session *s);
 void ops_hold_yield(struct session *s);
 void ops_hold_end(struct session *s);
 /* In a run, while the op before op runs: start loading what op's lookup
- * will read first, when op may run in the run too (ns_hold_prefetch).
- * Returns ops_holds(s, op), for the caller to keep. */
-bool ops_hold_prefetch(struct session *s, const Mcache__Op *op);
+ * will read first (ns_hold_prefetch); op was prepared for the run. */
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op);
 
 /* Run op for session s. Never fails as a whole: errors go to out->res.err.
  * Call op_out_release() after the reply is packed. */

@@ -24,6 +24,15 @@
  *     at most, letting a waiting committer in between ops; the lock is
  *     never held across another op, the end of a slice or the end of the
  *     step. Each op is still applied and journaled whole before the next.
+ *  6. The lock covers the ops themselves and little else: the run's ops
+ *     are set up and their paths checked before it is taken (ops_prepare),
+ *     and their accounting (reply sizes, counters, latencies, the slow
+ *     log) and the committer's kick wait until it is let go. Under it each
+ *     op costs a clock reading, which times it as before: an op's latency
+ *     is from the end of the op before (or of the step's start) to its
+ *     own. A run is only made of ops whose results are sure to fit
+ *     (request_job_prepare), so accounting them afterwards answers what
+ *     accounting them one by one would.
  *
  * Memory: a job, its unpacked request and its results' fixed parts come
  * from one arena (usually one block, sized from the frame), freed with the
@@ -103,11 +112,17 @@ static size_t result_size(const Mcache__Result *r, bool *wired)
 	return *wired ? n : mcache__result__get_packed_size(r);
 }
 
+/* The packed size of a bare result of errno 0 and of one of 1..127 (one
+ * byte of varint, as every errno the ops answer): err_size_init. */
+static size_t bare_size[2];
+
 /* An op's result's packed size (as result_size). */
 static size_t out_size(const struct op_out *o, bool *wired)
 {
 	if (o->bare) {
 		*wired = true;
+		if (o->res.err >= 0 && o->res.err < 128)
+			return bare_size[o->res.err != 0];
 		return wire_err_result_size(o->res.err);
 	}
 	return result_size(&o->res, wired);
@@ -208,6 +223,7 @@ struct request_job {
 	size_t *rsz;                 /* packed size of each result (invariant 4) */
 	bool *wired;                 /* packed by wire.c, not protobuf-c */
 	size_t n, next;              /* ops; the next to run */
+	size_t prepared;             /* ops before it are ops_prepare'd or ran */
 	size_t used, sz_err, max_reply;
 	bool err_wired;
 	uint64_t wait_seq;
@@ -225,6 +241,9 @@ struct request_job {
 /* The EMSGSIZE result's size, the same for every request: computed once. */
 static size_t err_size;
 static bool err_wired;
+/* What a bare result (an errno alone: ops_prepare's ops) adds to a Response
+ * at most, whatever the errno. */
+static size_t run_cost;
 static pthread_once_t err_once = PTHREAD_ONCE_INIT;
 
 static void err_size_init(void)
@@ -233,6 +252,10 @@ static void err_size_init(void)
 
 	errres.err = EMSGSIZE;
 	err_size = result_size(&errres, &err_wired);
+	bare_size[0] = wire_err_result_size(0);
+	bare_size[1] = wire_err_result_size(1);
+	size_t pos = wire_err_result_size(INT32_MAX), neg = wire_err_result_size(-1);
+	run_cost = result_cost(pos > neg ? pos : neg);
 }
 
 int request_job_new(const uint8_t *p, size_t len, size_t max_reply, struct request_job **out)
@@ -314,19 +337,116 @@ static void request_job_slow(struct request_job *j, const Mcache__Op *op, uint64
 /* Ops run under one taking of the namespace lock at most (invariant 5). */
 #define REQUEST_HOLD_OPS 64u
 
+/* Op i's result is in: account its size (invariants 3 and 4), its counters,
+ * latency (us) and slow-log entry. */
+static void request_job_account(struct request_job *j, struct rpc_stats *st, size_t i,
+                                uint64_t us)
+{
+	struct op_out *o = &j->outs[i];
+	unsigned code = (unsigned)j->req->ops[i]->code;
+	size_t tail = (j->n - i - 1) * result_cost(j->sz_err);
+	bool wired;
+	size_t sz = out_size(o, &wired);
+
+	if (j->used + result_cost(sz) + tail > j->max_reply) {
+		/* Only a read's data makes a result this large. */
+		atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
+		                          memory_order_relaxed);
+		j->full = true;
+		result_set_err(o, EMSGSIZE);
+		sz = j->sz_err;
+		wired = j->err_wired;
+	}
+	j->rsz[i] = sz;
+	j->wired[i] = wired;
+	j->used += result_cost(sz);
+	if (code >= STATS_OPS)
+		code = 0;
+	stat_add_one_writer(&st->ops[code], 1); /* this worker's own */
+	if (o->res.err)
+		stat_add_one_writer(&st->errors[code], 1);
+	hist_add(&st->op_us[code], us);
+	if (slowlog_wants(j->slow, us))
+		request_job_slow(j, j->req->ops[i], us);
+	if (o->wait_seq > j->wait_seq)
+		j->wait_seq = o->wait_seq;
+}
+
+/* How many ops from i (0: none, or op i is the request's last) run as one
+ * run under the lock (invariant 6), each prepared (ops_prepare: set up and checked, without the lock). The
+ * run ends where an op may not run in one, at REQUEST_HOLD_OPS, or where
+ * room for its result is not sure: op i passed invariant 2's test, and
+ * each op k after it is let in only while that test passes with every
+ * result before it as large as a bare result can be (run_cost), so the
+ * test made op by op would have passed as well, and no result of the run
+ * can overflow (invariant 3): the run answers exactly as op by op. */
+static size_t request_job_prepare(struct request_job *j, struct session *s, size_t i)
+{
+	size_t cost_err = result_cost(j->sz_err), m = 0;
+
+	if (i + 1 >= j->n)
+		return 0;           /* a request's last op: no run to make */
+	while (i + m < j->n && m < REQUEST_HOLD_OPS) {
+		size_t k = i + m;
+		size_t worst = j->used + m * run_cost + result_cost(RESULT_SMALL) +
+		               (j->n - k - 1) * cost_err;
+
+		if (worst > j->max_reply)
+			break;
+		/* Prepared by a run that the slice cut short, or now. */
+		if (k >= j->prepared) {
+			if (!ops_prepare(s, j->req->ops[k], &j->outs[k]))
+				break;
+			j->prepared = k + 1;
+		}
+		m++;
+	}
+	return m;
+}
+
+/* Run the m prepared ops from j->next under one hold (invariant 5): under
+ * the lock only the ops themselves, a yield to a waiting committer between
+ * two, the next op's prefetch and a clock reading per op; their accounting
+ * after the lock is let go. The run stops early at the end of the slice
+ * (the rest runs in the next). The time the last op ended. */
+static uint64_t request_job_run(struct request_job *j, struct session *s, struct rpc_stats *st,
+                                size_t m, uint64_t start, uint64_t t0, uint64_t slice_us)
+{
+	uint64_t t[REQUEST_HOLD_OPS];
+	size_t i = j->next, k;
+
+	ops_hold_begin(s);
+	for (k = 0; k < m; k++) {
+		if (k > 0) {
+			if (t[k - 1] - start >= slice_us)
+				break;
+			ops_hold_yield(s);
+		}
+		if (k + 1 < m)
+			ops_hold_prefetch(s, j->req->ops[i + k + 1]);
+		ops_run(s, j->req->ops[i + k], &j->outs[i + k]);
+		t[k] = mono_us();
+	}
+	ops_hold_end(s);
+	for (size_t r = 0; r < k; r++) {
+		j->resp[i + r] = &j->outs[i + r].res;
+		ops_ran(s, j->req->ops[i + r], &j->outs[i + r]);
+		request_job_account(j, st, i + r, t[r] - (r ? t[r - 1] : t0));
+	}
+	j->next = i + k;
+	return t[k - 1];
+}
+
 bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats *st,
                       uint64_t slice_us)
 {
 	uint64_t start = mono_us(), t0 = start;
-	unsigned held = 0;           /* ops run in the current hold; 0: none */
-	bool done = true, next_holds = false;   /* set when op i was prefetched */
 	size_t cost_err = result_cost(j->sz_err);
 
-	for (; j->next < j->n; j->next++) {
+	while (j->next < j->n) {
 		size_t i = j->next;
 		size_t tail = (j->n - i - 1) * cost_err;
 		struct op_out *o = &j->outs[i];
-		unsigned code = (unsigned)j->req->ops[i]->code;
 
 		j->resp[i] = &o->res;
 		if (j->full || j->used + result_cost(RESULT_SMALL) + tail > j->max_reply) {
@@ -339,58 +459,23 @@ bool request_job_step(struct request_job *j, struct session *s, struct rpc_stats
 			j->rsz[i] = j->sz_err;
 			j->wired[i] = j->err_wired;
 			j->used += cost_err;
+			j->next++;
 			continue;
 		}
-		if (t0 - start >= slice_us) {
-			done = false;       /* op i runs in the next slice */
-			break;
+		if (t0 - start >= slice_us)
+			return false;       /* op i runs in the next slice */
+		size_t m = request_job_prepare(j, s, i);
+		if (m) {
+			t0 = request_job_run(j, s, st, m, start, t0, slice_us);
+			continue;
 		}
-		/* In a hold, the prefetch of op i told whether it holds. */
-		bool holds = held ? next_holds : ops_holds(s, j->req->ops[i]);
-		if (held && (!holds || held == REQUEST_HOLD_OPS)) {
-			ops_hold_end(s);
-			held = 0;
-		}
-		if (held) {
-			ops_hold_yield(s);
-			held++;
-		} else if (holds && i + 1 < j->n) {
-			ops_hold_begin(s);
-			held = 1;
-		}
-		if (held && i + 1 < j->n)
-			next_holds = ops_hold_prefetch(s, j->req->ops[i + 1]);
 		ops_exec(s, j->req->ops[i], o);
-		if (code >= STATS_OPS)
-			code = 0;
-		bool wired;
-		size_t sz = out_size(o, &wired);
-		if (j->used + result_cost(sz) + tail > j->max_reply) {
-			/* Only a read's data makes a result this large. */
-			atomic_fetch_add_explicit(&st->limits[STATS_LIMIT_REPLY_FULL], 1,
-			                          memory_order_relaxed);
-			j->full = true;
-			result_set_err(o, EMSGSIZE);
-			sz = j->sz_err;
-			wired = j->err_wired;
-		}
-		j->rsz[i] = sz;
-		j->wired[i] = wired;
-		j->used += result_cost(sz);
-		stat_add_one_writer(&st->ops[code], 1); /* this worker's own */
-		if (o->res.err)
-			stat_add_one_writer(&st->errors[code], 1);
 		uint64_t t1 = mono_us();
-		hist_add(&st->op_us[code], t1 - t0);
-		if (slowlog_wants(j->slow, t1 - t0))
-			request_job_slow(j, j->req->ops[i], t1 - t0);
+		request_job_account(j, st, i, t1 - t0);
 		t0 = t1;
-		if (o->wait_seq > j->wait_seq)
-			j->wait_seq = o->wait_seq;
+		j->next++;
 	}
-	if (held)
-		ops_hold_end(s);
-	return done;
+	return true;
 }
 
 /* Response field tags: id (1, varint), results (3, length-delimited). */

@@ -348,6 +348,9 @@ int shm_attach(const char *path, const struct shm_image *img, const struct shm_p
 	s->meta_bytes = img->meta_bytes;
 	meta_populated_new(s);
 	memcpy(s->slab, img->slab, sizeof(s->slab));
+	s->live_bytes = 0;
+	for (unsigned i = 0; i < SLAB_COUNT; i++)
+		s->live_bytes += s->slab[i].live * s->slab[i].slot_size;
 	s->raw_pages = img->raw_pages;
 	s->d_positive = img->d_positive;
 	s->d_negative = img->d_negative;
@@ -652,6 +655,7 @@ mc_off_t shm_alloc(struct shm *s, enum shm_slab slab)
 		memset(q, 0, st->slot_size);
 	}
 	st->live++;
+	s->live_bytes += st->slot_size;
 	return off;
 }
 
@@ -670,6 +674,7 @@ mc_off_t shm_reserve_page(struct shm *s, enum shm_slab slab, size_t *n)
 	g->nfree = 0;
 	st->nfree -= *n;
 	st->live += *n;
+	s->live_bytes += *n * st->slot_size;
 	s->reserved[slab] += *n;
 	return head;
 }
@@ -709,6 +714,7 @@ void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off)
 	g->free = off;
 	st->nfree++;
 	st->live--;
+	s->live_bytes -= st->slot_size;
 	uint32_t n = slots_per_page(st);
 	if (++g->nfree == 1)
 		partial_push_head(s, st, p);
@@ -786,8 +792,5 @@ void shm_set_refbits(struct shm *s, _Atomic uint64_t *bits, uint64_t nbits)
 
 uint64_t shm_bytes_used(const struct shm *s)
 {
-	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT) - s->raw_idle;
-	for (unsigned i = 0; i < SLAB_COUNT; i++)
-		b += s->slab[i].live * s->slab[i].slot_size;
-	return b;
+	return s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT) - s->raw_idle + s->live_bytes;
 }

@@ -71,6 +71,9 @@ struct shm {
 	uint64_t pages_stolen;    /* empty pages taken from another slab, ever */
 	uint64_t meta_bytes;      /* header, page table and buckets */
 	struct shm_slab_state slab[SLAB_COUNT];
+	/* The bytes of the live slots of every slab (live * slot_size), kept
+	 * as they change: shm_bytes_used is read at every mutation. */
+	uint64_t live_bytes;
 	/* Slots of each slab held back by shm_reserve (shm.c note 11):
 	 * counted in live, not in use. */
 	uint64_t reserved[SLAB_COUNT];

@@ -142,11 +142,37 @@ void ops_hold_end(struct session *s)
 	holding = 0;
 }
 
-bool ops_hold_prefetch(struct session *s, const Mcache__Op *op)
+void ops_hold_prefetch(struct session *s, const Mcache__Op *op)
 {
 	(void)s;
 	assert_int_equal(holding, 1); /* only inside a run */
-	return stand_in_holds(op);
+	assert_true(stand_in_holds(op));
+}
+
+bool ops_prepare(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	(void)s;
+	assert_int_equal(holding, 0); /* before the run */
+	if (!stand_in_holds(op))
+		return false;
+	memset(out, 0, sizeof(*out));
+	mcache__result__init(&out->res);
+	out->bare = true;
+	return true;
+}
+
+void ops_run(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	assert_int_equal(holding, 1); /* only inside a run */
+	ops_exec(s, op, out);
+}
+
+void ops_ran(struct session *s, const Mcache__Op *op, struct op_out *out)
+{
+	(void)s;
+	(void)op;
+	(void)out;
+	assert_int_equal(holding, 0); /* after the run */
 }
 
 void ops_exec(struct session *s, const Mcache__Op *op, struct op_out *out)

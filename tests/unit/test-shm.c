@@ -408,6 +408,17 @@ static void test_page_new_free(void **state)
  * segment, so that pages keep moving between slabs: a live slot is never
  * handed out twice nor overwritten by another's carving, always lies in a
  * page of its type, and the counts add up. */
+/* shm_bytes_used as the sum it stands for: the slabs' live slots, the
+ * metadata area and the whole pages held (the running sum it keeps must
+ * match at every step). */
+static uint64_t bytes_used_summed(const struct shm *s)
+{
+	uint64_t b = s->meta_bytes + (s->raw_pages << MC_PAGE_SHIFT) - s->raw_idle;
+	for (unsigned k = 0; k < SLAB_COUNT; k++)
+		b += s->slab[k].live * s->slab[k].slot_size;
+	return b;
+}
+
 static void test_random_churn(void **state)
 {
 	(void)state;
@@ -421,6 +432,8 @@ static void test_random_churn(void **state)
 	uint64_t x = 0x243f6a8885a308d3ull;
 	uint64_t fails = 0;
 	for (uint32_t step = 1; step <= STEPS; step++) {
+		if (step % 997 == 0)
+			assert_int_equal(shm_bytes_used(s), bytes_used_summed(s));
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		/* Phases of mostly allocating and mostly freeing, and a slab
 		 * preference that drifts, so pages empty and change hands. */
@@ -521,6 +534,21 @@ static void test_bytes_used_baseline(void **state)
 		assert_true(d[i] && in[i] && x[i] && b[i]);
 	}
 	assert_true(shm_bytes_used(s) > base + N * (48 + 64 + 32));
+	assert_int_equal(shm_bytes_used(s), bytes_used_summed(s));
+	/* A reserved page counts whole until its slots go back. */
+	size_t nres;
+	mc_off_t r = shm_reserve_page(s, SLAB_DENTRY, &nres);
+	assert_true(r && nres > 0);
+	assert_int_equal(shm_bytes_used(s), bytes_used_summed(s));
+	mc_off_t *rv = calloc(nres, sizeof(*rv));
+	assert_non_null(rv);
+	for (size_t k = 0; k < nres; k++, r = shm_reserve_next(s, SLAB_DENTRY, r))
+		rv[k] = r;
+	shm_reserve_used(s, SLAB_DENTRY);
+	shm_reserve_return(s, SLAB_DENTRY, rv + 1, nres - 1);
+	assert_int_equal(shm_bytes_used(s), bytes_used_summed(s));
+	shm_free(s, SLAB_DENTRY, rv[0]);
+	free(rv);
 	for (size_t i = N; i-- > 0;) {
 		shm_free(s, SLAB_DENTRY, d[i]);
 		shm_free(s, SLAB_INODE, in[i]);
