@@ -76,8 +76,10 @@
  *     yet). A settle ends (commit_settle_done) once `nwaiting` reached
  *     `expect` and the journal either holds no more records than
  *     waited_recs or did not grow over one poll; else at
- *     COMMIT_SETTLE_MAX_US. Its polls wait on `cv`, which an arrival
- *     signals, so the last of the expected waiters ends it at once. A
+ *     COMMIT_SETTLE_MAX_US. It waits on `cv`, which an arrival signals,
+ *     so the last of the expected waiters ends it at once; it polls the
+ *     journal (every COMMIT_SETTLE_POLL_US) only once they are all
+ *     there, and another client's mutations keep it going. A
  *     turn whose settle is done as it starts takes no poll (its
  *     settle_us sample is 0): one client that mutates and waits in
  *     turn (expect 1) never sleeps for it, and neither do clients all
@@ -436,8 +438,10 @@ static uint64_t commit_settle(struct commit *c)
 		if (now >= end || c->stop)
 			break;
 		last = recs;
-		/* An arrival signals cv: the last one expected ends it now. */
-		commit_sleep_until(c, now + COMMIT_SETTLE_POLL_US);
+		/* An arrival signals cv: the last one expected ends it now.
+		 * Until then the journal's growth decides nothing, and is not
+		 * polled. */
+		commit_sleep_until(c, c->nwaiting < c->expect ? end : now + COMMIT_SETTLE_POLL_US);
 	}
 	return last == UINT64_MAX ? 0 : mono_us() - s0;
 }
