@@ -133,22 +133,16 @@ static void spin_us(unsigned us)
 	while ((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
 }
 
-/* Two clients answered by one commit wait in turn with each other: the
- * next commit one of them asks for waits for the other (commit.c
- * invariant 8) although the journal stands still meanwhile, and the
- * other's arrival ends that settle at once, well before its bound, so
- * both share the commit. */
-static void test_expected_waiter_shares(void **state)
+/* Two waiters ask for one batch while its commit is held in its publish:
+ * one commit answers the two, and the next settle expects two. */
+static void answer_two_at_once(struct fx *f, const char *path)
 {
-	struct fx *f = *state;
-	start(f, 60000);
 	const struct commit_stats *cs = commit_get_stats(f->c);
 	struct commit_sem *sem = ns_commit_sem(f->ns);
+	uint64_t commits = load(&cs->count);
 	_Atomic int done = 0;
-	/* Both ask for one batch while its commit is held in its publish:
-	 * one commit answers the two. */
 	commit_sem_read_lock(sem);
-	mkfile(f, "/a");
+	mkfile(f, path);
 	uint64_t seq = ns_pending_seq(f->ns);
 	assert_int_equal(commit_wait_async(f->c, seq, count_done, &done), 0);
 	for (int i = 0; i < 5000 && !commit_sem_contended(sem); i++)
@@ -159,13 +153,36 @@ static void test_expected_waiter_shares(void **state)
 	for (int i = 0; i < 5000 && atomic_load(&done) < 2; i++)
 		sleep_ms(1);
 	assert_int_equal(atomic_load(&done), 2);
-	assert_int_equal(load(&cs->count), 1);
+	assert_int_equal(load(&cs->count), commits + 1);
+}
+
+/* Two clients answered by one commit wait in turn with each other: the
+ * next commit one of them asks for waits for the other (commit.c
+ * invariant 8) although the journal stands still meanwhile, up to the
+ * bound when the other does not come; and the other's arrival ends that
+ * settle, so both share the commit. */
+static void test_expected_waiter_shares(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	_Atomic int done = 0;
+	answer_two_at_once(f, "/a");
+	/* One of them mutates and asks, the other never: the journal stands
+	 * still, yet the settle lasts its whole bound (1 ms; without the
+	 * expectation, one poll of 20 us). A bound from below: a loaded
+	 * machine only makes it longer. */
+	uint64_t short0 = hist_count_le(&cs->settle_us, 900), n0 = load(&cs->settle_us.count);
+	mkfile(f, "/alone");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	assert_int_equal(load(&cs->settle_us.count), n0 + 1);
+	assert_int_equal(hist_count_le(&cs->settle_us, 900), short0);
 	/* Now each round: one mutates and asks, the other mutates and asks
-	 * 500 us later. Without the expectation the settle would end after
-	 * one poll of the still journal (20 us) and the two go apart; with
-	 * it they share the commit. A loaded machine may delay the second
-	 * past the bound now and then (the commit then goes alone): most
-	 * rounds share, half of them at least. */
+	 * 500 us later, and they share the commit. A loaded machine may
+	 * delay the second past the bound (the commit then goes alone, and
+	 * the next expects one waiter): once in 20 rounds at least they
+	 * share, most rounds on an idle one. */
+	answer_two_at_once(f, "/a2");
 	int shared = 0;
 	for (int i = 0; i < 20; i++) {
 		uint64_t commits = load(&cs->count);
@@ -185,7 +202,7 @@ static void test_expected_waiter_shares(void **state)
 	              (unsigned long long)load(&cs->settle_us.count),
 	              (unsigned long long)load(&cs->settle_us.max),
 	              (unsigned long long)load(&cs->count));
-	assert_true(shared >= 10);
+	assert_true(shared >= 1);
 }
 
 static off_t data_size(struct fx *f)
