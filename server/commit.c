@@ -17,16 +17,27 @@
  * waiters that arrive while a commit runs share the next one.
  *
  * A commit a waiter asked for first lets mutations already in progress
- * finish (commit_settle: at most COMMIT_SETTLE_MAX_US, only while the
- * journal still grows), so that concurrent clients that each mutate, then
- * wait, share commits instead of taking turns; not for a lone client,
- * whose journal has not grown since it asked (invariant 8).
+ * finish, and the clients answered together last time ask again
+ * (commit_settle: at most COMMIT_SETTLE_MAX_US), so that concurrent
+ * clients that each mutate, then wait, share commits instead of taking
+ * turns; not for a lone client, which is all the last commit answered
+ * and whose journal has not grown since it asked (invariant 8).
  *
  * A commit someone waits for leaves the table apply to later
  * (store_commit_waited, store_log.c note 8), and most of the room ahead
  * (store_prealloc.c note 4); once no waiter and no change has come for
  * COMMIT_APPLY_IDLE_MS, the committer does both (commit_idle_work,
  * invariant 7).
+ *
+ * The thread ("mcached-commit") asks the scheduler for a short time slice
+ * (commit_slice): what it runs between two sleeps is short (a swap, a
+ * log append, the overlay, a publish, the answers), and every waiter
+ * waits for it. On a kernel whose fair scheduler takes a slice per thread
+ * (EEVDF, Linux 6.12 and later) its deadlines then come before those of
+ * the clients and workers it wakes, so it is not preempted by the first
+ * client it answers before it has answered the others, and it runs soon
+ * when its fsync returns. It gets no more CPU than before; where the
+ * kernel ignores the request nothing changes.
  *
  * A failed write:
  *
@@ -66,20 +77,26 @@
  *     inside a turn, so it never delays a commit under way, only (bounded
  *     by one apply and one room) a waiter that comes while it runs. Once
  *     it failed, not again before a commit succeeds (`idle_failed`).
- *  8. `waited_recs` is the journal's record count as the turn's first
- *     waiter arrived (taken before `mu`: the namespace lock is never
- *     taken under it); `lone` counts the last commits with waiters
- *     that each answered one and left none (nobody else asked while it
- *     ran), up to COMMIT_LONE_RUN; any other such commit sets it to 0.
- *     A turn skips the settle's polls (one sleep and wakeup at least,
- *     ~50 us, each time a lone client waits; its settle_us sample is 0)
- *     only when `lone` reached COMMIT_LONE_RUN and the journal holds no
- *     more records than waited_recs as it starts: one client that
- *     mutates and waits in turn. Clients that take turns (one waits
- *     while another mutates, or both wait) settle: where two clients
- *     alternate, one commit in a few answers two waiters or leaves one,
- *     so their batches keep sharing commits. A new committer starts at
- *     COMMIT_LONE_RUN: nobody else asked yet.
+ *  8. `waited_recs` is the journal's record count as the latest waiter
+ *     arrived (taken before `mu`: the namespace lock is never taken
+ *     under it); `nwaiting` is the length of `waiters`; `expect` is the
+ *     number of waiters the last commit that answered any answered plus
+ *     those it left waiting: the clients that wait in turn with each
+ *     other, who are likely to ask again (1 at start: nobody else asked
+ *     yet). A settle ends (commit_settle_done) once `nwaiting` reached
+ *     `expect` and the journal either holds no more records than
+ *     waited_recs or did not grow over one poll; else at
+ *     COMMIT_SETTLE_MAX_US. It waits on `cv`, which an arrival signals,
+ *     so the last of the expected waiters ends it at once; it polls the
+ *     journal (every COMMIT_SETTLE_POLL_US) only once they are all
+ *     there, and another client's mutations keep it going. A
+ *     turn whose settle is done as it starts takes no poll (its
+ *     settle_us sample is 0): one client that mutates and waits in
+ *     turn (expect 1) never sleeps for it, and neither do clients all
+ *     back before the turn starts. Clients that take turns (one waits
+ *     while another mutates, or one asks while the other's commit runs)
+ *     settle: such a commit answers one and leaves one, so the next
+ *     expects two, and their batches share commits from then on.
  */
 #include "commit.h"
 
@@ -88,8 +105,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "commit_sem.h"
@@ -107,9 +127,9 @@
 /* The quiet time after which an apply put off by waited-for commits runs
  * (invariant 7). */
 #define COMMIT_APPLY_IDLE_MS 20u
-/* Waited-for commits in a row that answered one waiter each, after which
- * a turn may skip the settle (invariant 8). */
-#define COMMIT_LONE_RUN 8u
+/* The committer's time slice (commit_slice): the shortest the kernel
+ * takes. */
+#define COMMIT_SLICE_NS 100000ull
 
 struct waiter {
 	uint64_t seq;
@@ -129,8 +149,9 @@ struct commit {
 	bool stop;
 	bool kick;
 	bool waited;                    /* a waiter arrived since the last turn */
-	uint64_t waited_recs;           /* journal records as the first did (8) */
-	unsigned lone;                  /* waited commits in a row with one waiter (8) */
+	uint64_t waited_recs;           /* journal records as the latest did (8) */
+	unsigned nwaiting;              /* waiters listed (8) */
+	unsigned expect;                /* waiters the next settle waits for (8) */
 	bool idle_failed;               /* idle work failed, no commit since (7) */
 	bool aside;                     /* the warmers step aside (invariant 6) */
 	bool armed;                     /* the running batch holds a change ... */
@@ -174,8 +195,9 @@ static void wake(struct commit *c)
 			pp = &w->next;
 		}
 	}
+	c->nwaiting -= n;
 	if (n)
-		c->lone = n == 1 && !c->waiters ? c->lone + (c->lone < COMMIT_LONE_RUN) : 0; /* (8) */
+		c->expect = n + c->nwaiting; /* (8) */
 	pthread_mutex_unlock(&c->mu);
 	while (ready) {
 		struct waiter *w = ready;
@@ -193,6 +215,7 @@ static void fail_waiters(struct commit *c, int err)
 	pthread_mutex_lock(&c->mu);
 	struct waiter *w = c->waiters;
 	c->waiters = NULL;
+	c->nwaiting = 0;
 	pthread_mutex_unlock(&c->mu);
 	while (w) {
 		struct waiter *n = w->next;
@@ -404,22 +427,60 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 	}
 }
 
-/* A waiter asked for a commit: while the journal still grows (another
- * client is in the middle of its mutations, and will likely wait for
- * them next), give it up to COMMIT_SETTLE_MAX_US to finish, so that one
- * commit serves both instead of two in a row. A lone client's journal is
- * already still: it pays one poll. */
-static void commit_settle(struct commit *c)
+/* Is the settle over (invariant 8; c->mu held)? recs is the journal's
+ * record count now, last its count a poll before (UINT64_MAX: no poll
+ * yet). */
+static bool commit_settle_done(const struct commit *c, uint64_t recs, uint64_t last)
 {
-	uint64_t end = mono_us() + COMMIT_SETTLE_MAX_US;
-	uint64_t n = ns_journal_records(c->ns);
+	return c->nwaiting >= c->expect && (recs <= c->waited_recs || recs == last);
+}
+
+/* A waiter asked for a commit (c->mu held, let go while the journal is
+ * read): while the clients answered together last time are not all back,
+ * or the journal still grows (another client is in the middle of its
+ * mutations, and will likely wait for them next), give them up to
+ * COMMIT_SETTLE_MAX_US, so that one commit serves them all instead of
+ * several in a row. Returns the time it took (0: done at once, no poll). */
+static uint64_t commit_settle(struct commit *c)
+{
+	uint64_t s0 = mono_us(), end = s0 + COMMIT_SETTLE_MAX_US, last = UINT64_MAX;
 	for (;;) {
-		nanosleep(&(struct timespec){ 0, COMMIT_SETTLE_POLL_US * 1000L }, NULL);
-		uint64_t m = ns_journal_records(c->ns);
-		if (m == n || mono_us() >= end)
-			return;
-		n = m;
+		pthread_mutex_unlock(&c->mu);
+		uint64_t recs = ns_journal_records(c->ns);
+		pthread_mutex_lock(&c->mu);
+		if (commit_settle_done(c, recs, last))
+			break;
+		uint64_t now = mono_us();
+		if (now >= end || c->stop)
+			break;
+		last = recs;
+		/* An arrival signals cv: the last one expected ends it now.
+		 * Until then the journal's growth decides nothing, and is not
+		 * polled. */
+		commit_sleep_until(c, c->nwaiting < c->expect ? end : now + COMMIT_SETTLE_POLL_US);
 	}
+	return last == UINT64_MAX ? 0 : mono_us() - s0;
+}
+
+/* struct sched_attr as sched_setattr(2) first took it (48 bytes; the
+ * kernel's header clashes with <sched.h>, and glibc has no wrapper). */
+struct commit_sched_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+_Static_assert(sizeof(struct commit_sched_attr) == 48, "sched_attr, version 0");
+
+/* Ask for a slice of COMMIT_SLICE_NS, staying SCHED_OTHER at nice 0
+ * (see the top). Best effort. */
+static void commit_slice(void)
+{
+	struct commit_sched_attr a = { .size = sizeof(a), .policy = SCHED_OTHER,
+	                               .runtime = COMMIT_SLICE_NS };
+	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+		log_debug("commit: no slice of its own: %s", strerror(errno));
 }
 
 static void *commit_main(void *arg)
@@ -429,23 +490,14 @@ static void *commit_main(void *arg)
 	uint64_t failed_us = 0;
 	/* commit_settle's short sleeps: 1 us of slack, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	commit_slice();
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		commit_wait_turn(c, failures, failed_us);
 		bool settle = c->waited && !c->stop && !failures && !c->pending;
-		uint64_t recs0 = c->waited_recs;
-		bool lone = c->lone >= COMMIT_LONE_RUN;
 		c->waited = false;
-		if (settle) {
-			pthread_mutex_unlock(&c->mu);
-			uint64_t s0 = mono_us(), us = 0;
-			if (!lone || ns_journal_records(c->ns) != recs0) { /* invariant 8 */
-				commit_settle(c);
-				us = mono_us() - s0;
-			}
-			hist_add(&c->stats.settle_us, us);
-			pthread_mutex_lock(&c->mu);
-		}
+		if (settle)
+			hist_add(&c->stats.settle_us, commit_settle(c)); /* invariant 8 */
 		stat_add(&c->stats.turns, 1);
 		c->kick = false;
 		uint64_t since = c->armed ? c->armed_us : 0;
@@ -520,7 +572,7 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 	c->st = st;
 	c->sem = ns_commit_sem(ns);
 	c->interval_ms = interval_ms;
-	c->lone = COMMIT_LONE_RUN; /* invariant 8: nobody else asked yet */
+	c->expect = 1; /* invariant 8: nobody else asked yet */
 	struct store_meta meta;
 	int rc = store_get_meta(st, &meta);
 	if (rc < 0) {
@@ -531,6 +583,8 @@ int commit_start(struct ns *ns, struct store *st, unsigned interval_ms, struct c
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	rc = pthread_create(&c->thread, NULL, commit_main, c);
+	if (rc == 0)
+		pthread_setname_np(c->thread, "mcached-commit");
 	if (rc != 0) {
 		pthread_cond_destroy(&c->cv);
 		pthread_mutex_destroy(&c->mu);
@@ -597,13 +651,13 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 	}
 	*w = (struct waiter){ seq, fn, arg, c->waiters };
 	c->waiters = w;
+	c->nwaiting++;
 	if (!c->aside) {
 		c->aside = true;
 		commit_sem_aside_begin(c->sem);
 	}
 	c->kick = true;
-	if (!c->waited)
-		c->waited_recs = recs;
+	c->waited_recs = recs;
 	c->waited = true;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);

@@ -27,7 +27,8 @@
  *     touched only by its worker thread. The one exception is
  *     conn_wait_cb, which runs on the committer thread or another worker
  *     (the last watcher acknowledging, watch.h) and only stores wait_err,
- *     counts nwaits down and, at 0, activates ev_done.
+ *     counts nwaits down and, at 0, sends the held reply (invariant 9)
+ *     and activates ev_done.
  *  2. A conn holds one reference for being open (fd >= 0) and one while a
  *     wait (commit, watchers) is outstanding; it is freed when both are
  *     gone, so a connection closed while waiting lives until its callbacks
@@ -58,6 +59,19 @@
  *  8. c->ent is listed in r->m->clients (clients.c) from a good Hello
  *     (conn_hello) until conn_close, and counts each request received; each
  *     request's job records its slow ops in r->m->slowlog (slowlog.c).
+ *  9. The thread whose conn_wait_cb ends a wait that succeeded (mostly the
+ *     committer, answering its waiters) writes the held reply to the
+ *     socket itself (one nonblocking send; held_sent says what it took),
+ *     before it activates ev_done, so the client is woken without a
+ *     wakeup of the worker first; conn_done_cb queues what the socket did
+ *     not take, and goes on as before. Only when held_direct: set by the
+ *     worker as it holds the reply, after it sent what this pass had
+ *     held back (conn_io_flush), when nothing is left queued and the
+ *     session is no watcher (whose events the worker sends at any time).
+ *     While WAITING with held_direct the worker writes nothing to the
+ *     socket and does not close it (it neither reads nor writes it then,
+ *     and conn_close_all passes WAITING conns by), so that send is the
+ *     only use of the socket until ev_done runs conn_done_cb.
  */
 #include "conn_io.h"
 
@@ -504,6 +518,11 @@ static void conn_job_run(struct conn *c, uint64_t slice_us)
 	c->refs++;
 	conn_io_reading(c, false);
 	evtimer_del(c->ev_deadline);
+	/* The replies before it go first: then the socket is idle, and the
+	 * wait's end may send it (invariant 9). A flush that fails closes c. */
+	conn_io_flush(c);
+	c->held_sent = 0;
+	c->held_direct = c->fd >= 0 && conn_io_pending(c) == 0 && ws->w == NULL;
 	if (rr.wait_seq) {
 		atomic_fetch_add(&c->nwaits, 1);
 		err = commit_wait_async(w->r->m->commit, rr.wait_seq, conn_wait_cb, c);
@@ -550,16 +569,38 @@ static void conn_step_cb(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+/* The wait is over and succeeded: the held reply goes out from this
+ * thread (invariant 9). */
+static void conn_send_held(struct conn *c)
+{
+	_Atomic uint64_t *direct = &c->w->stats.replies_direct;
+	ssize_t n;
+
+	/* Counted before the client can see the reply and read the figure. */
+	stat_inc(direct);
+	do
+		n = send(c->fd, c->held, c->held_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	/* A failed send leaves it to conn_done_cb, as conn_io_send does. */
+	if (n > 0)
+		c->held_sent = (size_t)n;
+	else
+		atomic_fetch_sub_explicit(direct, 1, memory_order_relaxed);
+}
+
 /* Committer thread, another worker, or inline: one wait is over; the
- * last hands back to the worker (invariant 1). */
+ * last sends the reply and hands back to the worker (invariant 1). */
 static void conn_wait_cb(void *arg, int err)
 {
 	struct conn *c = arg;
 
 	if (err < 0)
 		atomic_store(&c->wait_err, err);
-	if (atomic_fetch_sub(&c->nwaits, 1) == 1)
+	if (atomic_fetch_sub(&c->nwaits, 1) == 1) {
+		if (c->held_direct && atomic_load(&c->wait_err) == 0)
+			conn_send_held(c);
 		event_active(c->ev_done, EV_READ, 0);
+	}
 }
 
 static void conn_done_cb(evutil_socket_t fd, short what, void *arg)
@@ -589,13 +630,27 @@ static void conn_done_cb(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 		c->st = CONN_READY;
-		if (conn_queue(c, c->held_id, buf, len) == 0) {
+		size_t sent = buf && err == 0 ? c->held_sent : 0;
+		int qrc;
+
+		if (sent == len && buf) {
+			free(buf);        /* the wait's end sent it (invariant 9) */
+			qrc = 0;
+		} else if (sent) {
+			/* The rest, in order; lost, the stream is out of step. */
+			qrc = conn_io_queue(c, buf, sent, len);
+			if (qrc)
+				conn_close(c);
+		} else {
+			qrc = conn_queue(c, c->held_id, buf, len);
+		}
+		if (qrc == 0) {
 			if (c->w->exiting)
 				conn_close_now(c);
 			else
 				conn_process(c);
 		}
-		buf = NULL;               /* conn_queue took it */
+		buf = NULL;               /* taken */
 	}
 	free(buf);
 	conn_unref(c);

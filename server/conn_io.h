@@ -51,6 +51,8 @@ struct conn {
 	size_t held_len;
 	uint64_t held_id;
 	size_t held_nres;
+	bool held_direct;            /* the wait's end may send it (conn.c invariant 9) */
+	size_t held_sent;            /* bytes of it that send took */
 	size_t job_nops;             /* ops of the request being run */
 	/* Socket I/O (conn_io.c). */
 	struct evbuffer *in;         /* bytes read, not yet parsed */

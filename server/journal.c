@@ -62,6 +62,7 @@ void journal_batch_reset(struct journal_batch *b, uint64_t seq)
 {
 	b->seq = seq;
 	b->nrecs = 0;
+	b->types = 0;
 	b->len = 0;
 }
 
@@ -72,6 +73,7 @@ void journal_batch_free(struct journal_batch *b)
 	b->len = 0;
 	b->cap = 0;
 	b->nrecs = 0;
+	b->types = 0;
 }
 
 /* Make room for need more bytes; 0 or -ENOMEM with the batch unchanged. */
@@ -102,6 +104,7 @@ static uint8_t *journal_begin(struct journal_batch *b, enum journal_type type, u
 
 static void journal_end(struct journal_batch *b, uint32_t body_len)
 {
+	b->types |= 1u << b->buf[b->len];      /* the type journal_begin wrote */
 	b->len += JOURNAL_HDR_SIZE + (size_t)body_len;
 	b->nrecs++;
 }
@@ -262,6 +265,48 @@ int journal_punch_extent(struct journal_batch *b, uint64_t ino, uint64_t start, 
 		return rc;
 	journal_end(b, 24);
 	return 0;
+}
+
+/* Does a record of this type take these header fields (journal_next's
+ * length rules)? */
+static bool journal_frame_ok(uint8_t type, uint8_t dtype, size_t namelen, size_t body_len)
+{
+	switch (type) {
+	case JR_INODE_PUT:
+		return dtype == 0 && namelen == 0 && body_len >= JOURNAL_INODE_DISK_SIZE &&
+		       body_len - JOURNAL_INODE_DISK_SIZE <= MC_SYMLINK_MAX;
+	case JR_INODE_DEL:
+		return dtype == 0 && namelen == 0 && body_len == 8;
+	case JR_INODE_UNLINK:
+		return dtype == 0 && namelen == 0 && body_len == 16;
+	case JR_DENTRY_PUT:
+		return namelen >= 1 && namelen <= MC_NAME_MAX && body_len == 16 + namelen;
+	case JR_DENTRY_DEL:
+		return dtype == 0 && namelen >= 1 && namelen <= MC_NAME_MAX && body_len == 8 + namelen;
+	case JR_EXTENT_SET:
+		return dtype == 0 && namelen == 0 && body_len == 36;
+	case JR_EXTENT_PUNCH:
+		return dtype == 0 && namelen == 0 && body_len == 24;
+	}
+	return false;
+}
+
+int journal_check_frames(const struct journal_batch *b)
+{
+	size_t at = 0;
+	uint32_t n = 0;
+	while (at < b->len) {
+		if (b->len - at < JOURNAL_HDR_SIZE)
+			return -EPROTO;
+		const uint8_t *h = b->buf + at;
+		size_t namelen = get_le16(h + 2), body_len = get_le32(h + 4);
+		if (body_len > b->len - at - JOURNAL_HDR_SIZE ||
+		    !journal_frame_ok(h[0], h[1], namelen, body_len))
+			return -EPROTO;
+		at += JOURNAL_HDR_SIZE + body_len;
+		n++;
+	}
+	return n == b->nrecs ? 0 : -EPROTO;
 }
 
 int journal_next(const uint8_t *buf, size_t len, size_t *pos, struct journal_rec *out)

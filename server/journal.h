@@ -52,6 +52,7 @@ struct journal_batch {
 	uint64_t seq;             /* batch number, assigned when it starts running */
 	uint64_t next_ino;        /* the inode counter after the batch's changes */
 	uint32_t nrecs;
+	uint32_t types;           /* 1 << type of every record in buf */
 	uint8_t *buf;             /* encoded records */
 	size_t len;
 	size_t cap;
@@ -75,6 +76,12 @@ struct journal_rec {
 };
 
 void journal_batch_init(struct journal_batch *b, uint64_t seq);
+/* Do b's records follow each other as journal_next reads them: every
+ * header of a known type with the lengths that type takes, the last one
+ * ending at b->len, b->nrecs of them? 0 or -EPROTO. Their contents are
+ * not looked at (the appenders checked them, journal.c invariant 2): a
+ * pass of a few instructions a record, where journal_next decodes each. */
+int journal_check_frames(const struct journal_batch *b);
 /* Empty the batch for reuse as batch number seq; keeps its buffer and
  * next_ino. */
 void journal_batch_reset(struct journal_batch *b, uint64_t seq);

@@ -128,6 +128,7 @@ void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src)
 		add_u64(&dst->limits[i], &src->limits[i]);
 	add_u64(&dst->output_bytes, &src->output_bytes);
 	add_u64(&dst->replies_queued, &src->replies_queued);
+	add_u64(&dst->replies_direct, &src->replies_direct);
 }
 
 const char *stats_limit_name(unsigned id)
@@ -372,6 +373,11 @@ const struct stats_metric stats_metrics[] = {
 	        rpc.replies_queued,
 	        "Replies the client's socket did not take whole when they were made: "
 	        "the rest waited in the connection's output queue."),
+	COUNTER("rpc.replies_direct", "mcache_rpc_replies_direct_total", NULL,
+	        rpc.replies_direct,
+	        "Replies held for a commit (mc_sync, mc_fsync, --sync) or for watchers that "
+	        "the thread ending the wait wrote to the socket itself, without waking "
+	        "the connection's worker first."),
 	LIMIT(STATS_LIMIT_ACCEPT_PAUSES, "accept_pauses"),
 	LIMIT(STATS_LIMIT_REFUSED, "refused"),
 	LIMIT(STATS_LIMIT_TOO_MANY_OPS, "too_many_ops"),

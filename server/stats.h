@@ -71,6 +71,7 @@ struct rpc_stats {
 	_Atomic uint64_t limits[STATS_LIMITS];
 	_Atomic uint64_t output_bytes;     /* gauge: unsent reply bytes, all connections */
 	_Atomic uint64_t replies_queued;   /* replies the socket did not take at once */
+	_Atomic uint64_t replies_direct;   /* held replies the wait's end sent itself */
 };
 
 void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src);

@@ -432,13 +432,14 @@ static int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal
 }
 
 /* Should the commit of b (at now_ns) apply the log to the tables (note
- * 5)? 1 yes, 0 no, -EPROTO when b does not decode. Also when retention
- * would otherwise have to drop a batch not applied (note 6): the batches
- * not applied stay within each bound. waited: someone waits for the
- * commit, and the soft bounds are STORE_APPLY_HARD times larger; *owed
- * says that they alone would have made it due (note 8). */
-static int store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns,
-                           bool waited, bool *owed)
+ * 5)? Also when retention would otherwise have to drop a
+ * batch not applied (note 6): the batches not applied stay within each
+ * bound. waited: someone waits for the commit, and the soft bounds are
+ * STORE_APPLY_HARD times larger; *owed says that they alone would have
+ * made it due (note 8). The record types come from b->types, not from
+ * a pass over the records. */
+static bool store_apply_due(struct store *s, const struct journal_batch *b, uint64_t now_ns,
+                            bool waited, bool *owed)
 {
 	uint64_t n = b->seq - s->applied_seq;         /* batches not applied, b included */
 	uint64_t bytes = s->pending_bytes + b->len + n * LOG_HDR;
@@ -448,15 +449,10 @@ static int store_apply_due(struct store *s, const struct journal_batch *b, uint6
 	           (s->log_retention && n >= s->log_retention) ||
 	           (s->log_max_bytes && bytes >= s->log_max_bytes) ||
 	           (s->log_max_age_ns && n > 1 && now_ns - s->pending_since_ns >= s->log_max_age_ns);
-	size_t pos = 0;
-	struct journal_rec r;
-	int rc;
-	while ((rc = journal_next(b->buf, b->len, &pos, &r)) == 1)
-		if (r.type == JR_EXTENT_SET || r.type == JR_EXTENT_PUNCH ||
-		    r.type == JR_INODE_UNLINK)
-			due = true;
+	if (b->types & (1u << JR_EXTENT_SET | 1u << JR_EXTENT_PUNCH | 1u << JR_INODE_UNLINK))
+		due = true;
 	*owed = soft && !due;
-	return rc < 0 ? rc : due;
+	return due;
 }
 
 /* Record (or clear, id 0) the commit that applies the log, before its
@@ -538,10 +534,13 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	uint8_t ls[8], ni[8], as[8];
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
 	uint64_t upto = b ? b->seq : s->last_seq;
-	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	*full = false;
 	*applied = false;
 	*owed = false;
+	/* A batch the log could not be read back from is not written. */
+	if (b && journal_check_frames(b) < 0)
+		return -EPROTO;
+	int derr = 0, err, rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	if (rc)
 		return store_errno(rc);
 
@@ -556,12 +555,7 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	t->log_ns = t1 - t0;
 	t0 = t1;
 
-	if (b && (derr = store_apply_due(s, b, now, waited, owed)) < 0) {
-		rc = MDB_CORRUPTED;
-		goto fail;
-	}
-	*applied = !b || derr == 1;
-	derr = 0;
+	*applied = !b || store_apply_due(s, b, now, waited, owed);
 	if (*applied) {
 		/* The batches before b from the overlay, then b itself, in
 		 * order; from the log when the overlay missed something. */
@@ -640,10 +634,7 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 		s->applied_seq = b ? b->seq : s->last_seq;
 		s->pending_bytes = 0;
 	} else {
-		size_t pos = 0;
-		struct journal_rec r;
-		while (!err && journal_next(b->buf, b->len, &pos, &r) == 1)
-			err = ovl_add(&s->ovl, &r);
+		err = ovl_add_batch(&s->ovl, b->buf, b->len);
 		if (err)
 			s->ovl_broken = true;
 		if (s->applied_seq == s->last_seq)

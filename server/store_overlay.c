@@ -122,13 +122,19 @@ static struct ovl_dir *ovl_dir_find(const struct store_ovl *o, uint64_t parent)
 /* The list of parent's dentries, made when missing; NULL: no memory. */
 static struct ovl_dir *ovl_dir_get(struct store_ovl *o, uint64_t parent)
 {
-	struct ovl_dir *d = ovl_dir_find(o, parent);
-	if (d)
+	/* A batch's names come in runs of one directory: the last one
+	 * found is asked again without the map. */
+	struct ovl_dir *d = o->last_dir;
+	if (d && d->parent == parent)
 		return d;
-	if (map_reserve(&o->dirs) < 0 || !(d = ovl_alloc(o, sizeof(*d))))
-		return NULL;
-	*d = (struct ovl_dir){ .parent = parent };
-	map_put(&o->dirs, parent, (uintptr_t)d); /* reserved: cannot fail */
+	d = ovl_dir_find(o, parent);
+	if (!d) {
+		if (map_reserve(&o->dirs) < 0 || !(d = ovl_alloc(o, sizeof(*d))))
+			return NULL;
+		*d = (struct ovl_dir){ .parent = parent };
+		map_put(&o->dirs, parent, (uintptr_t)d); /* reserved: cannot fail */
+	}
+	o->last_dir = d;
 	return d;
 }
 
@@ -233,6 +239,69 @@ int ovl_add(struct store_ovl *o, const struct journal_rec *r)
 		 * commit (store_log.c note 5), so it never comes here. Should it,
 		 * the overlay is broken and reads apply first. */
 		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A record header (journal.h): u8 type, u8 dtype, u16 namelen, u32
+ * body_len. */
+#define OVL_REC_HDR 8u
+
+int ovl_add_batch(struct store_ovl *o, const uint8_t *buf, size_t len)
+{
+	uint8_t key[8 + MC_NAME_MAX];
+	uint8_t val[OVL_DENTRY_VAL];
+	size_t at = 0;
+	while (at < len) {
+		if (len - at < OVL_REC_HDR)
+			return -EPROTO;
+		const uint8_t *h = buf + at, *body = h + OVL_REC_HDR;
+		size_t namelen = get_le16(h + 2), blen = get_le32(h + 4);
+		if (blen > len - at - OVL_REC_HDR)
+			return -EPROTO;
+		at += OVL_REC_HDR + blen;
+		int rc = 0;
+		switch (h[0]) {
+		case JR_INODE_PUT:
+			/* The body is the table's value: the inode as stored, then
+			 * the symlink target. */
+			if (blen < JOURNAL_INODE_DISK_SIZE)
+				return -EPROTO;
+			put_be64(key, get_le64(body));
+			rc = ovl_set(o, OVL_INODES, key, 8, body, blen);
+			break;
+		case JR_INODE_DEL:
+			if (blen != 8)
+				return -EPROTO;
+			put_be64(key, get_le64(body));
+			rc = ovl_set(o, OVL_INODES, key, 8, NULL, 0);
+			break;
+		case JR_DENTRY_PUT:
+			if (namelen < 1 || namelen > MC_NAME_MAX || blen != 16 + namelen)
+				return -EPROTO;
+			put_be64(key, get_le64(body));
+			memcpy(key + 8, body + 16, namelen);
+			memcpy(val, body + 8, 8);       /* the child, little-endian as stored */
+			val[8] = h[1];
+			rc = ovl_set(o, OVL_DENTRIES, key, 8 + namelen, val, OVL_DENTRY_VAL);
+			break;
+		case JR_DENTRY_DEL:
+			if (namelen < 1 || namelen > MC_NAME_MAX || blen != 8 + namelen)
+				return -EPROTO;
+			put_be64(key, get_le64(body));
+			memcpy(key + 8, body + 8, namelen);
+			rc = ovl_set(o, OVL_DENTRIES, key, 8 + namelen, NULL, 0);
+			break;
+		case JR_EXTENT_SET:
+		case JR_EXTENT_PUNCH:
+			break;
+		case JR_INODE_UNLINK:
+			return -EINVAL;                 /* as in ovl_add */
+		default:
+			return -EPROTO;
+		}
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -435,6 +504,7 @@ static void ovl_drop_tab(struct store_ovl *o)
 void ovl_reset(struct store_ovl *o)
 {
 	map_free(&o->dirs);             /* the lists are in the arena */
+	o->last_dir = NULL;
 	for (struct ovl_chunk *c = o->arena, *next; c; c = next) {
 		next = c->next;
 		free(c);

@@ -55,6 +55,7 @@ struct store_ovl {
 	struct ovl_ent **made;    /* the n entries in the order their keys came */
 	size_t made_cap;
 	struct map dirs;          /* parent inode number -> its struct ovl_dir */
+	struct ovl_dir *last_dir; /* the one ovl_set found last (NULL: none) */
 	uint64_t gen;             /* moves at every change, never back (not even at a clear) */
 	struct ovl_chunk *arena;  /* the newest first; every entry and list, freed at a clear */
 };
@@ -64,6 +65,12 @@ struct store_ovl {
  * -ENOMEM (the overlay may then hold part of r's effect only), or -EINVAL for
  * an INODE_UNLINK, which only the tables can apply. */
 int ovl_add(struct store_ovl *o, const struct journal_rec *r);
+/* ovl_add of every record of an encoded batch (journal.h), read in
+ * place: as journal.c writes them (journal.c invariant 2), so only their
+ * lengths are checked, not what journal_next checks besides. 0, -ENOMEM
+ * or -EINVAL as ovl_add (the overlay may then hold part of the batch), or
+ * -EPROTO for a record that does not fit. */
+int ovl_add_batch(struct store_ovl *o, const uint8_t *buf, size_t len);
 /* 1 and *val, *vlen (pointing into the overlay, valid until the next add or
  * clear) when the key has a value, -ENOENT when the key was deleted, 0 when
  * the overlay knows nothing of it. */

@@ -3,9 +3,12 @@
  * writers, a store that fails with a full map or injected errors (waiters
  * answered, a bounded shutdown), the journal bound that makes mutations
  * wait, then fail, while commits fail, and the commit rate that holds its
- * interval. What a commit someone waits for does differently is
- * test-commit_wait.c's. */
+ * interval, and the committer's own time slice. What a commit someone
+ * waits for does differently is test-commit_wait.c's. */
 #include "commit_fixture.h"
+
+#include <sched.h>
+#include <sys/syscall.h>
 
 static void test_changes_become_durable(void **state)
 {
@@ -586,6 +589,72 @@ static void test_rate_holds_interval(void **state)
 	assert_true(load(&cs->turns) > turns);
 }
 
+/* se.slice (ns) of thread tid from /proc/self/task/TID/sched, or 0 when
+ * the kernel does not show one. */
+static unsigned long long task_slice(pid_t tid)
+{
+	char p[64], line[256];
+	unsigned long long v = 0;
+	snprintf(p, sizeof(p), "/proc/self/task/%d/sched", (int)tid);
+	FILE *fp = fopen(p, "r");
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (strncmp(line, "se.slice", 8) == 0) {
+			char *colon = strchr(line, ':');
+			v = colon ? strtoull(colon + 1, NULL, 10) : 0;
+		}
+	fclose(fp);
+	return v;
+}
+
+/* The thread named name in this process, or 0. */
+static pid_t task_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0;
+	assert_non_null(d);
+	while (!tid && (e = readdir(d))) {
+		char p[300], comm[64] = "";
+		snprintf(p, sizeof(p), "/proc/self/task/%s/comm", e->d_name);
+		FILE *fp = fopen(p, "r");
+		if (fp && fgets(comm, sizeof(comm), fp) && strncmp(comm, name, strlen(name)) == 0 &&
+		    comm[strlen(name)] == '\n')
+			tid = (pid_t)atoi(e->d_name);
+		if (fp)
+			fclose(fp);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* The committer runs as "mcached-commit" with a time slice of 100 us
+ * (commit.c), where the kernel takes a slice per thread: as this thread
+ * finds when it asks for one itself. */
+static void test_committer_slice(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	pid_t tid = task_named("mcached-commit");
+	assert_true(tid > 0);
+	/* sched_attr, version 0 (48 bytes), SCHED_OTHER, runtime 200 us. */
+	uint64_t a[6] = { 48, 0, 0, 200000, 0, 0 };
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	unsigned long long before = task_slice(me);
+	bool taken = syscall(SYS_sched_setattr, 0, a, 0) == 0 && task_slice(me) == 200000;
+	print_message("# slice: this thread %llu ns, then %llu; the committer's %llu\n", before,
+	              task_slice(me), task_slice(tid));
+	if (!taken)
+		skip();                 /* no slice per thread on this kernel */
+	/* The thread asks as it starts running. */
+	for (int i = 0; i < 1000 && task_slice(tid) != 100000; i++)
+		sleep_ms(1);
+	assert_int_equal(task_slice(tid), 100000);
+	a[3] = 0;                       /* back to the default */
+	syscall(SYS_sched_setattr, 0, a, 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -601,6 +670,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
 		T(test_rate_holds_interval),
+		T(test_committer_slice),
 	};
 	return cmocka_run_group_tests_name("commit", tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@ struct spinner {
 	_Atomic bool *stop;
 };
 
-/* Mutate until told to stop, 5 us of busy work between changes (never a
+/* Mutate until told to stop, 0.5 us of busy work between changes (never a
  * sleep): another client in the middle of a long batch. */
 static void *spin_main(void *arg)
 {
@@ -28,7 +28,7 @@ static void *spin_main(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do
 			clock_gettime(CLOCK_MONOTONIC, &t1);
-		while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec < 5000);
+		while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec < 500);
 	}
 	return NULL;
 }
@@ -82,9 +82,9 @@ static void count_done(void *arg, int err)
 
 /* Two clients that take turns: one asks while the other's commit runs.
  * The second's turn settles although the journal did not grow after it
- * asked (commit.c invariant 8): the other client is about to mutate; and
- * so do the turns of the next commits, until enough of them in a row
- * answered one waiter alone. */
+ * asked (commit.c invariant 8): the other client, just answered, is
+ * about to mutate and ask again. Once a commit answered one waiter alone
+ * and left none, the next turns of that client do not settle. */
 static void test_turns_settle(void **state)
 {
 	struct fx *f = *state;
@@ -106,22 +106,103 @@ static void test_turns_settle(void **state)
 	for (int i = 0; i < 5000 && atomic_load(&done) < 2; i++)
 		sleep_ms(1);
 	assert_int_equal(atomic_load(&done), 2);
-	/* The first turn: a lone waiter, no settle; the second: a settle,
-	 * which sleeps COMMIT_SETTLE_POLL_US (20) at least. */
+	/* The first turn: a lone waiter, no settle; the second: a settle
+	 * for the first client, who does not come back here: the bound. */
 	assert_int_equal(load(&cs->settle_us.count), 2);
-	assert_true(load(&cs->settle_us.max) >= 20);
+	assert_true(load(&cs->settle_us.max) >= 1000);
 	assert_int_equal(load(&cs->count), 2);
 	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1);
-	/* Alone again: it settles until COMMIT_LONE_RUN (8) commits in a
-	 * row answered it alone (the second commit was the first), then no
-	 * more: 7 settles, then 5 turns without. */
+	/* Alone again: the second commit answered one waiter and left none,
+	 * so no turn of the lone client settles. */
 	for (int i = 0; i < 12; i++) {
 		mkfile(f, i % 2 ? "/c1" : "/c0");
 		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/c1" : "/c0")), 0);
 		assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
 	}
 	assert_int_equal(load(&cs->settle_us.count), 14);
-	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1 + 5);
+	assert_int_equal(hist_count_le(&cs->settle_us, 0), 1 + 12);
+}
+
+/* Busy-wait us microseconds (no sleep: the committer gets the CPU). */
+static void spin_us(unsigned us)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	while ((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
+}
+
+/* Two waiters ask for one batch while its commit is held in its publish:
+ * one commit answers the two, and the next settle expects two. */
+static void answer_two_at_once(struct fx *f, const char *path)
+{
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	struct commit_sem *sem = ns_commit_sem(f->ns);
+	uint64_t commits = load(&cs->count);
+	_Atomic int done = 0;
+	commit_sem_read_lock(sem);
+	mkfile(f, path);
+	uint64_t seq = ns_pending_seq(f->ns);
+	assert_int_equal(commit_wait_async(f->c, seq, count_done, &done), 0);
+	for (int i = 0; i < 5000 && !commit_sem_contended(sem); i++)
+		sleep_ms(1);
+	assert_true(commit_sem_contended(sem));
+	assert_int_equal(commit_wait_async(f->c, seq, count_done, &done), 0);
+	commit_sem_read_unlock(sem);
+	for (int i = 0; i < 5000 && atomic_load(&done) < 2; i++)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&done), 2);
+	assert_int_equal(load(&cs->count), commits + 1);
+}
+
+/* Two clients answered by one commit wait in turn with each other: the
+ * next commit one of them asks for waits for the other (commit.c
+ * invariant 8) although the journal stands still meanwhile, up to the
+ * bound when the other does not come; and the other's arrival ends that
+ * settle, so both share the commit. */
+static void test_expected_waiter_shares(void **state)
+{
+	struct fx *f = *state;
+	start(f, 60000);
+	const struct commit_stats *cs = commit_get_stats(f->c);
+	_Atomic int done = 0;
+	answer_two_at_once(f, "/a");
+	/* One of them mutates and asks, the other never: the journal stands
+	 * still, yet the settle lasts its whole bound (1 ms; without the
+	 * expectation, one poll of 20 us). A bound from below: a loaded
+	 * machine only makes it longer. */
+	uint64_t short0 = hist_count_le(&cs->settle_us, 900), n0 = load(&cs->settle_us.count);
+	mkfile(f, "/alone");
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	assert_int_equal(load(&cs->settle_us.count), n0 + 1);
+	assert_int_equal(hist_count_le(&cs->settle_us, 900), short0);
+	/* Now each round: one mutates and asks, the other mutates and asks
+	 * 500 us later, and they share the commit. A loaded machine may
+	 * delay the second past the bound (the commit then goes alone, and
+	 * the next expects one waiter): once in 20 rounds at least they
+	 * share, most rounds on an idle one. */
+	answer_two_at_once(f, "/a2");
+	int shared = 0;
+	for (int i = 0; i < 20; i++) {
+		uint64_t commits = load(&cs->count);
+		atomic_store(&done, 0);
+		mkfile(f, i % 2 ? "/b1" : "/b0");
+		assert_int_equal(commit_wait_async(f->c, ns_pending_seq(f->ns), count_done, &done), 0);
+		spin_us(500);
+		assert_int_equal(ns_unlink(f->ns, &root_cred, P(i % 2 ? "/b1" : "/b0")), 0);
+		assert_int_equal(commit_wait_async(f->c, ns_pending_seq(f->ns), count_done, &done), 0);
+		for (int j = 0; j < 5000 && atomic_load(&done) < 2; j++)
+			sleep_ms(1);
+		assert_int_equal(atomic_load(&done), 2);
+		if (load(&cs->count) == commits + 1)
+			shared++;
+	}
+	print_message("# %d of 20 rounds shared; settles %llu, longest %llu us, %llu commits\n", shared,
+	              (unsigned long long)load(&cs->settle_us.count),
+	              (unsigned long long)load(&cs->settle_us.max),
+	              (unsigned long long)load(&cs->count));
+	assert_true(shared >= 1);
 }
 
 static off_t data_size(struct fx *f)
@@ -202,7 +283,10 @@ static void test_waited_apply_put_off(void **state)
 	assert_int_equal(load(&cs->idle_applies), 1);
 	assert_false(store_apply_owed(f->st));
 	assert_int_equal(store_get_meta(f->st, &m), 0);
-	assert_int_equal(m.applied_seq, m.last_seq);
+	/* Every batch applied; but an idle apply that came between the
+	 * second commit and the third (a slow machine) leaves the third, one
+	 * batch, under the soft bound and owed by nobody. */
+	assert_true(m.applied_seq == m.last_seq || m.applied_seq + 1 == m.last_seq);
 	assert_int_equal(load(&cs->count), 3);
 	/* Nothing owed: the committer sleeps, and no apply runs again. */
 	sleep_ms(60);
@@ -366,6 +450,7 @@ int main(void)
 		T(test_room_put_off_while_waited),
 		T(test_waiter_settles),
 		T(test_turns_settle),
+		T(test_expected_waiter_shares),
 		T(test_room_written_ahead),
 		T(test_waiter_sets_warmers_aside),
 		T(test_step_aside),

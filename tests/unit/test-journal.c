@@ -521,6 +521,75 @@ static void test_update_inode_in_place(void **state)
 	journal_batch_free(&b);
 }
 
+/* b->types has the bit of every record type appended, and only those: a
+ * failed append adds none, an inode rewritten in place keeps it, a reset
+ * clears them. */
+static void test_types_mask(void **state)
+{
+	(void)state;
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	assert_int_equal(b.types, 0);
+	struct mc_inode_rec r = { .ino = 9, .mode = S_IFREG | 0600, .nlink = 1 };
+	assert_int_equal(journal_put_inode(&b, &r, NULL, 0), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "a", 1, 9, DT_REG), 0);
+	assert_int_equal(b.types, 1u << JR_INODE_PUT | 1u << JR_DENTRY_PUT);
+	assert_int_equal(journal_put_dentry(&b, 1, "a/b", 3, 9, DT_REG), -EINVAL);
+	r.size = 5;
+	assert_int_equal(journal_update_inode(&b, 0, &r), 0);
+	assert_int_equal(b.types, 1u << JR_INODE_PUT | 1u << JR_DENTRY_PUT);
+	assert_int_equal(journal_set_extent(&b, 9, 0, 99, 4096, 0), 0);
+	assert_int_equal(journal_unlink_inode(&b, 9, 1), 0);
+	assert_int_equal(b.types, 1u << JR_INODE_PUT | 1u << JR_DENTRY_PUT |
+	                          1u << JR_EXTENT_SET | 1u << JR_INODE_UNLINK);
+	journal_batch_reset(&b, 2);
+	assert_int_equal(b.types, 0);
+	assert_int_equal(journal_punch_extent(&b, 9, 0, 9), 0);
+	assert_int_equal(journal_del_dentry(&b, 1, "a", 1), 0);
+	assert_int_equal(journal_del_inode(&b, 9), 0);
+	assert_int_equal(b.types, 1u << JR_EXTENT_PUNCH | 1u << JR_DENTRY_DEL | 1u << JR_INODE_DEL);
+	journal_batch_free(&b);
+	assert_int_equal(b.types, 0);
+}
+
+/* journal_check_frames passes what the appenders write, and refuses a
+ * header garbled in its type, its lengths or its count, and a cut
+ * batch. */
+static void test_check_frames(void **state)
+{
+	(void)state;
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	assert_int_equal(journal_check_frames(&b), 0);
+	struct mc_inode_rec r = { .ino = 9, .mode = S_IFLNK | 0777, .nlink = 1, .size = 3 };
+	assert_int_equal(journal_put_inode(&b, &r, "abc", 3), 0);
+	assert_int_equal(journal_put_dentry(&b, 1, "name", 4, 9, DT_LNK), 0);
+	assert_int_equal(journal_del_dentry(&b, 1, "old", 3), 0);
+	assert_int_equal(journal_del_inode(&b, 8), 0);
+	assert_int_equal(journal_unlink_inode(&b, 7, 1), 0);
+	assert_int_equal(journal_set_extent(&b, 9, 0, 99, 4096, 1), 0);
+	assert_int_equal(journal_punch_extent(&b, 9, 0, 9), 0);
+	assert_int_equal(journal_check_frames(&b), 0);
+	size_t second = 8 + JOURNAL_INODE_DISK_SIZE + 3;
+	uint8_t *h = b.buf + second;                  /* the DENTRY_PUT's header */
+	h[0] = 0x7f;
+	assert_int_equal(journal_check_frames(&b), -EPROTO);
+	h[0] = JR_DENTRY_PUT;
+	h[2] = 5;                                     /* namelen no longer the body's */
+	assert_int_equal(journal_check_frames(&b), -EPROTO);
+	h[2] = 4;
+	h[4] = 0x7f;                                  /* body_len past the end */
+	assert_int_equal(journal_check_frames(&b), -EPROTO);
+	h[4] = 20;
+	assert_int_equal(journal_check_frames(&b), 0);
+	b.nrecs++;
+	assert_int_equal(journal_check_frames(&b), -EPROTO);
+	b.nrecs--;
+	b.len--;
+	assert_int_equal(journal_check_frames(&b), -EPROTO);
+	journal_batch_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +601,8 @@ int main(void)
 		cmocka_unit_test(test_truncated_every_prefix),
 		cmocka_unit_test(test_garbled_records),
 		cmocka_unit_test(test_byte_flips),
+		cmocka_unit_test(test_types_mask),
+		cmocka_unit_test(test_check_frames),
 	};
 	return cmocka_run_group_tests_name("journal", tests, NULL, NULL);
 }

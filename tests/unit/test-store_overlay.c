@@ -3,7 +3,8 @@
  * batches not yet applied to the tables (point reads from the overlay,
  * scans after an apply), an overlay entry outgrown, recovery after a crash
  * that left batches unapplied, a read-only walk that merges them, the
- * format 1 store upgraded in place, and reads racing commits. */
+ * format 1 store upgraded in place, reads racing commits, and a batch
+ * added to the overlay in place as record by record. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -29,6 +30,7 @@
 #include "store.h"
 #include "store_read.h"
 #include "store_fixture.h"
+#include "store_overlay.h"
 
 static int setup(void **state)
 {
@@ -760,6 +762,93 @@ static void test_link_drop_applied_at_once(void **state)
 	store_close(s);
 }
 
+/* Two overlays hold the same keys with the same states and values. */
+static void assert_ovl_equal(const struct store_ovl *a, const struct store_ovl *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (unsigned t = OVL_INODES; t <= OVL_DENTRIES; t++) {
+		const struct ovl_ent **va, **vb;
+		size_t na, nb;
+		assert_int_equal(ovl_sorted(a, t, &va, &na), 0);
+		assert_int_equal(ovl_sorted(b, t, &vb, &nb), 0);
+		assert_int_equal(na, nb);
+		for (size_t i = 0; i < na; i++) {
+			assert_int_equal(va[i]->klen, vb[i]->klen);
+			assert_memory_equal(va[i]->data, vb[i]->data, va[i]->klen);
+			assert_int_equal(va[i]->deleted, vb[i]->deleted);
+			assert_int_equal(va[i]->dropped, vb[i]->dropped);
+			assert_int_equal(va[i]->vlen, vb[i]->vlen);
+			if (va[i]->vlen)
+				assert_memory_equal(va[i]->data + va[i]->klen,
+				                    vb[i]->data + vb[i]->klen, va[i]->vlen);
+		}
+		free(va);
+		free(vb);
+	}
+}
+
+/* ovl_add_batch, which reads the encoded records in place, leaves the
+ * overlay exactly as ovl_add of each record journal_next decodes: inode
+ * puts (a symlink's target too) and deletions, names put and removed,
+ * in several directories and runs, keys written twice; extent records
+ * change nothing; an INODE_UNLINK is refused as ovl_add refuses it. */
+static void test_batch_add_as_records(void **state)
+{
+	(void)state;
+	struct journal_batch b;
+	journal_batch_init(&b, 1);
+	char name[32];
+	for (unsigned i = 0; i < 300; i++) {
+		struct mc_inode_rec r = { .ino = 100 + i, .mode = S_IFREG | 0644, .nlink = 1,
+		                          .uid = i, .gid = 7, .size = i * 3,
+		                          .mtime_ns = (int64_t)i * 1000 };
+		snprintf(name, sizeof(name), "f%05u-a-long-name", i);
+		assert_int_equal(journal_put_inode(&b, &r, NULL, 0), 0);
+		assert_int_equal(journal_put_dentry(&b, 2 + i % 3, name, strlen(name), r.ino, DT_REG), 0);
+		if (i % 7 == 0)
+			assert_int_equal(journal_set_extent(&b, r.ino, 0, 4095, 1 << 20, 0), 0);
+	}
+	struct mc_inode_rec l = { .ino = 50, .mode = S_IFLNK | 0777, .nlink = 1, .size = 6 };
+	assert_int_equal(journal_put_inode(&b, &l, "target", 6), 0);
+	assert_int_equal(journal_put_dentry(&b, 2, "link", 4, 50, DT_LNK), 0);
+	for (unsigned i = 0; i < 300; i += 5) {
+		snprintf(name, sizeof(name), "f%05u-a-long-name", i);
+		assert_int_equal(journal_del_dentry(&b, 2 + i % 3, name, strlen(name)), 0);
+		assert_int_equal(journal_del_inode(&b, 100 + i), 0);
+	}
+	struct mc_inode_rec again = { .ino = 105, .mode = S_IFDIR | 0755, .nlink = 2 };
+	assert_int_equal(journal_put_inode(&b, &again, NULL, 0), 0);
+	assert_int_equal(journal_put_dentry(&b, 3, "f00005-a-long-name", 18, 105, DT_DIR), 0);
+
+	struct store_ovl one = { 0 }, all = { 0 };
+	size_t pos = 0;
+	struct journal_rec r;
+	int n;
+	while ((n = journal_next(b.buf, b.len, &pos, &r)) == 1)
+		assert_int_equal(ovl_add(&one, &r), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(ovl_add_batch(&all, b.buf, b.len), 0);
+	assert_true(all.n > 600);
+	assert_ovl_equal(&one, &all);
+	/* Added again on top (the next batch rewriting the same keys). */
+	assert_int_equal(ovl_add_batch(&all, b.buf, b.len), 0);
+	pos = 0;
+	while (journal_next(b.buf, b.len, &pos, &r) == 1)
+		assert_int_equal(ovl_add(&one, &r), 0);
+	assert_ovl_equal(&one, &all);
+	/* What the tables alone can apply. */
+	journal_batch_reset(&b, 2);
+	assert_int_equal(journal_unlink_inode(&b, 100, 1), 0);
+	assert_int_equal(ovl_add_batch(&all, b.buf, b.len), -EINVAL);
+	/* A cut record. */
+	journal_batch_reset(&b, 3);
+	assert_int_equal(journal_del_inode(&b, 101), 0);
+	assert_int_equal(ovl_add_batch(&all, b.buf, b.len - 1), -EPROTO);
+	ovl_clear(&one);
+	ovl_clear(&all);
+	journal_batch_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,6 +863,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention_applies_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_race_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_drop_applied_at_once, setup, teardown),
+		cmocka_unit_test(test_batch_add_as_records),
 	};
 	return cmocka_run_group_tests_name("store_overlay", tests, NULL, NULL);
 }
