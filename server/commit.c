@@ -107,6 +107,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -473,12 +474,18 @@ struct commit_sched_attr {
 };
 _Static_assert(sizeof(struct commit_sched_attr) == 48, "sched_attr, version 0");
 
-/* Ask for a slice of COMMIT_SLICE_NS, staying SCHED_OTHER at nice 0
- * (see the top). Best effort. */
+/* Ask for a slice of COMMIT_SLICE_NS, staying SCHED_OTHER at the nice
+ * value the thread has (the server's: sched_setattr sets both, and an
+ * operator's `nice mcached` must hold for the committer too; see the top).
+ * Best effort. */
 static void commit_slice(void)
 {
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, 0);   /* this thread's, on Linux */
+	if (nice == -1 && errno)
+		return;
 	struct commit_sched_attr a = { .size = sizeof(a), .policy = SCHED_OTHER,
-	                               .runtime = COMMIT_SLICE_NS };
+	                               .nice = nice, .runtime = COMMIT_SLICE_NS };
 	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
 		log_debug("commit: no slice of its own: %s", strerror(errno));
 }
