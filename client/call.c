@@ -5,12 +5,14 @@
  * a call means (closes riding along, the one-call path) is client.c's. */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "client_impl.h"
 #include "frame.h"
@@ -18,6 +20,45 @@
 
 /* Room for most responses at once: one recv takes header and body. */
 #define CLIENT_RBUF (64u << 10)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Wait until the socket has bytes to read: first, once a response
+ * (*polled), by polling for up to the window (mc_busypoll.h), each poll
+ * followed by sched_yield(), then in poll(2). Not in a blocking recv: a
+ * blocked recv is woken whenever the server reads our request (the
+ * socket's write-space wakeup, which poll filters out), only to sleep
+ * again, and that wakeup preempts the server in the middle of its read.
+ * 0 or -errno. */
+static int reply_wait(mc_client *c, bool *polled)
+{
+	struct pollfd p = { .fd = c->sock, .events = POLLIN };
+
+	if (!*polled && c->bp.window > 0) {
+		uint64_t t0 = now_ns();
+
+		*polled = true;
+		do {
+			if (poll(&p, 1, 0) > 0)
+				return 0;
+			sched_yield();
+		} while (now_ns() - t0 < c->bp.window);
+		mc_busypoll_missed(&c->bp);
+	}
+	uint64_t t0 = c->bp.max ? now_ns() : 0;
+
+	if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		return -errno;
+	if (c->bp.max)
+		mc_busypoll_slept(&c->bp, now_ns() - t0);
+	return 0;
+}
 
 /* Receive one response frame into c->rbuf: one recv when the whole frame
  * has arrived (the common case), more only for what had not; a recv that
@@ -31,7 +72,7 @@
 int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool more)
 {
 	size_t have = 0, need = MC_FRAME_HDR;
-	bool sized = false;
+	bool sized = false, polled = false;
 	int saved = errno;           /* a call that succeeds leaves errno alone */
 
 	if (c->rcap > 4 * CLIENT_RBUF && c->rleft == 0) {
@@ -76,15 +117,10 @@ int client_frame_recv(mc_client *c, const uint8_t **payload, size_t *len, bool m
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* Wait in poll, not in a blocking recv: a blocked recv
-			 * is woken whenever the server reads our request (the
-			 * socket's write-space wakeup, which poll filters out),
-			 * only to sleep again, and that wakeup preempts the
-			 * server in the middle of its read. */
-			struct pollfd p = { .fd = c->sock, .events = POLLIN };
+			int err = reply_wait(c, &polled);
 
-			if (poll(&p, 1, -1) < 0 && errno != EINTR)
-				return -errno;
+			if (err < 0)
+				return err;
 			errno = saved;
 			continue;
 		}

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "mc_busypoll.h"
 #include "mcache.h"
 #include "mcache.pb-c.h"
 #include "shmview.h"
@@ -87,6 +88,7 @@ struct mc_client {
 	size_t rcap;
 	size_t rnext, rleft;          /* rbuf[rnext..+rleft): the next response's first bytes */
 	uint32_t path_max;            /* mc_path_max_set; 0: MC_CLIENT_PATH_MAX + 1 */
+	struct mc_busypoll bp;        /* polling for a reply before sleeping (call.c) */
 };
 
 /* Entries a listing read from shared memory holds at once. */

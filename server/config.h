@@ -34,6 +34,7 @@ struct mcd_config {
 	unsigned hello_timeout_s;   /* --hello-timeout; default 10 */
 	unsigned frame_timeout_s;   /* --frame-timeout; a started frame completes within it; default 30 */
 	unsigned max_prehello;      /* --max-prehello; connections before Hello; default 64 */
+	unsigned busy_poll_us;      /* --busy-poll-us; default 200 (rpc.c note 6) */
 	uint64_t conn_output_max;   /* --conn-output-max; unsent replies per connection; default 4M */
 	uint64_t output_max;        /* --output-max; unsent replies in all; default 256M */
 	unsigned cache_high_pct;    /* --cache-high; shrinker high watermark, %; default 90 */

@@ -34,6 +34,8 @@ struct worker {
 	struct conn_list prehello;   /* conns before Hello, oldest first */
 	_Atomic unsigned nprehello;  /* its length (the acceptor reads it) */
 	struct rpc_stats stats;
+	uint64_t reads;              /* reads that brought bytes (rpc.c invariant 6); worker only */
+	uint64_t poll_ns;            /* polling time not yet in stats.busy_poll_us; worker only */
 };
 
 struct rpc {

@@ -298,6 +298,7 @@ static void conn_io_read_cb(evutil_socket_t fd, short what, void *arg)
 		conn_io_end(c, n == 0);
 		return;
 	}
+	c->w->reads++;
 	if (evbuffer_add(c->in, conn_rbuf, (size_t)n) < 0) {
 		conn_close(c);
 		return;

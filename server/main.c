@@ -164,6 +164,7 @@ int main(int argc, char **argv)
 		.hello_timeout_s = cfg.hello_timeout_s,
 		.frame_timeout_s = cfg.frame_timeout_s,
 		.max_prehello = cfg.max_prehello,
+		.busy_poll_us = cfg.busy_poll_us,
 		.conn_output_max = cfg.conn_output_max,
 		.output_max = cfg.output_max,
 		.shm_fd = m.shm->ro_fd,

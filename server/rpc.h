@@ -23,6 +23,7 @@ struct rpc_opts {
 	unsigned hello_timeout_s;  /* a connection must say Hello within it; 0: none */
 	unsigned frame_timeout_s;  /* a started frame must complete within it; 0: none */
 	unsigned max_prehello;     /* connections before Hello; 0: max_conns */
+	unsigned busy_poll_us;     /* longest poll for the next request (rpc.c note 6); 0: none */
 	uint64_t conn_output_max;  /* unsent reply bytes that stop reading a client */
 	uint64_t output_max;       /* unsent reply bytes in all; above: disconnect
 	                            * clients that do not read. 0: no limit */

@@ -129,6 +129,9 @@ void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src)
 	add_u64(&dst->output_bytes, &src->output_bytes);
 	add_u64(&dst->replies_queued, &src->replies_queued);
 	add_u64(&dst->replies_direct, &src->replies_direct);
+	add_u64(&dst->busy_polls, &src->busy_polls);
+	add_u64(&dst->busy_poll_misses, &src->busy_poll_misses);
+	add_u64(&dst->busy_poll_us, &src->busy_poll_us);
 }
 
 const char *stats_limit_name(unsigned id)
@@ -378,6 +381,16 @@ const struct stats_metric stats_metrics[] = {
 	        "Replies held for a commit (mc_sync, mc_fsync, --sync) or for watchers that "
 	        "the thread ending the wait wrote to the socket itself, without waking "
 	        "the connection's worker first."),
+	COUNTER("rpc.busy_polls", "mcache_rpc_busy_polls_total", NULL, rpc.busy_polls,
+	        "Times a worker polling for the next request after one (--busy-poll-us) "
+	        "met it without sleeping."),
+	COUNTER("rpc.busy_poll_misses", "mcache_rpc_busy_poll_misses_total", NULL,
+	        rpc.busy_poll_misses,
+	        "Times a worker's poll for the next request ended with none, and it slept."),
+	COUNTER_US("rpc.busy_poll_us", "mcache_rpc_busy_poll_seconds_total", NULL,
+	        rpc.busy_poll_us,
+	        "Time the workers spent polling for requests, in all: the CPU "
+	        "--busy-poll-us costs, less what the threads it yielded to used."),
 	LIMIT(STATS_LIMIT_ACCEPT_PAUSES, "accept_pauses"),
 	LIMIT(STATS_LIMIT_REFUSED, "refused"),
 	LIMIT(STATS_LIMIT_TOO_MANY_OPS, "too_many_ops"),

@@ -72,6 +72,9 @@ struct rpc_stats {
 	_Atomic uint64_t output_bytes;     /* gauge: unsent reply bytes, all connections */
 	_Atomic uint64_t replies_queued;   /* replies the socket did not take at once */
 	_Atomic uint64_t replies_direct;   /* held replies the wait's end sent itself */
+	_Atomic uint64_t busy_polls;       /* workers' polls that met a request (rpc.c note 6) */
+	_Atomic uint64_t busy_poll_misses; /* ... that did not, and slept after */
+	_Atomic uint64_t busy_poll_us;     /* time the workers spent polling */
 };
 
 void rpc_stats_merge(struct rpc_stats *dst, const struct rpc_stats *src);
