@@ -6,9 +6,16 @@
  * write + read, or one mc_chmod), so the percentiles compare like with
  * like: the ping-pong is what any request-reply over the same socket type
  * costs on this machine at this moment; what mcache adds is the ratio.
+ * mcached and libmcache poll for the other side before they sleep
+ * (proto/mc_busypoll.h), so there are two floors: the ping-pong whose
+ * ends sleep in read, and one whose ends poll the same way, with the
+ * client's bound ($MCACHE_BUSY_POLL_US). The second is the floor of what
+ * mcache does; the first, of what a plain request-reply does.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "mc_busypoll.h"
 
 #define RPC_MSG 64
 #define RPC_WARMUP 200
@@ -44,9 +52,70 @@ static void rpc_pcts(int64_t *lat, unsigned long n, double *p50, double *p99)
 	*p99 = (double)lat[(n * 99) / 100] / 1e3;
 }
 
-/* The floor: n timed 64-byte round trips with an echoing child process. */
-static int rpc_pingpong(int64_t *lat, unsigned long n)
+/* The longest poll libmcache makes for a reply: $MCACHE_BUSY_POLL_US as
+ * it reads it (client/client.c), else its default. */
+static uint64_t client_poll_ns(void)
 {
+	const char *e = getenv("MCACHE_BUSY_POLL_US");
+	char *end;
+	if (e && *e) {
+		unsigned long v = strtoul(e, &end, 10);
+		if (*end == 0 && v <= MC_BUSYPOLL_MAX_US)
+			return (uint64_t)v * 1000;
+	}
+	return (uint64_t)MC_BUSYPOLL_US * 1000;
+}
+
+/* read_full, but with bp: before sleeping for the message, poll for it as
+ * libmcache polls for a reply (client/call.c, reply_wait). */
+static int read_polled(int fd, void *buf, size_t len, struct mc_busypoll *bp)
+{
+	size_t got = 0;
+	bool polled = false;
+
+	while (got < len) {
+		ssize_t k = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+
+		if (k > 0) {
+			got += (size_t)k;
+			continue;
+		}
+		if (k == 0)
+			return -1;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (!polled && bp->window > 0) {
+			int64_t t0 = now_ns();
+			bool hit = false;
+
+			polled = true;
+			do {
+				if (poll(&p, 1, 0) > 0) {
+					hit = true;
+					break;
+				}
+				sched_yield();
+			} while ((uint64_t)(now_ns() - t0) < bp->window);
+			if (hit)
+				continue;
+			mc_busypoll_missed(bp);
+		}
+		int64_t t0 = now_ns();
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -1;
+		mc_busypoll_slept(bp, (uint64_t)(now_ns() - t0));
+	}
+	return 0;
+}
+
+/* A floor: n timed 64-byte round trips with an echoing child process;
+ * with poll_ns > 0 both ends poll for the other's message first. */
+static int rpc_pingpong(int64_t *lat, unsigned long n, uint64_t poll_ns)
+{
+	struct mc_busypoll bp;
 	char msg[RPC_MSG];
 	int sv[2], rc = -1;
 	pid_t pid;
@@ -62,9 +131,11 @@ static int rpc_pingpong(int64_t *lat, unsigned long n)
 		close(sv[1]);
 		return -1;
 	}
+	mc_busypoll_init(&bp, poll_ns);
 	if (pid == 0) {
 		close(sv[0]);
-		while (read_full(sv[1], msg, sizeof(msg)) == 0)
+		while ((poll_ns ? read_polled(sv[1], msg, sizeof(msg), &bp)
+		                : read_full(sv[1], msg, sizeof(msg))) == 0)
 			if (write_full(sv[1], msg, sizeof(msg)) < 0)
 				break;
 		_exit(0);
@@ -75,7 +146,8 @@ static int rpc_pingpong(int64_t *lat, unsigned long n)
 		int64_t t0 = now_ns();
 
 		if (write_full(sv[0], msg, sizeof(msg)) < 0 ||
-		    read_full(sv[0], msg, sizeof(msg)) < 0) {
+		    (poll_ns ? read_polled(sv[0], msg, sizeof(msg), &bp)
+		             : read_full(sv[0], msg, sizeof(msg))) < 0) {
 			fprintf(stderr, "mcbench: ping-pong: %s\n", strerror(errno));
 			goto out;
 		}
@@ -107,7 +179,9 @@ static int rpc_chmods(mc_client *c, const char *path, int64_t *lat, unsigned lon
 
 int rpc_bench(FILE *f, const char *socket, unsigned long n, unsigned repeat)
 {
-	double *v = calloc(4 * (size_t)repeat, sizeof(*v));
+	/* p50 and p99 of: the ping-pong, the polling ping-pong, mc_chmod. */
+	double *v = calloc(6 * (size_t)repeat, sizeof(*v));
+	uint64_t poll_ns = client_poll_ns();
 	int64_t *lat = calloc(n, sizeof(*lat));
 	char path[64];
 	mc_client *c = NULL;
@@ -130,15 +204,20 @@ int rpc_bench(FILE *f, const char *socket, unsigned long n, unsigned repeat)
 	}
 	for (unsigned r = 0; r < repeat; r++) {
 		/* Interleaved, so both sides see the same load. */
-		if (rpc_pingpong(lat, n) < 0)
+		if (rpc_pingpong(lat, n, 0) < 0)
 			goto out_unlink;
 		rpc_pcts(lat, n, &v[r], &v[repeat + r]);
+		if (poll_ns) {
+			if (rpc_pingpong(lat, n, poll_ns) < 0)
+				goto out_unlink;
+			rpc_pcts(lat, n, &v[2 * repeat + r], &v[3 * repeat + r]);
+		}
 		if (rpc_chmods(c, path, lat, n) < 0)
 			goto out_unlink;
-		rpc_pcts(lat, n, &v[2 * repeat + r], &v[3 * repeat + r]);
+		rpc_pcts(lat, n, &v[4 * repeat + r], &v[5 * repeat + r]);
 	}
-	double med[4];
-	for (unsigned k = 0; k < 4; k++) {
+	double med[6];
+	for (unsigned k = 0; k < 6; k++) {
 		qsort(v + k * repeat, repeat, sizeof(*v), cmp_dbl);
 		med[k] = v[k * repeat + repeat / 2];
 	}
@@ -146,9 +225,17 @@ int rpc_bench(FILE *f, const char *socket, unsigned long n, unsigned repeat)
 	        n, repeat);
 	fprintf(f, "  %-34s p50 %8.2f us   p99 %8.2f us\n",
 	        "raw unix-socket ping-pong (64 B)", med[0], med[1]);
-	fprintf(f, "  %-34s p50 %8.2f us   p99 %8.2f us\n", "mc_chmod", med[2], med[3]);
+	if (poll_ns)
+		fprintf(f, "  %-34s p50 %8.2f us   p99 %8.2f us\n",
+		        "ping-pong, both ends polling", med[2], med[3]);
+	fprintf(f, "  %-34s p50 %8.2f us   p99 %8.2f us\n", "mc_chmod", med[4], med[5]);
 	fprintf(f, "  %-34s p50 %8.2fx    p99 %8.2fx\n", "ratio mc_chmod / ping-pong",
-	        med[2] / med[0], med[3] / med[1]);
+	        med[4] / med[0], med[5] / med[1]);
+	if (poll_ns)
+		fprintf(f, "  %-34s p50 %8.2fx    p99 %8.2fx\n", "ratio mc_chmod / polling ping-pong",
+		        med[4] / med[2], med[5] / med[3]);
+	else
+		fprintf(f, "  (libmcache polls not: MCACHE_BUSY_POLL_US=0; no polling floor)\n");
 	rc = 0;
 out_unlink:
 	if (mc_unlink(c, path) < 0) {
