@@ -4,15 +4,12 @@
  * a run of requests pipelined two in flight (client_call_pipelined). What
  * a call means (closes riding along, the one-call path) is client.c's. */
 #include <errno.h>
-#include <poll.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "client_impl.h"
 #include "frame.h"
@@ -21,43 +18,20 @@
 /* Room for most responses at once: one recv takes header and body. */
 #define CLIENT_RBUF (64u << 10)
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Wait until the socket has bytes to read: first, once a response
- * (*polled), by polling for up to the window (mc_busypoll.h), each poll
- * followed by sched_yield(), then in poll(2). Not in a blocking recv: a
- * blocked recv is woken whenever the server reads our request (the
- * socket's write-space wakeup, which poll filters out), only to sleep
- * again, and that wakeup preempts the server in the middle of its read.
- * 0 or -errno. */
+ * (*polled), by polling for up to the window (mc_busypoll.h), then in
+ * poll(2). Not in a blocking recv: a blocked recv is woken whenever the
+ * server reads our request (the socket's write-space wakeup, which poll
+ * filters out), only to sleep again, and that wakeup preempts the server
+ * in the middle of its read. 0 or -errno. */
 static int reply_wait(mc_client *c, bool *polled)
 {
-	struct pollfd p = { .fd = c->sock, .events = POLLIN };
-
-	if (!*polled && c->bp.window > 0) {
-		uint64_t t0 = now_ns();
-
+	if (!*polled) {
 		*polled = true;
-		do {
-			if (poll(&p, 1, 0) > 0)
-				return 0;
-			sched_yield();
-		} while (now_ns() - t0 < c->bp.window);
-		mc_busypoll_missed(&c->bp);
+		if (mc_busypoll_fd(&c->bp, c->sock))
+			return 0;
 	}
-	uint64_t t0 = c->bp.max ? now_ns() : 0;
-
-	if (poll(&p, 1, -1) < 0 && errno != EINTR)
-		return -errno;
-	if (c->bp.max)
-		mc_busypoll_slept(&c->bp, now_ns() - t0);
-	return 0;
+	return mc_busypoll_sleep_fd(&c->bp, c->sock);
 }
 
 /* Receive one response frame into c->rbuf: one recv when the whole frame

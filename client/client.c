@@ -290,20 +290,6 @@ static int sock_timeouts(int sock, uint64_t ms)
 	return 0;
 }
 
-/* $MCACHE_BUSY_POLL_US, or MC_BUSYPOLL_US: the longest poll for a reply
- * (call.c); 0 turns polling off. */
-static unsigned busy_poll_us(void)
-{
-	const char *e = getenv("MCACHE_BUSY_POLL_US");
-	char *end;
-	if (e && *e) {
-		unsigned long v = strtoul(e, &end, 10);
-		if (*end == 0 && v <= MC_BUSYPOLL_MAX_US)
-			return (unsigned)v;
-	}
-	return MC_BUSYPOLL_US;
-}
-
 /* connect(2) and the handshake, within the connect timeout. */
 static int client_dial(mc_client *c, const struct sockaddr_un *sa, struct hello_out *h)
 {
@@ -356,7 +342,7 @@ mc_client *mc_connect(const char *socket_path)
 	pthread_mutex_init(&c->mu, NULL);
 	c->fork_gen = fork_generation;
 	c->next_id = 1;
-	mc_busypoll_init(&c->bp, (uint64_t)busy_poll_us() * 1000);
+	mc_busypoll_init(&c->bp, mc_busypoll_client_ns());
 	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->sock < 0) {
 		err = -errno;

@@ -32,8 +32,13 @@
 #ifndef MC_BUSYPOLL_H
 #define MC_BUSYPOLL_H
 
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 
 /* Default longest poll, both sides (mcached --busy-poll-us,
  * $MCACHE_BUSY_POLL_US), and the largest either accepts. */
@@ -77,6 +82,63 @@ static inline void mc_busypoll_slept(struct mc_busypoll *p, uint64_t slept_ns)
 			p->window = 0;
 	}
 	p->missed = false;
+}
+
+static inline uint64_t mc_busypoll_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The client's bound in ns: $MCACHE_BUSY_POLL_US (0 to
+ * MC_BUSYPOLL_MAX_US) when set and valid, else MC_BUSYPOLL_US. */
+static inline uint64_t mc_busypoll_client_ns(void)
+{
+	const char *e = getenv("MCACHE_BUSY_POLL_US");
+	char *end;
+
+	if (e && *e) {
+		unsigned long v = strtoul(e, &end, 10);
+		if (*end == 0 && v <= MC_BUSYPOLL_MAX_US)
+			return (uint64_t)v * 1000;
+	}
+	return (uint64_t)MC_BUSYPOLL_US * 1000;
+}
+
+/* Poll fd for input for up to the window, each check followed by
+ * sched_yield(): true as soon as it is readable; false (noted as a miss)
+ * when the window passed, or at once when the window is 0. */
+static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	uint64_t t0;
+
+	if (p->window == 0)
+		return false;
+	t0 = mc_busypoll_now();
+	do {
+		if (poll(&pf, 1, 0) > 0)
+			return true;
+		sched_yield();
+	} while (mc_busypoll_now() - t0 < p->window);
+	mc_busypoll_missed(p);
+	return false;
+}
+
+/* Sleep in poll(2) until fd has input (or an error or hang-up to report),
+ * and adapt the window to how long that took. 0, or -errno. */
+static inline int mc_busypoll_sleep_fd(struct mc_busypoll *p, int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	uint64_t t0 = p->max ? mc_busypoll_now() : 0;
+
+	if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+		return -errno;
+	if (p->max)
+		mc_busypoll_slept(p, mc_busypoll_now() - t0);
+	return 0;
 }
 
 #endif

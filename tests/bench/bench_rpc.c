@@ -14,8 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,21 +50,7 @@ static void rpc_pcts(int64_t *lat, unsigned long n, double *p50, double *p99)
 	*p99 = (double)lat[(n * 99) / 100] / 1e3;
 }
 
-/* The longest poll libmcache makes for a reply: $MCACHE_BUSY_POLL_US as
- * it reads it (client/client.c), else its default. */
-static uint64_t client_poll_ns(void)
-{
-	const char *e = getenv("MCACHE_BUSY_POLL_US");
-	char *end;
-	if (e && *e) {
-		unsigned long v = strtoul(e, &end, 10);
-		if (*end == 0 && v <= MC_BUSYPOLL_MAX_US)
-			return (uint64_t)v * 1000;
-	}
-	return (uint64_t)MC_BUSYPOLL_US * 1000;
-}
-
-/* read_full, but with bp: before sleeping for the message, poll for it as
+/* read_full, but before sleeping for the message, poll for it as
  * libmcache polls for a reply (client/call.c, reply_wait). */
 static int read_polled(int fd, void *buf, size_t len, struct mc_busypoll *bp)
 {
@@ -86,27 +70,13 @@ static int read_polled(int fd, void *buf, size_t len, struct mc_busypoll *bp)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return -1;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (!polled && bp->window > 0) {
-			int64_t t0 = now_ns();
-			bool hit = false;
-
+		if (!polled) {
 			polled = true;
-			do {
-				if (poll(&p, 1, 0) > 0) {
-					hit = true;
-					break;
-				}
-				sched_yield();
-			} while ((uint64_t)(now_ns() - t0) < bp->window);
-			if (hit)
+			if (mc_busypoll_fd(bp, fd))
 				continue;
-			mc_busypoll_missed(bp);
 		}
-		int64_t t0 = now_ns();
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		if (mc_busypoll_sleep_fd(bp, fd) < 0)
 			return -1;
-		mc_busypoll_slept(bp, (uint64_t)(now_ns() - t0));
 	}
 	return 0;
 }
@@ -181,7 +151,7 @@ int rpc_bench(FILE *f, const char *socket, unsigned long n, unsigned repeat)
 {
 	/* p50 and p99 of: the ping-pong, the polling ping-pong, mc_chmod. */
 	double *v = calloc(6 * (size_t)repeat, sizeof(*v));
-	uint64_t poll_ns = client_poll_ns();
+	uint64_t poll_ns = mc_busypoll_client_ns();
 	int64_t *lat = calloc(n, sizeof(*lat));
 	char path[64];
 	mc_client *c = NULL;
