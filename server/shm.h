@@ -64,6 +64,7 @@ struct shm {
 	 * the metadata area already faulted in by it (shm.c note 10); NULL
 	 * when it could not be allocated (then it does nothing). */
 	_Atomic uint64_t *meta_populated;
+	uint64_t meta_cursor;     /* shm_populate_meta_run's next page (heartbeat thread) */
 	struct shm_page *pg;      /* npages entries */
 	uint32_t pool, pool_tail; /* pages given back, oldest first (shm.c note 7) */
 	uint64_t pool_pages;
@@ -164,6 +165,14 @@ void shm_populate_ahead(struct shm *s, uint32_t ahead);
  * there then find it mapped. No lock needed; several threads may call it
  * at once. Best effort. */
 void shm_populate_meta(struct shm *s, const void *p);
+/* Fault in the next run of the metadata area not yet faulted in
+ * (SHM_META_RUN pages at most, shm.c note 10): the heartbeat thread goes
+ * through the whole area this way between its beats, from the start, so
+ * the first mutations of a new segment do not take a page fault at
+ * nearly every bucket they touch. False once nothing is left. One thread
+ * at a time; without the lock; best effort. */
+#define SHM_META_RUN 32u /* pages: 2 MiB */
+bool shm_populate_meta_run(struct shm *s);
 /* Return a slot; bumps its seq so stale readers notice. A page left with no
  * slot in use goes back to the pool (shm.c note 6). */
 void shm_free(struct shm *s, enum shm_slab slab, mc_off_t off);

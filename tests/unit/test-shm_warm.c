@@ -4,7 +4,8 @@
  * are counted as used and as reserved, exactly, through partial use and
  * return; a reserved page is neither stolen by another slab nor given
  * back to the pool while a slot of it is reserved; shm_populate_meta
- * faults in a page of the hash buckets once. */
+ * faults in a page of the hash buckets once, and the heartbeat thread the
+ * whole metadata area at start (shm_populate_meta_run). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -211,6 +212,51 @@ static void test_populate_meta(void **state)
 	shm_destroy(s);
 }
 
+/* Run by run, the whole metadata area becomes resident, from the start
+ * and past a page another thread populated first, and nothing past it. */
+static void test_populate_meta_runs(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(64 * MIB);
+	long os = sysconf(_SC_PAGESIZE);
+	uint64_t meta = s->meta_bytes;
+	assert_true(meta > 2 * SHM_META_RUN * (uint64_t)MC_PAGE_SIZE);
+	/* Only the header, written at creation, is in. */
+	assert_true(resident(s->base, meta) <= MC_PAGE_SIZE / (size_t)os);
+	const char *past = (const char *)s->base + meta;
+	size_t past_len = (size_t)(s->size - meta), past0 = resident(past, past_len);
+	/* A page in the middle, done by someone else first. */
+	const struct mc_bucket *mid = &s->ibuckets[s->hdr->ibucket_mask / 2];
+	shm_populate_meta(s, mid);
+	unsigned runs = 0;
+	while (shm_populate_meta_run(s))
+		runs++;
+	assert_true(runs >= meta / ((uint64_t)SHM_META_RUN * MC_PAGE_SIZE) - 1);
+	assert_int_equal(resident(s->base, meta), meta / (uint64_t)os);
+	for (uint64_t p = 0; p < meta >> MC_PAGE_SHIFT; p++)
+		assert_true(atomic_load(&s->meta_populated[p / 64]) & (1ull << (p % 64)));
+	assert_int_equal(resident(past, past_len), past0);
+	assert_false(shm_populate_meta_run(s));
+	shm_destroy(s);
+}
+
+/* A served segment's heartbeat thread does it on its own at start. */
+static void test_beat_populates_meta(void **state)
+{
+	(void)state;
+	struct shm *s = create_ok(64 * MIB);
+	long os = sysconf(_SC_PAGESIZE);
+	assert_int_equal(shm_beat_start(s), 0);
+	size_t want = s->meta_bytes / (size_t)os, got = 0;
+	for (int i = 0; i < 2000 && got < want; i++) {
+		usleep(1000);
+		got = resident(s->base, s->meta_bytes);
+	}
+	shm_beat_stop(s);
+	assert_int_equal(got, want);
+	shm_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +264,8 @@ int main(void)
 		cmocka_unit_test(test_reserve_partial_page),
 		cmocka_unit_test(test_reserved_page_kept),
 		cmocka_unit_test(test_populate_meta),
+		cmocka_unit_test(test_populate_meta_runs),
+		cmocka_unit_test(test_beat_populates_meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
