@@ -25,7 +25,9 @@
  * its side goes back to sleeping at once. max 0 turns polling off. A poll
  * is a nonblocking check of the socket followed by sched_yield(), so a
  * polling thread gives its CPU to any other thread that can run there
- * (the peer itself, when both ended up on one CPU).
+ * (the peer itself, when both ended up on one CPU); a yield that ran
+ * another thread for a while (MC_BUSYPOLL_CONTENDED_NS) ends the poll as
+ * a miss, since on a CPU others want, polling on only takes from them.
  *
  * The state is one thread's (a worker's loop, a client under its lock).
  */
@@ -46,6 +48,8 @@
 #define MC_BUSYPOLL_MAX_US 10000u
 /* The first window, and the shortest one kept. */
 #define MC_BUSYPOLL_START_NS 10000u
+/* A sched_yield() that took longer ran another thread: the poll ends. */
+#define MC_BUSYPOLL_CONTENDED_NS 20000u
 
 struct mc_busypoll {
 	uint64_t max;    /* ns; 0: never poll */
@@ -107,9 +111,20 @@ static inline uint64_t mc_busypoll_client_ns(void)
 	return (uint64_t)MC_BUSYPOLL_US * 1000;
 }
 
+/* sched_yield(), then true when it gave the CPU away for a while (another
+ * thread ran: the CPU is not idle, and polling on takes it from others). */
+static inline bool mc_busypoll_yield(void)
+{
+	uint64_t t0 = mc_busypoll_now();
+
+	sched_yield();
+	return mc_busypoll_now() - t0 > MC_BUSYPOLL_CONTENDED_NS;
+}
+
 /* Poll fd for input for up to the window, each check followed by
  * sched_yield(): true as soon as it is readable; false (noted as a miss)
- * when the window passed, or at once when the window is 0. */
+ * when the window passed, when a yield found the CPU wanted by another
+ * thread, or at once when the window is 0. */
 static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
@@ -121,7 +136,8 @@ static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
 	do {
 		if (poll(&pf, 1, 0) > 0)
 			return true;
-		sched_yield();
+		if (mc_busypoll_yield())
+			break;
 	} while (mc_busypoll_now() - t0 < p->window);
 	mc_busypoll_missed(p);
 	return false;

@@ -25,7 +25,8 @@
  *     adapts to how soon requests come; --busy-poll-us bounds it, 0 turns
  *     it off). A poll runs the event loop without blocking, then
  *     sched_yield(): the committer, another worker or the client itself
- *     get the CPU whenever they can run on it. Only a read that brought
+ *     get the CPU whenever they can run on it, and a yield that ran one
+ *     of them for a while ends the poll (mc_busypoll_yield). Only a read that brought
  *     bytes counts as the work a poll waits for (w->reads); timers,
  *     hand-overs and commit callbacks run during a poll as they would
  *     after a sleep.
@@ -136,17 +137,16 @@ static void worker_shed_cb(evutil_socket_t fd, short what, void *arg)
 static bool worker_poll(struct worker *w, struct mc_busypoll *bp)
 {
 	uint64_t seen = w->reads, t0 = mono_ns(), t;
-	bool hit = false;
+	bool hit = false, contended = false;
 
 	do {
 		event_base_loop(w->base, EVLOOP_NONBLOCK);
-		if (w->reads != seen) {
+		if (w->reads != seen)
 			hit = true;
-		} else if (!event_base_got_exit(w->base)) {
-			sched_yield();
-		}
+		else if (!event_base_got_exit(w->base) && mc_busypoll_yield())
+			contended = true;
 		t = mono_ns();
-	} while (!hit && !event_base_got_exit(w->base) && t - t0 < bp->window);
+	} while (!hit && !contended && !event_base_got_exit(w->base) && t - t0 < bp->window);
 	atomic_fetch_add_explicit(hit ? &w->stats.busy_polls : &w->stats.busy_poll_misses, 1,
 	                          memory_order_relaxed);
 	w->poll_ns += t - t0;

@@ -126,23 +126,29 @@ static void make_file(void)
 
 /* By default both ends poll: a client making calls back to back finds
  * its replies without sleeping for most of them, and the worker meets its
- * requests polling. */
+ * requests polling. Polling gives way to other threads that want the CPU
+ * (mc_busypoll.h), so on a machine busy with other work a round may sleep
+ * more: the test takes the best of a few rounds; with polling broken on
+ * either end every round fails. */
 static void test_default_polls(void **state)
 {
 	(void)state;
+	enum { ROUNDS = 5 };
 	start(NULL);
 	make_file();
-	uint64_t h0 = rpc_stat("busy_polls"), us0 = rpc_stat("busy_poll_us");
 	mc_client *c = client_with_poll(NULL);
-	long sleeps = chmod_calls(c);
+	bool ok = false;
+	for (int r = 0; r < ROUNDS && !ok; r++) {
+		uint64_t h0 = rpc_stat("busy_polls"), us0 = rpc_stat("busy_poll_us");
+		long sleeps = chmod_calls(c);
+		uint64_t hits = rpc_stat("busy_polls") - h0, us = rpc_stat("busy_poll_us") - us0;
+		print_message("# %d calls: the client slept %ld times; the workers met %llu "
+		              "requests polling, %llu us polling in all\n",
+		              CALLS, sleeps, (unsigned long long)hits, (unsigned long long)us);
+		ok = sleeps < CALLS / 2 && hits > CALLS / 2 && us > 0;
+	}
 	mc_disconnect(c);
-	uint64_t hits = rpc_stat("busy_polls") - h0, us = rpc_stat("busy_poll_us") - us0;
-	print_message("# %d calls: the client slept %ld times; the workers met %llu requests "
-	              "polling, %llu us polling in all\n",
-	              CALLS, sleeps, (unsigned long long)hits, (unsigned long long)us);
-	assert_true(sleeps < CALLS / 2);
-	assert_true(hits > CALLS / 2);
-	assert_true(us > 0);
+	assert_true(ok);
 	finish();
 }
 
