@@ -414,6 +414,56 @@ static int setup_bounded(void **state)
 	return open_all(f);
 }
 
+/* A journal bound of 8 KiB of records (about 90 creates), none by count. */
+#define BYTE_BOUND 8192u
+static int setup_bounded_bytes(void **state)
+{
+	int rc = setup(state);
+	struct fx *f = *state;
+	if (rc < 0)
+		return rc;
+	close_ns(f);
+	f->no = (struct ns_opts){ .journal_max_bytes = BYTE_BOUND, .journal_wait_ms = 100 };
+	return open_all(f);
+}
+
+/* The bound in bytes holds as the one in records does: past it a
+ * mutation waits, then fails, the journal's bytes stop within a record or
+ * two of it, and everything acknowledged commits once the store
+ * recovers. */
+static void test_journal_byte_bound(void **state)
+{
+	struct fx *f = *state;
+	start(f, 5);
+	store_fail_commits(f->st, UINT_MAX, -ENOSPC);
+	char p[64];
+	int n = 0, rc = 0;
+	for (; n < 1000; n++) {
+		snprintf(p, sizeof(p), "/f%d", n);
+		rc = ns_open(f->ns, &root_cred, P(p), O_CREAT | O_EXCL | O_WRONLY, 0644, false, NULL);
+		if (rc != 0)
+			break;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_true(n > 5 && n < 200);
+	assert_int_equal(stat_err(f, p), -ENOENT);
+	struct ns_counts c;
+	ns_get_counts(f->ns, &c);
+	print_message("# %d creates, then %llu journal bytes: refused\n", n,
+	              (unsigned long long)c.backlog_bytes);
+	assert_true(c.backlog_bytes >= BYTE_BOUND && c.backlog_bytes < BYTE_BOUND + 1024);
+	assert_int_equal(c.full_refusals, 1);
+	assert_int_equal(c.full_waits, 1);
+	store_fail_commits(f->st, 0, 0);
+	assert_int_equal(commit_wait(f->c, ns_pending_seq(f->ns)), 0);
+	ns_get_counts(f->ns, &c);
+	assert_int_equal(c.backlog_bytes, 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "/f%d", i);
+		assert_int_equal(stat_err(f, p), 0);
+	}
+}
+
 /* While commits fail, the journal stops at its bound: past it a mutation
  * waits, then fails with -ENOSPC and changes nothing; reads go on. When
  * the store recovers, everything acknowledged commits and mutations are
@@ -481,13 +531,13 @@ static void test_journal_bound(void **state)
 	assert_int_equal(stat_err(f, "/d"), 0);
 }
 
-/* Half way to the bound a commit starts at once, not at the interval. */
-static void test_journal_bound_kicks(void **state)
+/* Half way to the bound (in records, or in bytes) a commit starts at
+ * once, not at the interval. */
+static void bound_kicks(struct fx *f, int files)
 {
-	struct fx *f = *state;
 	start(f, 60000);
 	const struct commit_stats *cs = commit_get_stats(f->c);
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < files; i++) {
 		char p[64];
 		snprintf(p, sizeof(p), "/k%d", i);
 		mkfile(f, p);
@@ -499,6 +549,16 @@ static void test_journal_bound_kicks(void **state)
 	ns_get_counts(f->ns, &c);
 	assert_true(c.committed_seq > 0);
 	assert_int_equal(c.full_waits, 0);
+}
+
+static void test_journal_bound_kicks(void **state)
+{
+	bound_kicks(*state, 20);  /* 40-odd records of a bound of 60 */
+}
+
+static void test_journal_byte_bound_kicks(void **state)
+{
+	bound_kicks(*state, 60);  /* 5-6 KiB of a bound of 8 KiB */
 }
 
 struct churner {
@@ -669,6 +729,9 @@ int main(void)
 		T(test_shutdown_deadline),
 		cmocka_unit_test_setup_teardown(test_journal_bound, setup_bounded, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_bound_kicks, setup_bounded, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_byte_bound, setup_bounded_bytes, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_byte_bound_kicks, setup_bounded_bytes,
+		                                teardown),
 		T(test_rate_holds_interval),
 		T(test_committer_slice),
 	};
