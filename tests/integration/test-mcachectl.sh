@@ -48,7 +48,7 @@ check() {
 	ok $? "$name"
 }
 
-PLAN=96
+PLAN=97
 echo "1..$PLAN"
 
 # ---- without a server ------------------------------------------------------
@@ -242,6 +242,15 @@ check "stats prints JSON with dentries" \
 run stats --commits
 check "stats --commits: the commit phases as a table" \
 	eval '[ "$RC" -eq 0 ] && [[ "$OUT" == *"lmdb commit"* ]] && [[ "$OUT" == *"P99"* ]] && [[ "$OUT" == *"batch records"* ]]'
+# The table holds what the server did: the commits of the changes above
+# (synced just before), each with its LMDB commit timed and its records
+# counted.
+commits_n=$(echo "$OUT" | awk '/^commits /{print $2}')
+lmdb_n=$(echo "$OUT" | awk '/^lmdb commit /{print $3}')
+lmdb_max=$(echo "$OUT" | awk '/^lmdb commit /{print $6}')
+recs_max=$(echo "$OUT" | awk '/^batch records /{print $6}')
+check "stats --commits: every commit is in the phase rows, timed and counted" \
+	eval '[ "${commits_n:-0}" -ge 1 ] && [ "$lmdb_n" = "$commits_n" ] && [ "${lmdb_max:-0}" -gt 0 ] && [ "${recs_max:-0}" -ge 1 ]'
 
 run mkdir /logged
 run sync
