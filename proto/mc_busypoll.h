@@ -26,8 +26,11 @@
  * is a nonblocking check of the socket followed by sched_yield(), so a
  * polling thread gives its CPU to any other thread that can run there
  * (the peer itself, when both ended up on one CPU); a yield that ran
- * another thread for a while (MC_BUSYPOLL_CONTENDED_NS) ends the poll as
- * a miss, since on a CPU others want, polling on only takes from them.
+ * another thread for a while (MC_BUSYPOLL_CONTENDED_NS) without the
+ * message coming meanwhile ends the poll and turns polling off for a
+ * pause that doubles while that repeats: on a CPU others want, a thread
+ * that yields waits behind them for its next turn, while one that sleeps
+ * is run as soon as its message wakes it.
  *
  * The state is one thread's (a worker's loop, a client under its lock).
  */
@@ -48,12 +51,18 @@
 #define MC_BUSYPOLL_MAX_US 10000u
 /* The first window, and the shortest one kept. */
 #define MC_BUSYPOLL_START_NS 10000u
-/* A sched_yield() that took longer ran another thread: the poll ends. */
+/* A sched_yield() that took longer ran another thread: the poll ends, and
+ * polling stays off for a pause, 1 ms at first, doubling while polls keep
+ * finding the CPU busy, up to 64 ms (mc_busypoll_contended). */
 #define MC_BUSYPOLL_CONTENDED_NS 20000u
+#define MC_BUSYPOLL_QUIET_MIN_NS 1000000u
+#define MC_BUSYPOLL_QUIET_MAX_NS 64000000u
 
 struct mc_busypoll {
 	uint64_t max;    /* ns; 0: never poll */
 	uint64_t window; /* ns to poll before the next sleep; 0: sleep at once */
+	uint64_t quiet_until; /* CLOCK_MONOTONIC ns: no polling before it (contended) */
+	uint64_t quiet;  /* ns the next contended poll turns polling off for */
 	bool missed;     /* the last poll found nothing */
 };
 
@@ -61,7 +70,31 @@ static inline void mc_busypoll_init(struct mc_busypoll *p, uint64_t max_ns)
 {
 	p->max = max_ns;
 	p->window = max_ns < MC_BUSYPOLL_START_NS ? max_ns : MC_BUSYPOLL_START_NS;
+	p->quiet_until = 0;
+	p->quiet = MC_BUSYPOLL_QUIET_MIN_NS;
 	p->missed = false;
+}
+
+/* A poll found the CPU wanted by other threads (a yield ran one of them
+ * for a while, and no message came meanwhile), at now: no polling for a
+ * while, twice as long as the last time, up to MC_BUSYPOLL_QUIET_MAX_NS.
+ * On a busy CPU a polling thread that yields waits behind the others for
+ * its turn again, where one that sleeps is woken as soon as its message
+ * comes; a CPU busy now and then (a commit) costs a short pause, one that
+ * stays busy (a flood of requests) keeps polling off. */
+static inline void mc_busypoll_contended(struct mc_busypoll *p, uint64_t now)
+{
+	p->window = 0;
+	p->missed = false;
+	p->quiet_until = now + p->quiet;
+	p->quiet = p->quiet * 2 < MC_BUSYPOLL_QUIET_MAX_NS ? p->quiet * 2 : MC_BUSYPOLL_QUIET_MAX_NS;
+}
+
+/* A poll met the other side's message: the pause after the next
+ * contended poll starts short again. */
+static inline void mc_busypoll_hit(struct mc_busypoll *p)
+{
+	p->quiet = MC_BUSYPOLL_QUIET_MIN_NS;
 }
 
 /* A poll of the whole window found nothing: the caller sleeps next. */
@@ -70,10 +103,10 @@ static inline void mc_busypoll_missed(struct mc_busypoll *p)
 	p->missed = true;
 }
 
-/* The caller slept slept_ns before the other side's message came. */
-static inline void mc_busypoll_slept(struct mc_busypoll *p, uint64_t slept_ns)
+/* The caller slept slept_ns before the other side's message came, at now. */
+static inline void mc_busypoll_slept(struct mc_busypoll *p, uint64_t slept_ns, uint64_t now)
 {
-	if (p->max == 0)
+	if (p->max == 0 || now < p->quiet_until)
 		return;
 	if (slept_ns <= p->max) {
 		if (p->window < slept_ns) {
@@ -122,9 +155,11 @@ static inline bool mc_busypoll_yield(void)
 }
 
 /* Poll fd for input for up to the window, each check followed by
- * sched_yield(): true as soon as it is readable; false (noted as a miss)
- * when the window passed, when a yield found the CPU wanted by another
- * thread, or at once when the window is 0. */
+ * sched_yield(): true as soon as it is readable; false when the window
+ * passed (noted as a miss), when a yield ran another thread for a while
+ * and fd is still not readable (mc_busypoll_contended: had the thread
+ * been the peer, it would have answered), or at once when the window is
+ * 0. */
 static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
@@ -134,10 +169,19 @@ static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
 		return false;
 	t0 = mc_busypoll_now();
 	do {
-		if (poll(&pf, 1, 0) > 0)
+		if (poll(&pf, 1, 0) > 0) {
+			mc_busypoll_hit(p);
 			return true;
-		if (mc_busypoll_yield())
-			break;
+		}
+		if (mc_busypoll_yield()) {
+			/* The thread it ran may have been the peer, answering. */
+			if (poll(&pf, 1, 0) > 0) {
+				mc_busypoll_hit(p);
+				return true;
+			}
+			mc_busypoll_contended(p, mc_busypoll_now());
+			return false;
+		}
 	} while (mc_busypoll_now() - t0 < p->window);
 	mc_busypoll_missed(p);
 	return false;
@@ -152,8 +196,10 @@ static inline int mc_busypoll_sleep_fd(struct mc_busypoll *p, int fd)
 
 	if (poll(&pf, 1, -1) < 0 && errno != EINTR)
 		return -errno;
-	if (p->max)
-		mc_busypoll_slept(p, mc_busypoll_now() - t0);
+	if (p->max) {
+		uint64_t now = mc_busypoll_now();
+		mc_busypoll_slept(p, now - t0, now);
+	}
 	return 0;
 }
 

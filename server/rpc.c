@@ -25,8 +25,9 @@
  *     adapts to how soon requests come; --busy-poll-us bounds it, 0 turns
  *     it off). A poll runs the event loop without blocking, then
  *     sched_yield(): the committer, another worker or the client itself
- *     get the CPU whenever they can run on it, and a yield that ran one
- *     of them for a while ends the poll (mc_busypoll_yield). Only a read that brought
+ *     get the CPU whenever they can run on it; a yield that ran another
+ *     thread for a while, after which no request has come, ends the poll
+ *     and turns polling off for a while (mc_busypoll_contended). Only a read that brought
  *     bytes counts as the work a poll waits for (w->reads); timers,
  *     hand-overs and commit callbacks run during a poll as they would
  *     after a sleep.
@@ -141,18 +142,26 @@ static bool worker_poll(struct worker *w, struct mc_busypoll *bp)
 
 	do {
 		event_base_loop(w->base, EVLOOP_NONBLOCK);
-		if (w->reads != seen)
+		if (w->reads != seen) {
 			hit = true;
-		else if (!event_base_got_exit(w->base) && mc_busypoll_yield())
-			contended = true;
+		} else if (!event_base_got_exit(w->base) && mc_busypoll_yield()) {
+			/* The thread it ran may have been the client, asking. */
+			event_base_loop(w->base, EVLOOP_NONBLOCK);
+			hit = w->reads != seen;
+			contended = !hit;
+		}
 		t = mono_ns();
 	} while (!hit && !contended && !event_base_got_exit(w->base) && t - t0 < bp->window);
+	if (contended)
+		mc_busypoll_contended(bp, t);
+	else if (hit)
+		mc_busypoll_hit(bp);
 	atomic_fetch_add_explicit(hit ? &w->stats.busy_polls : &w->stats.busy_poll_misses, 1,
 	                          memory_order_relaxed);
 	w->poll_ns += t - t0;
 	atomic_fetch_add_explicit(&w->stats.busy_poll_us, w->poll_ns / 1000, memory_order_relaxed);
 	w->poll_ns %= 1000;
-	if (!hit)
+	if (!hit && !contended)
 		mc_busypoll_missed(bp);
 	/* The next event_base_loop call would forget an exit asked for
 	 * meanwhile (it clears the flag as it starts). */
@@ -177,7 +186,8 @@ static void *worker_main(void *arg)
 			break;
 		if (w->reads == seen)
 			continue;            /* not a request: sleep again */
-		mc_busypoll_slept(&bp, mono_ns() - t0);
+		uint64_t now = mono_ns();
+		mc_busypoll_slept(&bp, now - t0, now);
 		while (bp.window > 0 && worker_poll(w, &bp))
 			;
 		if (event_base_got_exit(w->base))
