@@ -27,10 +27,10 @@
  *     sched_yield(): the committer, another worker or the client itself
  *     get the CPU whenever they can run on it; a yield that ran another
  *     thread for a while, after which no request has come, ends the poll
- *     and turns polling off for a while (mc_busypoll_contended). Only a read that brought
- *     bytes counts as the work a poll waits for (w->reads); timers,
- *     hand-overs and commit callbacks run during a poll as they would
- *     after a sleep.
+ *     and turns polling off for a while (mc_busypoll_contended). Only a
+ *     read that brought bytes counts as the work a poll waits for
+ *     (w->reads); timers, hand-overs and commit callbacks run during a
+ *     poll as they would after a sleep.
  */
 #include "rpc.h"
 
