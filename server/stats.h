@@ -135,6 +135,8 @@ struct stats_extents {
 	uint64_t shrunk;          /* idle files' trees the shrinker freed */
 };
 
+/* The warmers (server/warm.h); --warmers is at most this. */
+#define STATS_WARMERS_MAX 64
 /* The warmers (server/warm.h). */
 struct stats_warm {
 	uint64_t threads;         /* warmer threads (--warmers) */
@@ -148,6 +150,10 @@ struct stats_warm {
 	uint64_t elapsed_us;      /* start-up warm-up: time so far, or in all */
 	uint64_t rate;            /* entries per second over that time */
 	uint64_t rate_per_thread; /* entries per second of one thread's busy time, averaged */
+	struct {
+		uint64_t entries;     /* entries this thread inserted */
+		uint64_t rate;        /* ... per second of its busy time */
+	} per_thread[STATS_WARMERS_MAX]; /* the first `threads` */
 	uint64_t reattached;      /* 1: the segment was kept from a clean stop (restart.h) */
 };
 

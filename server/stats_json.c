@@ -178,6 +178,25 @@ static int json_clients(json_t *root, const struct stats_snapshot *s)
 	return 0;
 }
 
+/* warm.per_thread: one object per warmer thread, {"entries": N, "rate": N}
+ * (entries per second of its busy time). */
+static int json_warm_threads(json_t *root, const struct stats_snapshot *s)
+{
+	char buf[64];
+	const char *leaf;
+	json_t *w = json_dir(root, "warm.per_thread", buf, sizeof(buf), &leaf);
+	json_t *arr = json_array();
+	if (w == NULL || arr == NULL || set(w, leaf, arr) < 0)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < s->warm.threads && i < STATS_WARMERS_MAX; i++) {
+		json_t *t = json_pack("{s:I,s:I}", "entries", (json_int_t)s->warm.per_thread[i].entries,
+		                      "rate", (json_int_t)s->warm.per_thread[i].rate);
+		if (t == NULL || json_array_append_new(arr, t) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int json_build(json_t *root, const struct stats_snapshot *s)
 {
 	char buf[128];
@@ -197,6 +216,8 @@ static int json_build(json_t *root, const struct stats_snapshot *s)
 			return rc;
 	}
 	if ((rc = json_ops(root, &s->rpc)) < 0)
+		return rc;
+	if ((rc = json_warm_threads(root, s)) < 0)
 		return rc;
 	return json_clients(root, s);
 }

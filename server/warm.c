@@ -506,9 +506,13 @@ void warm_get_stats(struct warm *w, struct stats_warm *out)
 	out->rate = out->elapsed_us ? out->entries * 1000000u / out->elapsed_us : 0;
 	uint64_t rate_sum = 0;
 	for (unsigned i = 0; i < w->n; i++) {
-		uint64_t busy = get(&w->t[i].busy_ns);
-		if (busy)
-			rate_sum += get(&w->t[i].entries) * 1000000000u / busy;
+		uint64_t busy = get(&w->t[i].busy_ns), n = get(&w->t[i].entries);
+		uint64_t rate = busy ? n * 1000000000u / busy : 0;
+		rate_sum += rate;
+		if (i < STATS_WARMERS_MAX) {
+			out->per_thread[i].entries = n;
+			out->per_thread[i].rate = rate;
+		}
 	}
 	out->rate_per_thread = rate_sum / w->n;
 }

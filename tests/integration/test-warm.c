@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "harness.h"
 #include "mcache.h"
@@ -36,6 +37,34 @@ static uint64_t requests(mc_client *c)
 static uint64_t warm_stat(mc_client *c, const char *key)
 {
 	return harness_stat_u64(c, "\"warm\"", key);
+}
+
+/* warm.per_thread: one object per warmer, whose entries add up to the
+ * warm-up's, each that inserted any with a rate. */
+static void check_per_thread(mc_client *c, size_t threads, uint64_t entries)
+{
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	json_error_t e;
+	json_t *root = json_loads(js, 0, &e);
+	free(js);
+	assert_non_null(root);
+	json_t *arr = json_object_get(json_object_get(root, "warm"), "per_thread");
+	assert_true(json_is_array(arr));
+	assert_int_equal(json_array_size(arr), threads);
+	uint64_t sum = 0;
+	size_t i;
+	json_t *t;
+	json_array_foreach(arr, i, t) {
+		json_int_t n = json_integer_value(json_object_get(t, "entries"));
+		json_int_t rate = json_integer_value(json_object_get(t, "rate"));
+		assert_true(n >= 0);
+		if (n > 0)
+			assert_true(rate > 0);
+		sum += (uint64_t)n;
+	}
+	assert_int_equal(sum, entries);
+	json_decref(root);
 }
 
 static void sleep_ms(unsigned ms)
@@ -136,6 +165,7 @@ static void test_warm_loads_everything(void **state)
 	wait_warmed(c);
 	assert_int_equal(warm_stat(c, "entries"), names);
 	assert_int_equal(warm_stat(c, "threads"), 2);
+	check_per_thread(c, 2, names);
 	assert_true(warm_stat(c, "bytes") > names * 64);
 	assert_int_equal(warm_stat(c, "dirs_done"), 1 + 2 * NDIRS);
 	/* Every directory is complete: the root and two per NDIRS. */
