@@ -154,37 +154,58 @@ static inline bool mc_busypoll_yield(void)
 	return mc_busypoll_now() - t0 > MC_BUSYPOLL_CONTENDED_NS;
 }
 
-/* Poll fd for input for up to the window, each check followed by
- * sched_yield(): true as soon as it is readable; false when the window
- * passed (noted as a miss), when a yield ran another thread for a while
- * and fd is still not readable (mc_busypoll_contended: had the thread
- * been the peer, it would have answered), or at once when the window is
- * 0. */
-static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
+/* How a poll ended (mc_busypoll_run). */
+enum mc_busypoll_end {
+	MC_BUSYPOLL_MET,       /* ready() said yes */
+	MC_BUSYPOLL_MISSED,    /* the window passed (or was 0) */
+	MC_BUSYPOLL_CONTENDED, /* a yield ran another thread a while, ready() still no */
+};
+
+/* The one polling loop of both ends: ask ready(arg) -- true once the
+ * other side's message is there (or the caller must stop) -- for up to
+ * the window, each time followed by sched_yield(), and keep the window
+ * and the pause up to date: a poll that meets its message resets the
+ * pause (mc_busypoll_hit), one that passes the window is a miss, one
+ * whose yield ran another thread for a while without the message coming
+ * meanwhile turns polling off (mc_busypoll_contended: had the thread been
+ * the peer, it would have answered). A window of 0 does not poll. */
+static inline enum mc_busypoll_end mc_busypoll_run(struct mc_busypoll *p, bool (*ready)(void *),
+                                                   void *arg)
 {
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	uint64_t t0;
 
 	if (p->window == 0)
-		return false;
+		return MC_BUSYPOLL_MISSED;
 	t0 = mc_busypoll_now();
 	do {
-		if (poll(&pf, 1, 0) > 0) {
+		if (ready(arg)) {
 			mc_busypoll_hit(p);
-			return true;
+			return MC_BUSYPOLL_MET;
 		}
 		if (mc_busypoll_yield()) {
-			/* The thread it ran may have been the peer, answering. */
-			if (poll(&pf, 1, 0) > 0) {
+			if (ready(arg)) {
 				mc_busypoll_hit(p);
-				return true;
+				return MC_BUSYPOLL_MET;
 			}
 			mc_busypoll_contended(p, mc_busypoll_now());
-			return false;
+			return MC_BUSYPOLL_CONTENDED;
 		}
 	} while (mc_busypoll_now() - t0 < p->window);
 	mc_busypoll_missed(p);
-	return false;
+	return MC_BUSYPOLL_MISSED;
+}
+
+static inline bool mc_busypoll_fd_ready(void *arg)
+{
+	struct pollfd pf = { .fd = *(const int *)arg, .events = POLLIN };
+
+	return poll(&pf, 1, 0) > 0;
+}
+
+/* mc_busypoll_run on fd: true as soon as it is readable. */
+static inline bool mc_busypoll_fd(struct mc_busypoll *p, int fd)
+{
+	return mc_busypoll_run(p, mc_busypoll_fd_ready, &fd) == MC_BUSYPOLL_MET;
 }
 
 /* Sleep in poll(2) until fd has input (or an error or hang-up to report),

@@ -132,39 +132,38 @@ static void worker_shed_cb(evutil_socket_t fd, short what, void *arg)
 	conn_shed(arg);
 }
 
+struct worker_wait {
+	struct worker *w;
+	uint64_t seen;             /* w->reads when the poll began */
+};
+
+/* mc_busypoll_run's check: run the loop without blocking; done when a read
+ * came, or the loop was told to exit. */
+static bool worker_ready(void *arg)
+{
+	struct worker_wait *ww = arg;
+
+	event_base_loop(ww->w->base, EVLOOP_NONBLOCK);
+	return ww->w->reads != ww->seen || event_base_got_exit(ww->w->base);
+}
+
 /* Invariant 6: poll for up to the window after a read. True when a read
  * came meanwhile; false when none did, or when the loop was told to exit
- * (the caller must then look before it runs the loop again). */
+ * (the caller must then look before it runs the loop again: the next
+ * event_base_loop call would forget it, as it clears the flag as it
+ * starts). */
 static bool worker_poll(struct worker *w, struct mc_busypoll *bp)
 {
-	uint64_t seen = w->reads, t0 = mono_ns(), t;
-	bool hit = false, contended = false;
+	struct worker_wait ww = { w, w->reads };
+	uint64_t t0 = mono_ns();
 
-	do {
-		event_base_loop(w->base, EVLOOP_NONBLOCK);
-		if (w->reads != seen) {
-			hit = true;
-		} else if (!event_base_got_exit(w->base) && mc_busypoll_yield()) {
-			/* The thread it ran may have been the client, asking. */
-			event_base_loop(w->base, EVLOOP_NONBLOCK);
-			hit = w->reads != seen;
-			contended = !hit;
-		}
-		t = mono_ns();
-	} while (!hit && !contended && !event_base_got_exit(w->base) && t - t0 < bp->window);
-	if (contended)
-		mc_busypoll_contended(bp, t);
-	else if (hit)
-		mc_busypoll_hit(bp);
+	mc_busypoll_run(bp, worker_ready, &ww);
+	bool hit = w->reads != ww.seen;
 	atomic_fetch_add_explicit(hit ? &w->stats.busy_polls : &w->stats.busy_poll_misses, 1,
 	                          memory_order_relaxed);
-	w->poll_ns += t - t0;
+	w->poll_ns += mono_ns() - t0;
 	atomic_fetch_add_explicit(&w->stats.busy_poll_us, w->poll_ns / 1000, memory_order_relaxed);
 	w->poll_ns %= 1000;
-	if (!hit && !contended)
-		mc_busypoll_missed(bp);
-	/* The next event_base_loop call would forget an exit asked for
-	 * meanwhile (it clears the flag as it starts). */
 	return hit && !event_base_got_exit(w->base);
 }
 

@@ -152,19 +152,26 @@ static void test_default_polls(void **state)
 	finish();
 }
 
+/* On a server started with args and the file made: CALLS calls from a
+ * client that does not poll, which sleeps for most of its replies. */
+static void calls_client_off(const char *const *args, const char *what)
+{
+	start(args);
+	make_file();
+	mc_client *c = client_with_poll("0");
+	long sleeps = chmod_calls(c);
+	mc_disconnect(c);
+	print_message("# %d calls, %s: the client slept %ld times\n", CALLS, what, sleeps);
+	assert_true(sleeps >= CALLS / 2);
+}
+
 /* Turned off on both ends, nothing polls: every reply is waited for
  * asleep, and the workers' counters stay at zero. */
 static void test_off_polls_nothing(void **state)
 {
 	(void)state;
 	const char *const args[] = { "--busy-poll-us", "0", NULL };
-	start(args);
-	make_file();
-	mc_client *c = client_with_poll("0");
-	long sleeps = chmod_calls(c);
-	mc_disconnect(c);
-	print_message("# %d calls without polling: the client slept %ld times\n", CALLS, sleeps);
-	assert_true(sleeps >= CALLS / 2);
+	calls_client_off(args, "neither end polling");
 	assert_int_equal(rpc_stat("busy_polls"), 0);
 	assert_int_equal(rpc_stat("busy_poll_misses"), 0);
 	assert_int_equal(rpc_stat("busy_poll_us"), 0);
@@ -176,13 +183,7 @@ static void test_off_polls_nothing(void **state)
 static void test_client_off(void **state)
 {
 	(void)state;
-	start(NULL);
-	make_file();
-	mc_client *c = client_with_poll("0");
-	long sleeps = chmod_calls(c);
-	mc_disconnect(c);
-	print_message("# %d calls, the client not polling: it slept %ld times\n", CALLS, sleeps);
-	assert_true(sleeps >= CALLS / 2);
+	calls_client_off(NULL, "the client not polling");
 	finish();
 }
 
