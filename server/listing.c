@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "name_order.h"
 #include "ns_impl.h"
 
 #define LIST_STORE_BIT (1ull << 63)
@@ -66,15 +67,6 @@ void ns_listing_free(struct ns *ns)
 {
 	free(ns->cursors);
 	ns->cursors = NULL;
-}
-
-/* bytewise, a shorter prefix first: the store's order */
-static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-	if (c)
-		return c;
-	return al < bl ? -1 : al > bl;
 }
 
 /* ---- cursors ------------------------------------------------------------- */

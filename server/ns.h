@@ -260,8 +260,10 @@ struct ns_warm_res {
 	uint64_t bytes;           /* segment bytes they took */
 	bool complete;            /* the directory is complete now */
 };
-/* What one reader of a directory (a warm item, reading it in name order
- * across calls) left in it at its last call: zero it before the first. */
+/* What the readers of a directory left in it at their last call: zero it
+ * before the first. They share it when each reads a range of names of its
+ * own, in name order across calls, and no two ranges meet (ns_warm.c note
+ * 5): a warm item, or the items a large directory was split into. */
 struct ns_warm_mark {
 	uint64_t dropped;         /* the namespace's dentries dropped so far */
 	uint64_t dir;             /* the directory's slot; 0: no mark */
@@ -271,13 +273,15 @@ struct ns_warm_mark {
  * cache does not know, never touching a cached name (positive or negative)
  * nor a complete directory. Stops early, between entries, when the
  * committer waits for the commit semaphore or segment use reaches the
- * shrinker's low watermark. at_end: v ends the directory; then a directory
- * whose every entry is cached is marked complete. The caller holds the
+ * shrinker's low watermark. at_end: v ends the directory or the reader's
+ * range of it; then a directory whose every entry is cached is marked
+ * complete. The caller holds the
  * commit semaphore for reading and read v from a snapshot taken after it
  * took it. 0 (see *res), -ENOENT (dir_ino is not a cached directory: the
  * warmer skips it), -ENOSPC (the low watermark is reached or the segment
  * is full; res->processed tells how far it got). mark: the reader's
- * (v follows, in name order, every entry it gave before). st: the
+ * (v follows, in name order, every entry it gave before, and lies outside
+ * the ranges of the others that share it). st: the
  * caller's stage, which the entries of v use when ns_warm_stage prepared
  * it for this v last (NULL: none); slots it reserved and v left unused
  * stay in it for the next batch. */

@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "name_order.h"
 #include "ns_impl.h"
 #include "store_read.h"
 
@@ -122,13 +123,6 @@ void ns_miss_read(struct ns *ns, uint64_t parent, const char *name, size_t len,
 	a->have_rec = false;
 	a->err = store_get_entry(ns->store, parent, name, len, &a->ino, &a->dtype, &a->rec,
 	                         a->target, &a->tlen, &a->have_rec);
-}
-
-/* Names in the tables' order: bytewise, a shorter prefix first. */
-static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-	return c ? c : alen < blen ? -1 : alen > blen;
 }
 
 /* How many names the removal read of name in parent reads ahead (note 5):

@@ -29,14 +29,19 @@
  *     the cached (and, if changed, dirty) directory inode holds.
  *  5. The lookups of 2 are skipped while no name of v can be cached: the
  *     directory has no cached child, or all it has were inserted by the
- *     same reader, which reads it in name order (v follows them all). The
- *     latter holds across the lock's releases (and across calls, through
- *     the reader's mark) while the directory's cached children number what
- *     they did and no dentry of the namespace was dropped since: a child
- *     leaves a directory that is not complete only by a drop (eviction,
- *     negative over a cap, prune), and one that became complete meanwhile
- *     stays so until a drop (shrink.c clears the flag when it evicts), and
- *     stops the insert.
+ *     readers that share a mark, each of which reads its own range of the
+ *     directory's names in name order (warm.c splits a large directory
+ *     between threads so), and v follows every name its reader gave and
+ *     lies outside the others' ranges. The latter holds across the lock's
+ *     releases and across calls through the mark, which a call leaves
+ *     before every release: while the directory's cached children number
+ *     what the mark says and no dentry of the namespace was dropped since,
+ *     nobody else inserted there, because a child leaves a directory that
+ *     is not complete only by a drop (eviction, negative over a cap,
+ *     prune), and one that became complete meanwhile stays so until a
+ *     drop (shrink.c clears the flag when it evicts), and stops the
+ *     insert. A call that had to look up clears the mark, so its readers
+ *     look up from then on.
  *  6. What an insert writes that nobody can see yet is written outside the
  *     lock (and the commit semaphore), ahead, by ns_warm_stage: a warmer's
  *     stage reserves an inode and a dentry slot per entry of its batch in
@@ -401,7 +406,16 @@ static void warm_lock(struct ns *ns, const struct ns_warm_stage *st, uint64_t di
 		inode_prefetch_chain(ns->shm, v[k].ino);
 }
 
-/* Note 5: what this call leaves for the reader's next one. */
+/* Note 5: may the lookups be skipped in dir (lock held)? */
+static bool warm_alone(struct ns *ns, mc_off_t dir, const struct ns_warm_mark *mark)
+{
+	const struct mc_dirx *dx = dcache_dirx(ns->shm, dir, false);
+	return !dx || dx->ncached == 0 ||
+	       (mark->dir == dir && dx->ncached == mark->ncached &&
+	        dentries_dropped(ns) == mark->dropped);
+}
+
+/* Note 5: what this call leaves for the readers' next one. */
 static void warm_mark(struct ns *ns, mc_off_t dir, bool none_cached, struct ns_warm_mark *mark)
 {
 	const struct mc_dirx *dx = dir ? dcache_dirx(ns->shm, dir, false) : NULL;
@@ -431,12 +445,7 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 		rc = -ENOENT;
 		goto out;
 	}
-	/* Note 5: the usual case at start, when the lookups are skipped. */
-	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
-	none_cached = !dx || dx->ncached == 0 ||
-	              (mark->dir == dir && dx->ncached == mark->ncached &&
-	               dentries_dropped(ns) == mark->dropped);
-	uint32_t had = dx ? dx->ncached : 0;
+	none_cached = warm_alone(ns, dir, mark); /* the usual case at start */
 	/* At most the bytes left below the low watermark. */
 	uint64_t room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 	for (unsigned held = 0; res->processed < n; held++) {
@@ -444,7 +453,7 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 			/* Let writers in between slices; the directory may have
 			 * changed (or gone) meanwhile. */
 			res->bytes += shm_bytes_used(s) - used0;
-			uint64_t gone = dentries_dropped(ns);
+			warm_mark(ns, dir, none_cached, mark);
 			pthread_mutex_unlock(&ns->lock);
 			warm_lock(ns, stage, dir_ino, v, res->processed, n);
 			used0 = shm_bytes_used(s);
@@ -455,10 +464,7 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 				rc = -ENOENT;
 				goto out;
 			}
-			/* Still only ours: as many as we added, none dropped. */
-			dx = dcache_dirx(s, dir, false);
-			none_cached = none_cached && dentries_dropped(ns) == gone &&
-			              (!dx || dx->ncached == had + res->added);
+			none_cached = none_cached && warm_alone(ns, dir, mark);
 		}
 		if (dcache_complete(s, dir)) {
 			res->processed = n;

@@ -334,6 +334,60 @@ int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *afte
 	return err > 0 ? 0 : err;
 }
 
+/* The name of the entry at the cursor when it is one of parent's (1), 0
+ * when the positioning rc says there is none or it is another's, -errno. */
+static int cursor_name(int rc, const MDB_val *k, uint64_t parent, char *name, size_t *len)
+{
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return store_errno(rc);
+	if (k->mv_size <= 8 || k->mv_size > 8 + MC_NAME_MAX || get_be64(k->mv_data) != parent)
+		return 0;
+	*len = k->mv_size - 8;
+	memcpy(name, (const uint8_t *)k->mv_data + 8, *len);
+	return 1;
+}
+
+int store_snap_last_name(struct store_snap *sn, uint64_t parent, char *name, size_t *len)
+{
+	assert(sn->held);
+	uint8_t key[8];
+	MDB_val k = { 8, key }, v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(sn->txn, sn->st->dentries, &cur);
+	if (rc)
+		return store_errno(rc);
+	/* The first key past the directory's, then the one before it. */
+	put_be64(key, parent + 1);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(cur, &k, &v, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+	int found = cursor_name(rc, &k, parent, name, len);
+	mdb_cursor_close(cur);
+	return found;
+}
+
+int store_snap_name_from(struct store_snap *sn, uint64_t parent, const char *from,
+                         size_t from_len, char *name, size_t *len)
+{
+	assert(sn->held);
+	uint8_t key[STORE_DENTRY_KEY_MAX];
+	if (from_len > MC_NAME_MAX)
+		return -EINVAL;
+	put_be64(key, parent);
+	memcpy(key + 8, from, from_len);
+	MDB_val k = { 8 + from_len, key }, v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(sn->txn, sn->st->dentries, &cur);
+	if (rc)
+		return store_errno(rc);
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	int found = cursor_name(rc, &k, parent, name, len);
+	mdb_cursor_close(cur);
+	return found;
+}
+
 int store_get_entry(struct store *s, uint64_t parent, const char *name, size_t namelen,
                     uint64_t *ino, uint8_t *dtype, struct mc_inode_rec *rec, char *target,
                     size_t *tlen, bool *have_rec)

@@ -57,6 +57,16 @@ typedef int (*store_snap_fn)(void *arg, const char *name, size_t namelen, uint64
 int store_snap_scan_dir(struct store_snap *sn, uint64_t parent, const char *after,
                         size_t after_len, store_snap_fn fn, void *arg);
 
+/* The last name of directory parent in the tables of the held snapshot
+ * (assert), or with from (from_len bytes) its first name at or after
+ * from, copied to name (MC_NAME_MAX bytes, not NUL-terminated, *len): 1,
+ * or 0 when the tables hold no such entry, or -errno. The batches
+ * committed but not applied are not looked at: these are hints (where to
+ * split a directory between warmers, warm.c), not a directory's truth. */
+int store_snap_last_name(struct store_snap *sn, uint64_t parent, char *name, size_t *len);
+int store_snap_name_from(struct store_snap *sn, uint64_t parent, const char *from,
+                         size_t from_len, char *name, size_t *len);
+
 /* Name name (namelen bytes) in directory parent, and the inode it names,
  * read in one snapshot of its own (no store_snap needed): *ino and *dtype,
  * and in *rec (with a symlink's target copied to target, MC_SYMLINK_MAX

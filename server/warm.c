@@ -79,6 +79,25 @@
  *     waited for one. The sleep is bounded (WARM_ASIDE_MAX_US); a warmer
  *     whose sleep ran out takes its next step whole, so a stream of
  *     waiters (--sync) slows the warm-up but cannot stop it.
+ *  8. A large directory is split between threads by name range, when a
+ *     thread runs out of work while another is in an item with more to
+ *     read (warm_split): that item's remaining names (after, until]
+ *     are cut at a name between its resume name and its end (the tables'
+ *     last name of the directory when it has no end yet, a hint: any cut
+ *     is correct), into (after, mid], kept by the item, and (mid, until],
+ *     a new item at the head of the queue. A thread that cannot find work
+ *     waits for one, so two warmers split a flat directory of a million
+ *     names in two and keep splitting what is left as one runs dry. The
+ *     parts share a span: their mark (ns_warm.c note 5: the ranges never
+ *     meet, so no part's names can be cached by another's inserts) and
+ *     how many parts are still in the queue or a step; the directory is
+ *     done when the last one is. Each part pushes the subdirectories it
+ *     read and tells ns_warm_dir it is at its end at its range's end: the
+ *     directory is marked complete by whichever part sees every entry
+ *     cached, which counts them (ns_warm.c note 4), so not before the
+ *     last part. A read-ahead item is split the same way (a miss in a
+ *     large directory then waits for half of it), its parts stop once
+ *     the directory is complete, and it leaves `queued` with its last.
  */
 #include "warm.h"
 
@@ -98,6 +117,7 @@
 #include "commit_sem.h"
 #include "log.h"
 #include "map.h"
+#include "name_order.h"
 #include "ns.h"
 #include "store_read.h"
 
@@ -105,14 +125,24 @@
 /* Longest a warmer sleeps for one waited-for commit (note 7). */
 #define WARM_ASIDE_MAX_US 2000u
 
+/* What the parts of a split directory share (note 8), w->mu held but for
+ * mark, which ns_warm_dir reads and writes under the namespace lock. */
+struct warm_span {
+	struct ns_warm_mark mark;
+	unsigned parts;            /* items of it in the queue or in a step */
+};
+
 struct warm_item {
 	TAILQ_ENTRY(warm_item) q;
 	uint64_t ino;
 	bool readahead;            /* queued by a miss: this directory only */
 	bool stale;                /* its last batch was stale: hold next step (note 1) */
-	struct ns_warm_mark mark;  /* what its steps left in the directory (ns_warm_dir) */
-	uint16_t after_len;
-	char after[MC_NAME_MAX];
+	bool bounded;              /* it ends at until (note 8); else at the directory's end */
+	struct warm_span *span;    /* shared with the other parts; NULL: not split */
+	struct ns_warm_mark mark;  /* what its steps left in the directory, when not split */
+	uint16_t after_len, until_len;
+	char after[MC_NAME_MAX];   /* its resume name: it reads the names past it */
+	char until[MC_NAME_MAX];   /* ... up to this one, when bounded */
 };
 TAILQ_HEAD(warm_queue, warm_item);
 
@@ -129,6 +159,8 @@ struct warm_thread {
 	bool aside;                /* ... to step aside (note 7) */
 	bool whole;                /* this step does not step aside (note 7) */
 	bool idle;                 /* in the SCHED_IDLE class (note 5) */
+	bool past;                 /* the scan reached the item's until (note 8) */
+	const struct warm_item *it; /* the item of the scan */
 	_Atomic uint64_t entries, busy_ns;
 };
 
@@ -140,10 +172,11 @@ struct warm {
 	struct warm_queue queue;
 	struct map queued;         /* directories read ahead, queued or in a step */
 	unsigned busy;             /* threads in a step */
+	atomic_uint hungry;        /* threads waiting for an item while some are busy */
 	bool stop, warmed;
 	atomic_bool stopping;      /* stop, read without mu: a scan ends early */
 	uint64_t start_ns, end_ns;
-	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead;
+	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead, splits;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
 	int nice;                  /* the threads' nice value (note 5) */
 	bool idle_reads;           /* reads run in SCHED_IDLE (note 5) */
@@ -207,6 +240,10 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
 		t->yielded = t->aside = true;
 		return 1;
 	}
+	if (t->it->bounded && name_cmp(name, namelen, t->it->until, t->it->until_len) > 0) {
+		t->past = true;
+		return 1;
+	}
 	ns_warm_ent_set(&t->buf[t->n++], name, namelen, ino, dtype, rec, target, tlen);
 	return t->n == WARM_BATCH ? 1 : 0;
 }
@@ -230,7 +267,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 	struct ns_warm_res res = { 0 };
 	uint64_t t0 = mono_ns();
 	t->n = 0;
-	t->yielded = t->aside = false;
+	t->yielded = t->aside = t->past = false;
+	t->it = it;
 	t->held = it->stale;
 	it->stale = false;
 	ns_warm_prepare(w->ns); /* before the semaphore: a committer never waits for it */
@@ -247,7 +285,7 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		store_snap_release(t->snap);
 	}
 	warm_class(t, false);
-	bool at_end = !t->yielded && t->n < WARM_BATCH;
+	bool at_end = !t->yielded && (t->n < WARM_BATCH || t->past);
 	if (t->aside) {
 		/* Note 7: none of this batch, read it again after the commit. */
 		if (t->held)
@@ -268,8 +306,8 @@ static int warm_step(struct warm_thread *t, struct warm_item *it, size_t *proces
 		}
 	}
 	if (rc == 0)
-		rc = ns_warm_dir(w->ns, t->stage, it->ino, t->buf, t->n, at_end, &it->mark,
-		                 &res);
+		rc = ns_warm_dir(w->ns, t->stage, it->ino, t->buf, t->n, at_end,
+		                 it->span ? &it->span->mark : &it->mark, &res);
 	if (rc == 0 && res.processed < t->n)
 		t->yielded = true; /* ns_warm_dir stopped for the committer */
 	/* A complete directory: read-ahead is done; the warm-up reads on to
@@ -300,6 +338,87 @@ done:
 	return rc;
 }
 
+/* Note 8: where to cut what is left of it, into mid (*mid_len): the mean
+ * of its resume name and its end, halved towards the resume name while
+ * the tables hold no name between the cut and the end (a few names far
+ * past the others, say, would leave the second half those alone).
+ * false: nothing to cut at. */
+static bool split_point(struct warm_thread *t, const struct warm_item *it, char *mid,
+                        size_t *mid_len)
+{
+	char end[MC_NAME_MAX], next[MC_NAME_MAX], cut[MC_NAME_MAX];
+	size_t end_len = it->until_len, next_len;
+	bool ok = false;
+	memcpy(end, it->until, it->until_len);
+	if (store_snap_take(t->snap) < 0)
+		return false;
+	if (!it->bounded && store_snap_last_name(t->snap, it->ino, end, &end_len) <= 0)
+		goto out;
+	for (int tries = 0; tries < 16; tries++) {
+		size_t n = name_mid(it->after, it->after_len, end, end_len, cut);
+		if (name_cmp(cut, n, it->after, it->after_len) <= 0)
+			break;
+		memcpy(mid, cut, n);
+		*mid_len = n;
+		ok = true;
+		int found = store_snap_name_from(t->snap, it->ino, cut, n, next, &next_len);
+		if (found > 0 && name_cmp(next, next_len, end, end_len) < 0)
+			break;
+		memcpy(end, cut, n); /* nothing in between: look lower */
+		end_len = n;
+	}
+out:
+	store_snap_release(t->snap);
+	return ok;
+}
+
+/* Note 8: cut what is left of it (owned by the caller, out of the queue)
+ * in two, keeping the first half; the item for the second half, to be
+ * queued, or NULL when there is no name to cut at (or no memory). */
+static struct warm_item *warm_split(struct warm_thread *t, struct warm_item *it)
+{
+	char mid[MC_NAME_MAX];
+	size_t mid_len = 0;
+	if (!split_point(t, it, mid, &mid_len))
+		return NULL;
+	struct warm_item *part = calloc(1, sizeof(*part));
+	if (!part)
+		return NULL;
+	if (!it->span) { /* its first cut: it is the only reader so far */
+		if (!(it->span = calloc(1, sizeof(*it->span)))) {
+			free(part);
+			return NULL;
+		}
+		it->span->mark = it->mark;
+		it->span->parts = 1; /* the queue's part is counted when queued */
+	}
+	part->ino = it->ino;
+	part->readahead = it->readahead;
+	part->span = it->span;
+	part->bounded = it->bounded;
+	part->until_len = it->until_len;
+	memcpy(part->until, it->until, it->until_len);
+	part->after_len = (uint16_t)mid_len;
+	memcpy(part->after, mid, mid_len);
+	it->bounded = true;
+	it->until_len = (uint16_t)mid_len;
+	memcpy(it->until, mid, mid_len);
+	return part;
+}
+
+/* Free an item that is done with (w->mu held): true when it was the last
+ * part of its directory (note 8), whose read-ahead is then over. */
+static bool item_free(struct warm *w, struct warm_item *it)
+{
+	bool last = !it->span || --it->span->parts == 0;
+	if (it->span && last)
+		free(it->span);
+	if (it->readahead && last)
+		map_del(&w->queued, it->ino);
+	free(it);
+	return last;
+}
+
 /* Queue the subdirectories the last step processed (w->mu held). */
 static void push_subdirs(struct warm *w, struct warm_thread *t, size_t processed)
 {
@@ -315,9 +434,7 @@ static void queue_clear(struct warm *w)
 	struct warm_item *it;
 	while ((it = TAILQ_FIRST(&w->queue))) {
 		TAILQ_REMOVE(&w->queue, it, q);
-		if (it->readahead)
-			map_del(&w->queued, it->ino);
-		free(it);
+		item_free(w, it);
 	}
 }
 
@@ -345,7 +462,9 @@ static void *warm_main(void *arg)
 				w->end_ns = mono_ns();
 				pthread_cond_broadcast(&w->cv);
 			}
+			atomic_fetch_add(&w->hungry, 1);
 			pthread_cond_wait(&w->cv, &w->mu);
+			atomic_fetch_sub(&w->hungry, 1);
 		}
 		if (w->stop)
 			break;
@@ -356,17 +475,24 @@ static void *warm_main(void *arg)
 
 		size_t processed = 0;
 		int rc = warm_step(t, it, &processed);
+		struct warm_item *part = NULL;
+		if (rc == 1 && atomic_load(&w->hungry) > 0)
+			part = warm_split(t, it); /* note 8; it is still ours */
 
 		pthread_mutex_lock(&w->mu);
 		w->busy--;
 		if (!it->readahead)
 			push_subdirs(w, t, processed);
+		if (part) {
+			part->span->parts++;
+			TAILQ_INSERT_HEAD(&w->queue, part, q);
+			add(&w->splits, 1);
+			pthread_cond_signal(&w->cv);
+		}
 		if (rc == 1 && !w->stop) {
 			TAILQ_INSERT_HEAD(&w->queue, it, q);
 			continue;
 		}
-		if (rc == 0)
-			add(&w->dirs_done, 1);
 		if (rc == -ENOSPC && !w->warmed) {
 			log_info("warm: the cache reached its low watermark; warm-up stops");
 			queue_clear(w);
@@ -374,9 +500,8 @@ static void *warm_main(void *arg)
 			log_warn("warm: directory %llu: %s", (unsigned long long)it->ino,
 			         strerror(-rc));
 		}
-		if (it->readahead)
-			map_del(&w->queued, it->ino);
-		free(it);
+		if (item_free(w, it) && rc == 0)
+			add(&w->dirs_done, 1);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -501,6 +626,7 @@ void warm_get_stats(struct warm *w, struct stats_warm *out)
 	out->dirs_done = get(&w->dirs_done);
 	out->dirs_queued = get(&w->dirs_queued);
 	out->readahead = get(&w->readahead);
+	out->splits = get(&w->splits);
 	out->done = warmed;
 	out->elapsed_us = (end - w->start_ns) / 1000u;
 	out->rate = out->elapsed_us ? out->entries * 1000000u / out->elapsed_us : 0;

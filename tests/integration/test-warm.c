@@ -5,6 +5,7 @@
  * batch. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows their store reads
  * so that the races happen while warm-up runs. */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -394,6 +395,130 @@ static void test_warm_queues_subdirs_of_complete_dir(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* warm.per_thread[i].entries. */
+static uint64_t thread_entries(mc_client *c, size_t i)
+{
+	char *js = mc_server_stats(c);
+	assert_non_null(js);
+	json_t *root = json_loads(js, 0, NULL);
+	free(js);
+	assert_non_null(root);
+	json_t *t = json_array_get(json_object_get(json_object_get(root, "warm"), "per_thread"), i);
+	assert_non_null(t);
+	json_int_t n = json_integer_value(json_object_get(t, "entries"));
+	json_decref(root);
+	return (uint64_t)n;
+}
+
+/* Restart with 2 warmers slowed to 500 us an entry: a client. */
+static mc_client *restart_slow_pair(void)
+{
+	const char *const warm[] = { "--warmers", "2", NULL };
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "500", 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	return harness_client(&srv);
+}
+
+/* One flat directory is split between the two warmers by name range
+ * (warm.c note 8). Left alone, each warmer inserts a good part of it
+ * (at 500 us an entry for both, about half), it is counted done once and
+ * ends complete. Then, restarted, with names removed, renamed over or
+ * added at either end while the parts run (the misses queue it for
+ * read-ahead, which is split too), nothing comes back nor goes missing:
+ * the namespace equals the one a server that did not warm shows. Every
+ * 150th name is a directory with a file in it, which the part that read
+ * it queues, and a long name and one past every other are among them. */
+static void test_warm_splits_large_directory(void **state)
+{
+	(void)state;
+	enum { NFLAT = 1500, EVERY = 150 };
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	assert_int_equal(mc_mkdir(c, "/flat", 0755), 0);
+	mc_batch *b = mc_batch_new(c);
+	assert_non_null(b);
+	char p[NAME_MAX + 16], q[64];
+	for (int i = 0; i < NFLAT; i++) {
+		snprintf(p, sizeof(p), "/flat/f%05d", i);
+		if (i % EVERY == 0) {
+			mc_batch_mkdir(b, p, 0755);
+			snprintf(p, sizeof(p), "/flat/f%05d/x", i);
+		}
+		mc_batch_create(b, p, 0644);
+	}
+	run_checked(b);
+	mc_batch_free(b);
+	snprintf(p, sizeof(p), "/flat/");
+	memset(p + 6, 'f', NAME_MAX);
+	p[6 + NAME_MAX] = 0;
+	assert_int_equal(mc_mknod(c, p, S_IFREG | 0600, 0), 0);
+	assert_int_equal(mc_mknod(c, "/flat/\xc3\xa9t\xc3\xa9", S_IFREG | 0600, 0), 0);
+	assert_int_equal(mc_sync(c), 0);
+	struct harness_lines before = harness_snapshot(c, 1);
+	mc_disconnect(c);
+
+	c = restart_slow_pair();
+	wait_warmed(c);
+	uint64_t splits = warm_stat(c, "splits");
+	uint64_t e0 = thread_entries(c, 0), e1 = thread_entries(c, 1);
+	print_message("# alone: %llu splits; the threads inserted %llu and %llu\n",
+	              (unsigned long long)splits, (unsigned long long)e0,
+	              (unsigned long long)e1);
+	assert_true(splits >= 1);
+	assert_true(e0 > NFLAT / 10 && e1 > NFLAT / 10);
+	const uint64_t dirs = 2 + NFLAT / EVERY; /* the root, /flat and its subdirectories */
+	assert_int_equal(warm_stat(c, "dirs_done"), dirs);
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), dirs);
+	uint64_t r0 = requests(c);
+	struct harness_lines warmed = harness_snapshot(c, 1);
+	assert_int_equal(requests(c), r0 + 1); /* all from the cache */
+	harness_assert_same(&before, &warmed);
+	harness_lines_free(&before);
+	harness_lines_free(&warmed);
+	mc_disconnect(c);
+
+	c = restart_slow_pair();
+	/* The warm-up splits it first: a miss in /flat would queue it for
+	 * read-ahead, whose parts would read it instead. */
+	for (int i = 0; i < 10000 && warm_stat(c, "splits") == 0; i++)
+		sleep_ms(1);
+	assert_true(warm_stat(c, "splits") >= 1);
+	int changed_during = 0;
+	for (int i = 1; i < NFLAT; i += 97) {
+		snprintf(p, sizeof(p), "/flat/f%05d", i);
+		if (i % 2) {
+			assert_int_equal(mc_unlink(c, p), 0);
+		} else {
+			snprintf(q, sizeof(q), "/flat/f%05d", NFLAT - i);
+			assert_int_equal(mc_rename(c, p, q), 0);
+		}
+		changed_during += warm_stat(c, "done") == 0;
+	}
+	assert_int_equal(mc_mknod(c, "/flat/a-first", S_IFREG | 0600, 0), 0);
+	assert_int_equal(mc_mknod(c, "/flat/z-last", S_IFREG | 0600, 0), 0);
+	changed_during += warm_stat(c, "done") == 0;
+	wait_warmed(c);
+	print_message("# %d changes during warm-up; %llu splits, %llu read-aheads\n",
+	              changed_during, (unsigned long long)warm_stat(c, "splits"),
+	              (unsigned long long)warm_stat(c, "readahead"));
+	assert_true(changed_during > 0);
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), dirs);
+	warmed = harness_snapshot(c, 1);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+
+	restart(cold);
+	c = harness_client(&srv);
+	struct harness_lines stored = harness_snapshot(c, 1);
+	harness_assert_same(&warmed, &stored);
+	harness_lines_free(&warmed);
+	harness_lines_free(&stored);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
 /* A commit that waits for the semaphore is let through between two entries:
  * with warmers whose batch takes ~250 ms (256 entries of 1 ms), the publish
  * phase stays far below it, and the warmers count their yields. The warm-up
@@ -627,6 +752,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_never_resurrects_uncommitted, teardown),
 		cmocka_unit_test_teardown(test_warm_never_resurrects_dropped_negatives, teardown),
 		cmocka_unit_test_teardown(test_warm_queues_subdirs_of_complete_dir, teardown),
+		cmocka_unit_test_teardown(test_warm_splits_large_directory, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),

@@ -279,6 +279,72 @@ static void test_scan_resume(void **state)
 	store_snap_free(sn);
 }
 
+/* The tables' last name of a directory, whether other directories follow
+ * it or not, its first name from another, and none for a directory
+ * without entries there, or whose entries are only in the batches not
+ * applied. */
+static void test_last_name(void **state)
+{
+	struct fixture *f = *state;
+	store_close(f->st);
+	struct store_opts o = { .apply_batches = 1 };
+	assert_int_equal(store_open(f->tmp, &o, &f->st), 0);
+	struct journal_batch b;
+	journal_batch_init(&b, ++f->seq);
+	b.next_ino = 1000;
+	const char *names[] = { "a", "zz", "m\xff", "zy" };
+	for (uint64_t dir = 5; dir <= 7; dir += 2)
+		for (size_t i = 0; i < 4; i++) {
+			struct mc_inode_rec r = mkinode(dir * 10 + i, S_IFREG | 0644, 0);
+			assert_int_equal(journal_put_inode(&b, &r, NULL, 0), 0);
+			assert_int_equal(journal_put_dentry(&b, dir, names[i], strlen(names[i]),
+			                                    r.ino, DT_REG), 0);
+		}
+	struct store_commit_times t;
+	assert_int_equal(store_commit(f->st, &b, &t), 0);
+	journal_batch_free(&b);
+
+	struct store_snap *sn;
+	char name[MC_NAME_MAX];
+	size_t len = 0;
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	for (uint64_t dir = 5; dir <= 7; dir += 2) {
+		assert_int_equal(store_snap_last_name(sn, dir, name, &len), 1);
+		assert_int_equal(len, 2);
+		assert_memory_equal(name, "zz", 2);
+	}
+	assert_int_equal(store_snap_last_name(sn, 6, name, &len), 0);
+	assert_int_equal(store_snap_last_name(sn, 8, name, &len), 0);
+	assert_int_equal(store_snap_last_name(sn, 4, name, &len), 0);
+	/* The first name at or after another, in the directory only. */
+	assert_int_equal(store_snap_name_from(sn, 5, "", 0, name, &len), 1);
+	assert_memory_equal(name, "a", len);
+	assert_int_equal(store_snap_name_from(sn, 5, "m", 1, name, &len), 1);
+	assert_int_equal(len, 2);
+	assert_memory_equal(name, "m\xff", 2);
+	assert_int_equal(store_snap_name_from(sn, 5, "zy", 2, name, &len), 1);
+	assert_memory_equal(name, "zy", len);
+	assert_int_equal(store_snap_name_from(sn, 5, "zz\x01", 3, name, &len), 0);
+	assert_int_equal(store_snap_name_from(sn, 7, "zz\x01", 3, name, &len), 0);
+	assert_int_equal(store_snap_name_from(sn, 6, "", 0, name, &len), 0);
+	char longname[MC_NAME_MAX + 1];
+	memset(longname, 'x', sizeof(longname));
+	assert_int_equal(store_snap_name_from(sn, 5, longname, sizeof(longname), name, &len),
+	                 -EINVAL);
+	store_snap_free(sn);
+
+	/* Not applied yet: the tables do not have it, so no hint. */
+	store_close(f->st);
+	o.apply_batches = 1000;
+	assert_int_equal(store_open(f->tmp, &o, &f->st), 0);
+	commit_names(f, 0, 3, false);
+	assert_int_equal(store_snap_new(f->st, &sn), 0);
+	assert_int_equal(store_snap_take(sn), 0);
+	assert_int_equal(store_snap_last_name(sn, 1, name, &len), 0);
+	store_snap_free(sn);
+}
+
 /* One name and its inode, in one snapshot. */
 static void test_get_entry(void **state)
 {
@@ -384,6 +450,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scan_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_point_reader_per_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_name, setup, teardown),
 		cmocka_unit_test(test_commit_sem_writer_waits_and_is_seen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
