@@ -75,8 +75,12 @@
  *     to do (no kick, no change armed, no waiter, no failure) for
  *     COMMIT_APPLY_IDLE_MS, between two turns (commit_idle_work): never
  *     inside a turn, so it never delays a commit under way, only (bounded
- *     by one apply and one room) a waiter that comes while it runs. Once
- *     it failed, not again before a commit succeeds (`idle_failed`).
+ *     by one apply and one room) a waiter that comes while it runs. The
+ *     same goes for the trim of a log whose oldest batch came of age while
+ *     no commit ran (commit_age_wait: the committer sleeps until the store
+ *     says it is due, store_log_trim_due_ns, and never wakes for it when
+ *     no batch will age). Once idle work failed, not again before a
+ *     commit succeeds (`idle_failed`).
  *  8. `waited_recs` is the journal's record count as the latest waiter
  *     arrived (taken before `mu`: the namespace lock is never taken
  *     under it); `nwaiting` is the length of `waiters`; `expect` is the
@@ -387,6 +391,41 @@ static void commit_idle_work(struct commit *c)
 		c->idle_failed = true; /* not again until a commit succeeded */
 }
 
+/* Nothing to do (c->mu held): when the log's oldest batch will pass
+ * its age bound (a commit would trim it, but none comes), sleep until the
+ * store says to trim, and trim if still idle (c->mu let go meanwhile,
+ * invariant 7). false: no batch will age (sleep without a timeout). */
+static bool commit_age_wait(struct commit *c)
+{
+	if (c->idle_failed)
+		return false;
+	pthread_mutex_unlock(&c->mu);
+	uint64_t due = store_log_trim_due_ns(c->st);
+	pthread_mutex_lock(&c->mu);
+	if (!commit_quiet(c) || c->stop)
+		return true;            /* it came while mu was let go: look again */
+	if (!due)
+		return false;           /* mu held since the look: no wakeup lost */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t wake = mono_us() + (due > now ? (due - now) / 1000u : 0);
+	while (commit_quiet(c) && !c->stop && mono_us() < wake)
+		commit_sleep_until(c, wake);
+	if (!commit_quiet(c) || c->stop)
+		return true;
+	pthread_mutex_unlock(&c->mu);
+	int rc = store_trim_aged(c->st);
+	if (rc > 0)
+		stat_add(&c->stats.idle_trims, (uint64_t)rc);
+	else if (rc < 0)
+		log_warn("commit: trimming the commit log failed: %s", strerror(-rc));
+	pthread_mutex_lock(&c->mu);
+	if (rc < 0)
+		c->idle_failed = true; /* not again until a commit succeeded */
+	return true;
+}
+
 /* Wait (c->mu held) until it is time for the next attempt (invariant 5):
  * a kick; the interval since the running batch's first change; while
  * failing, the back-off (and never past the shutdown deadline) -- but never
@@ -394,7 +433,8 @@ static void commit_idle_work(struct commit *c)
  * waiters and mutations cannot turn retries into a busy loop. With nothing
  * to commit it sleeps without a timeout, but for an apply put off
  * (invariant 7): after COMMIT_APPLY_IDLE_MS of that, it runs the apply
- * (c->mu let go meanwhile) and waits again. Once stopping, at once unless
+ * (c->mu let go meanwhile) and waits again; and but for a batch of the
+ * log that will come of age (commit_age_wait). Once stopping, at once unless
  * failing. */
 static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t failed_us)
 {
@@ -422,7 +462,7 @@ static void commit_wait_turn(struct commit *c, unsigned failures, uint64_t faile
 			if (mono_us() >= due)
 				return;
 			commit_sleep_until(c, due);
-		} else {
+		} else if (!commit_age_wait(c)) {
 			pthread_cond_wait(&c->cv, &c->mu);
 		}
 	}

@@ -54,6 +54,7 @@ static void commit_stats_copy(struct commit_stats *d, const struct commit_stats 
 	hist_merge(&d->settle_us, &s->settle_us);
 	copy_u64(&d->idle_applies, &s->idle_applies);
 	hist_merge(&d->idle_apply_us, &s->idle_apply_us);
+	copy_u64(&d->idle_trims, &s->idle_trims);
 }
 
 static void add_client(void *arg, int32_t pid, const struct area_totals *t)

@@ -333,6 +333,8 @@ const struct stats_metric stats_metrics[] = {
 	        "run once the committer was idle."),
 	HIST("commits.idle_apply_us", "mcache_commit_idle_apply_seconds", STATS_UNIT_US,
 	     commits.idle_apply_us, "Time of the table applies run while the committer was idle."),
+	COUNTER("commits.idle_trims", "mcache_commit_idle_trims_total", NULL, commits.idle_trims,
+	        "Commit log batches dropped for their age while no commit ran."),
 	COUNTER("commits.turns", "mcache_commit_turns_total", NULL, commits.turns,
 	        "Times the committer woke to commit (never while the journal is empty)."),
 	GAUGE_US("commits.current_lag_us", "mcache_commit_current_lag_seconds", NULL,

@@ -100,6 +100,7 @@ struct commit_stats {
 	struct hist settle_us;             /* waiting for a growing journal to settle */
 	_Atomic uint64_t idle_applies;     /* applies put off by waited-for commits, run idle */
 	struct hist idle_apply_us;         /* ... their time */
+	_Atomic uint64_t idle_trims;       /* log batches aged out while no commit ran */
 };
 
 /* Client read-path figures (shared-memory lookups), from the client area. */

@@ -164,6 +164,20 @@ int store_commit(struct store *s, const struct journal_batch *b, struct store_co
  * store_apply_owed says so until an apply ran. */
 int store_commit_waited(struct store *s, const struct journal_batch *b,
                         struct store_commit_times *t);
+/* When (CLOCK_REALTIME ns) to trim a log no commit writes to: a 100th of
+ * the age bound (log_max_age_s; 1 s at least) after its oldest batch
+ * passed it, so that the batches of a stretch go together; 1 when that
+ * batch has no time (it goes at once), or 0 when nothing will age: no age
+ * bound, or the log holds one batch at most (the last always stays). One
+ * read transaction. */
+uint64_t store_log_trim_due_ns(struct store *s);
+/* Drop the batches past the age bound (and any other retention bound)
+ * now, with no batch to commit, as a commit would after its append: the
+ * number dropped (0 when no trim was due: nothing is written), or the
+ * error of the failed transaction. Retention otherwise runs only in
+ * commits, so an idle server's committer calls this when
+ * store_log_trim_due_ns comes. */
+int store_trim_aged(struct store *s);
 /* Did a commit put off an apply (store_commit_waited) that no commit has
  * run since? */
 bool store_apply_owed(struct store *s);

@@ -33,6 +33,9 @@
  *     oldest is older than log_max_age_ns (the header's time, chunk 0);
  *     the batch just written always stays. So the log never holds more
  *     than the bounds plus one batch, and LMDB reuses the freed pages.
+ *     An apply with no batch (b NULL) trims the same way, the last batch
+ *     staying: store_trim_aged runs one when the oldest batch comes of
+ *     age on a log no commit writes to (an idle server's committer).
  *  3. s->log_bytes (the sum of the log's value sizes, every chunk) is kept
  *     under commit_lock: measured once at open, changed by a commit only
  *     once its transaction committed. A retry of a batch first deletes
@@ -263,6 +266,10 @@ static int log_del_batch(MDB_cursor *cur, uint64_t seq, MDB_val *k, MDB_val *v, 
 	}
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
+
+/* How long after its batch came of age an idle log is trimmed at least
+ * (store_log_trim_due_ns). */
+#define STORE_TRIM_SLACK_NS 1000000000ull
 
 /* Retention (note 2), after batch last was appended (the log's last:
  * keys only grow): drop the oldest batches past the bounds, each with all
@@ -525,7 +532,7 @@ static int store_log_put(struct store *s, MDB_txn *txn, const struct journal_bat
 /* One attempt at the commit transaction: 0 or a negative errno; *full is
  * set when it failed on MDB_MAP_FULL, *applied when the tables took every
  * batch up to b. Nothing is written on failure. b NULL: apply the batches
- * committed but not applied, and write nothing else. */
+ * committed but not applied, and trim the log (note 2). */
 static int store_commit_txn(struct store *s, const struct journal_batch *b, bool waited,
                             struct store_commit_times *t, bool *full, bool *applied,
                             bool *owed)
@@ -578,13 +585,12 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 		if (rc)
 			goto fail;
 	}
-	if (b) {
-		/* Retention keeps every batch not applied (note 6). */
-		rc = store_trim_log(s, txn, b->seq, *applied ? b->seq : s->applied_seq + 1, now,
-		                    &bytes, &dropped);
-		if (rc)
-			goto fail;
-	}
+	/* Retention keeps every batch not applied (note 6); an apply alone
+	 * (b NULL) trims too, which is how an idle log ages (note 2). */
+	rc = store_trim_log(s, txn, upto, *applied ? upto : s->applied_seq + 1, now, &bytes,
+	                    &dropped);
+	if (rc)
+		goto fail;
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	t->apply_ns = t1 - t0;
 	t0 = t1;
@@ -735,6 +741,55 @@ int store_commit_waited(struct store *s, const struct journal_batch *b,
                         struct store_commit_times *t)
 {
 	return store_commit_as(s, b, true, t);
+}
+
+uint64_t store_log_trim_due_ns(struct store *s)
+{
+	if (!s->log_max_age_ns || s->readonly)
+		return 0;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t seq, t, due = 0;
+	uint32_t c;
+	const uint8_t *r;
+	size_t n;
+	if (store_rtxn_begin(s, &txn) < 0)
+		return 0;
+	if (mdb_cursor_open(txn, s->log, &cur) == 0) {
+		/* The last batch always stays; a headless one goes at once. */
+		MDB_val lk, lv;
+		uint64_t last;
+		uint32_t lc;
+		if (mdb_cursor_get(cur, &lk, &lv, MDB_LAST) == 0 && store_log_key(&lk, &last, &lc) &&
+		    mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && store_log_key(&k, &seq, &c) &&
+		    seq < last)
+			due = c == 0 && store_log_value(&v, &t, &r, &n) && t ? t + s->log_max_age_ns
+			                                                     : 1;
+		/* A 100th of the bound later (1 s at least): the batches of a
+		 * stretch go in one transaction. */
+		if (due > 1)
+			due += s->log_max_age_ns / 100 > STORE_TRIM_SLACK_NS ? s->log_max_age_ns / 100
+			                                                       : STORE_TRIM_SLACK_NS;
+		mdb_cursor_close(cur);
+	}
+	store_rtxn_end(s, txn);
+	return due;
+}
+
+int store_trim_aged(struct store *s)
+{
+	struct store_commit_times tt = {0};
+	int err = 0;
+	uint64_t due = store_log_trim_due_ns(s);
+	if (!due || due > clock_ns(CLOCK_REALTIME))
+		return 0;
+	pthread_mutex_lock(&s->commit_lock);
+	uint64_t trimmed = s->log_trimmed;
+	err = store_commit_locked(s, NULL, false, &tt);
+	trimmed = s->log_trimmed - trimmed;
+	pthread_mutex_unlock(&s->commit_lock);
+	return err ? err : (int)(trimmed > INT_MAX ? INT_MAX : trimmed);
 }
 
 int store_apply_now(struct store *s)

@@ -502,6 +502,52 @@ static void test_retention_option(void **state)
 	mc_disconnect(c);
 }
 
+/* --log-retention-age on an idle server: no commit runs once the
+ * changes stop, and the committer trims the batches that came of age all
+ * the same (a 100th of the bound later, 1 s at least), keeping the last;
+ * the log still reads back from where it starts. Before the age, nothing
+ * is dropped. */
+static void test_retention_age_idle(void **state)
+{
+	const char *const args[] = { "--log-retention-age", "1", NULL };
+	struct mc_server *s = start(state, args);
+	mc_client *c = harness_client(s);
+	char p[64];
+	for (int i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "/aged-%d", i);
+		assert_int_equal(mc_mkdir(c, p, 0755), 0);
+		assert_int_equal(mc_sync(c), 0);    /* a batch each */
+	}
+	uint64_t kept = harness_stat_u64(c, "store", "log_entries");
+	uint64_t commits = harness_stat_u64(c, "commits", "count");
+	assert_true(kept >= 5);
+	assert_int_equal(harness_stat_u64(c, "store", "log_trimmed"), 0);
+	uint64_t trims = 0;
+	for (int i = 0; i < 800 && trims < kept - 1; i++) { /* the age and the slack: 2 s */
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+		trims = harness_stat_u64(c, "commits", "idle_trims");
+	}
+	print_message("# %llu batches, %llu aged out idle\n", (unsigned long long)kept,
+	              (unsigned long long)trims);
+	assert_int_equal(trims, kept - 1);
+	assert_int_equal(harness_stat_u64(c, "store", "log_entries"), 1);
+	assert_int_equal(harness_stat_u64(c, "store", "log_trimmed"), kept - 1);
+	assert_int_equal(harness_stat_u64(c, "commits", "count"), commits); /* no commit ran */
+	struct mc_log_pos pos = { 1, 0 };
+	uint64_t first = 0;
+	int eof = 0;
+	char *text = mc_log_read(c, &pos, 0, &first, &eof);
+	assert_non_null(text);
+	assert_true(first > 1);
+	assert_true(strstr(text, "aged-4") != NULL);
+	assert_null(strstr(text, "aged-3"));
+	free(text);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/aged-0", &st), 0); /* the namespace keeps them */
+	mc_disconnect(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +555,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rate_holds_interval, teardown),
 		cmocka_unit_test_teardown(test_tiny_map_grows, teardown),
 		cmocka_unit_test_teardown(test_retention_option, teardown),
+		cmocka_unit_test_teardown(test_retention_age_idle, teardown),
 		cmocka_unit_test_teardown(test_big_batch_log, teardown),
 	};
 	return cmocka_run_group_tests_name("commitlog", tests, NULL, NULL);

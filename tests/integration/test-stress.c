@@ -415,7 +415,9 @@ static void test_dotdot_into_reused_slot(void **state)
 	assert_int_equal(bad, 0);
 	assert_int_equal(wrong, 0);
 	assert_int_equal(other, 0);
-	assert_true(iters > 100);
+	/* The race was run, not a rate: readers spinning on every CPU leave
+	 * the writer 60-800 rounds in the time, by load and placement. */
+	assert_true(iters > 20);
 	mc_disconnect(w);
 }
 

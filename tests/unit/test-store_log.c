@@ -210,6 +210,49 @@ static void test_age(void **state)
 	journal_batch_free(&b);
 }
 
+/* When an idle log is due for a trim: never without an age bound or with
+ * one batch; a 100th of the bound (1 s at least) after the oldest batch
+ * came of age; before then store_trim_aged drops nothing. */
+static void test_trim_due(void **state)
+{
+	struct fixture *f = *state;
+	struct store_opts none = { 0 }, o = { .log_max_age_s = 1000 };
+	struct store *s = open_ok(f->dir[0], &none);
+	struct journal_batch b;
+	journal_batch_init(&b, 0);
+	churn_batch(&b, 1, 1);
+	commit_ok(s, &b);
+	churn_batch(&b, 2, 1);
+	commit_ok(s, &b);
+	assert_int_equal(store_log_trim_due_ns(s), 0); /* no age bound */
+	store_close(s);
+
+	s = open_ok(f->dir[0], &o);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t due = store_log_trim_due_ns(s);
+	uint64_t want = 1000 * 1000000000ull + 10 * 1000000000ull; /* the age and its 100th */
+	assert_true(due > now + want - 60 * 1000000000ull && due <= now + want);
+	assert_int_equal(store_trim_aged(s), 0);
+	struct store_info in;
+	assert_int_equal(store_info(s, &in), 0);
+	assert_int_equal(in.log_entries, 2);
+	assert_int_equal(in.log_trimmed, 0);
+	store_close(s);
+
+	/* The second batch alone: it always stays, so nothing will age. */
+	struct store_opts one = { .log_max_age_s = 1000, .log_retention = 1 };
+	s = open_ok(f->dir[0], &one);
+	churn_batch(&b, 3, 1);
+	commit_ok(s, &b);
+	assert_int_equal(store_info(s, &in), 0);
+	assert_int_equal(in.log_entries, 1);
+	assert_int_equal(store_log_trim_due_ns(s), 0);
+	store_close(s);
+	journal_batch_free(&b);
+}
+
 /* Reading from a sequence number: exactly the batches from there; a stop
  * from the callback is returned. Count retention keeps the newest n. */
 static void test_since_and_count(void **state)
@@ -490,6 +533,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_churn_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_age, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trim_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_since_and_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_record, setup, teardown),
