@@ -326,10 +326,16 @@ static void test_rate_holds_interval(void **state)
 	 * makes commits fewer, not more. */
 	assert_true((double)commits <= 1.2 * bound + 1);
 	/* What reaches the disk is the records, not pages rewritten at every
-	 * commit: at most 4x their bytes (the tables' own copy, LMDB's pages,
-	 * the room written ahead). */
+	 * operation: at most 4x their bytes (the tables' own copy, LMDB's
+	 * pages, the room written ahead), plus what each commit rewrites
+	 * whatever its size (the meta page, the trees' paths, the tables'
+	 * pages of the churned names; 32 pages allowed). That part matters
+	 * only when the run is slow and its commits small (a sanitizer's build
+	 * beside other tests: 1.7 MB of records and 8 MB written in 20
+	 * commits); writing an operation's pages at every operation, as a
+	 * commit an operation would, is 10 KB an operation and fails. */
 	assert_true(rbytes > 0);
-	assert_true(written <= 4 * rbytes);
+	assert_true(written <= 4 * rbytes + commits * 32 * 4096);
 	close(pfd[0]);
 	close(pfd[1]);
 	mc_disconnect(c);
@@ -379,15 +385,17 @@ static void test_tiny_map_grows(void **state)
 static char *log_text(mc_client *c, size_t max)
 {
 	struct mc_log_pos pos = { 0, 0 };
-	size_t len = 0;
-	char *all = calloc(1, 1);
+	size_t len = 0, cap = 4096;
+	char *all = calloc(1, cap);
 	int eof = 0;
 	assert_non_null(all);
 	while (!eof) {
 		char *text = mc_log_read(c, &pos, max, NULL, &eof);
 		assert_non_null(text);
 		size_t n = strlen(text);
-		all = realloc(all, len + n + 1);
+		while (len + n + 1 > cap)
+			cap *= 2;
+		all = realloc(all, cap);
 		assert_non_null(all);
 		memcpy(all + len, text, n + 1);
 		len += n;
@@ -398,8 +406,10 @@ static char *log_text(mc_client *c, size_t max)
 
 /* 3000 creates of long names committed together (a batch of hundreds of
  * KB, stored as many chunks): the log reads back every create once, the
- * same whole or in pieces of a few records (positions inside the batch),
- * and the same after a kill -9 and the replay at the next start. */
+ * same whole or in pieces of 8 KB (a few dozen records: positions inside
+ * the batch; each read gathers the batch again, so pieces of one record
+ * take minutes under a sanitizer), and the same after a kill -9 and the
+ * replay at the next start. */
 static void test_big_batch_log(void **state)
 {
 	const char *const args[] = { "--commit-interval-ms", "500", NULL };
@@ -426,16 +436,23 @@ static void test_big_batch_log(void **state)
 	assert_true(bytes > 300000);
 	assert_true(bytes / batches > 4 * 65536);        /* batches of several chunks */
 
-	char *whole = log_text(c, 0), *pieces = log_text(c, 7);
+	char *whole = log_text(c, 0), *pieces = log_text(c, 8192);
 	assert_string_equal(whole, pieces);
-	for (int k = 0; k < N; k += 1) {
-		char want[200];
-		snprintf(want, sizeof(want), "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"%s%05d\"",
-		         name, k);
-		char *at = strstr(whole, want);
-		if (!at || strstr(at + 1, want))
-			fail_msg("create %d: %s in the log", k, at ? "twice" : "not");
+	/* One pass over the log: each create's name, counted by its number. */
+	char want[200];
+	snprintf(want, sizeof(want), "\"op\":\"dentry_put\",\"parent\":1,\"name\":\"%s", name);
+	static unsigned seen[N];
+	memset(seen, 0, sizeof(seen));
+	size_t wl = strlen(want);
+	for (const char *at = strstr(whole, want); at; at = strstr(at + wl, want)) {
+		char *end;
+		long k = strtol(at + wl, &end, 10);
+		assert_true(end == at + wl + 5 && *end == '"' && k >= 0 && k < N);
+		seen[k]++;
 	}
+	for (int k = 0; k < N; k++)
+		if (seen[k] != 1)
+			fail_msg("create %d: %u times in the log", k, seen[k]);
 	free(pieces);
 	mc_disconnect(c);
 	server_stop(s, SIGKILL);                      /* a crash: the status says so */
