@@ -12,6 +12,11 @@
  *     the last mc_sync that returned: no synced operation lost;
  *  2. the subtrees of every earlier cycle are still as they were found;
  *  3. the server's consistency check (mc_server_fsck) is clean.
+ * And across the clients (note 4): the prefixes found are one prefix of
+ * the server's order, as far as the clients can tell it: an operation
+ * acknowledged before another client sent one that survived survived too
+ * (each operation's send and reply times are recorded, CLOCK_MONOTONIC,
+ * which all processes share).
  * MCACHE_CRASH_CYCLES sets the number of cycles (default 20; more for a
  * long run), MCACHE_CRASH_START=N makes the random choices (operations,
  * crash delays) of a run that printed N. */
@@ -66,6 +71,8 @@ struct client_log {
 	int inflight;             /* ops[nacked] was sent and not answered */
 	char error[160];          /* an unexpected result, or "" */
 	struct op ops[MAXOPS];
+	uint64_t sent_ns[MAXOPS]; /* when ops[i] was sent (i <= nacked) */
+	uint64_t acked_ns[MAXOPS]; /* when its reply came (i < nacked) */
 };
 
 struct shared {
@@ -73,6 +80,13 @@ struct shared {
 	_Atomic int ready;        /* clients connected */
 	struct client_log log[NCLIENTS];
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static struct mc_server srv;
 static struct shared *sh;
@@ -332,9 +346,11 @@ static void client_main(int id, const char *base, unsigned rs)
 		struct op *o = &lg->ops[lg->nacked];
 		if (!op_pick(&m, &rs, o))
 			continue;
+		lg->sent_ns[lg->nacked] = now_ns();
 		lg->inflight = 1;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		int err = op_run(c, base, o);
+		uint64_t acked = now_ns();
 		if (err == ENOTCONN)
 			break;
 		if (err) {
@@ -343,6 +359,7 @@ static void client_main(int id, const char *base, unsigned rs)
 			break;
 		}
 		apply(&m, o);
+		lg->acked_ns[lg->nacked] = acked;
 		lg->nacked++;
 		lg->inflight = 0;
 		if (rnd(&rs) % SYNC_EVERY == 0) {
@@ -428,14 +445,25 @@ static void tree_canon(mc_client *c, const char *base, char *out, size_t size)
 }
 
 struct totals {
-	uint64_t cycles, acked, synced, syncs, inflight, lost, fsck_problems;
+	uint64_t cycles, acked, synced, syncs, inflight, lost, fsck_problems, ordered;
 	uint64_t at_sync, past_sync;   /* prefixes found: exactly at the last sync, or beyond */
 };
 
 static struct totals tot;
 
-/* Check one client's subtree against its log (note 1). The canonical text
- * found goes to keep (for note 2). */
+/* The prefixes of one client's operations whose model equals its subtree
+ * and hold every synced operation (more than one when operations between
+ * them leave the subtree as it was: a chmod to the mode it had). */
+struct prefixes {
+	uint32_t n;
+	uint32_t k[MAXOPS + 2];
+};
+
+static struct prefixes found[NCLIENTS];
+
+/* Check one client's subtree against its log (note 1); the prefixes it
+ * can be go to found[id] (for note 4), the canonical text found to keep
+ * (for note 2). */
 static void check_client(mc_client *c, int cycle, int id, char *keep)
 {
 	char base[64], got[CANON_MAX], want[CANON_MAX];
@@ -445,23 +473,25 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
 		fail_msg("cycle %d client %d: %s", cycle, id, lg->error);
 	tree_canon(c, base, got, sizeof(got));
 	struct model m = { .n = 0 };
+	struct prefixes *f = &found[id];
 	long match = -1, lower = -1;
+	f->n = 0;
 	for (uint32_t k = 0; k <= lg->nacked; k++) {
 		if (k > 0)
 			apply(&m, &lg->ops[k - 1]);
 		canon(m.e, m.n, want, sizeof(want));
 		if (strcmp(got, want) == 0) {
 			if (k >= lg->synced)
-				match = k;
+				match = f->k[f->n++] = k;
 			else
 				lower = k;
 		}
 	}
-	if (match < 0 && lg->inflight) {
+	if (lg->inflight) {
 		apply(&m, &lg->ops[lg->nacked]);
 		canon(m.e, m.n, want, sizeof(want));
-		if (strcmp(got, want) == 0)
-			match = lg->nacked + 1;
+		if (strcmp(got, want) == 0 && lg->nacked + 1 >= lg->synced)
+			match = f->k[f->n++] = lg->nacked + 1;
 	}
 	if (match < 0) {
 		if (lower >= 0) {
@@ -481,6 +511,40 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
 	else
 		tot.past_sync++;
 	strcpy(keep, got);
+}
+
+/* Note 4: one choice of a prefix k_c for each client such that no
+ * operation left out was acknowledged before an operation kept was sent.
+ * With T the latest send of a kept operation, that is: each client's
+ * first operation left out (ops[k_c], when acknowledged) was acknowledged
+ * at T or later. Tried for each T a kept operation can give: a client
+ * fits it with a prefix whose last operation was sent at T or before and
+ * whose first left out was acknowledged at T or after; then the choice's
+ * own latest send is T or before, and it holds. */
+static bool one_order(void)
+{
+	for (int d = -1; d < NCLIENTS; d++) {
+		for (uint32_t t = 0; t < (d < 0 ? 1u : found[d].n); t++) {
+			uint32_t kd = d < 0 ? 0 : found[d].k[t];
+			if (d >= 0 && kd == 0)
+				continue;
+			uint64_t T = d < 0 ? 0 : sh->log[d].sent_ns[kd - 1];
+			bool all = true;
+			for (int c = 0; c < NCLIENTS && all; c++) {
+				const struct client_log *lg = &sh->log[c];
+				bool fits = false;
+				for (uint32_t i = 0; i < found[c].n && !fits; i++) {
+					uint32_t k = found[c].k[i];
+					fits = (k == 0 || lg->sent_ns[k - 1] <= T) &&
+					       (k >= lg->nacked || lg->acked_ns[k] >= T);
+				}
+				all = fits;
+			}
+			if (all)
+				return true;
+		}
+	}
+	return false;
 }
 
 static void fsck_clean(mc_client *c, int cycle)
@@ -575,6 +639,11 @@ static void t_crash_cycles(void **state)
 		c = harness_client(&srv);
 		for (int i = 0; i < NCLIENTS; i++)
 			check_client(c, cy, i, kept[cy][i]);
+		if (!one_order())
+			fail_msg("cycle %d: the clients' states are no prefix of one order: an "
+			         "operation left out was acknowledged before one kept was sent "
+			         "(start %lu)", cy, start);
+		tot.ordered++;
 		/* Earlier cycles' subtrees are as they were found (note 2). */
 		for (int old = 0; old < cy; old++) {
 			for (int i = 0; i < NCLIENTS; i++) {
@@ -598,9 +667,11 @@ static void t_crash_cycles(void **state)
 	       (unsigned long long)tot.syncs, (unsigned long long)tot.synced,
 	       (unsigned long long)tot.inflight);
 	printf("# recovered state: at the last sync in %llu client-cycles, past it in %llu; "
-	       "synced ops lost: %llu; fsck problems: %llu\n", (unsigned long long)tot.at_sync,
+	       "synced ops lost: %llu; fsck problems: %llu; one order across the clients in "
+	       "%llu of %llu cycles\n", (unsigned long long)tot.at_sync,
 	       (unsigned long long)tot.past_sync, (unsigned long long)tot.lost,
-	       (unsigned long long)tot.fsck_problems);
+	       (unsigned long long)tot.fsck_problems, (unsigned long long)tot.ordered,
+	       (unsigned long long)tot.cycles);
 	assert_int_equal(tot.lost, 0);
 	assert_int_equal(tot.fsck_problems, 0);
 }
