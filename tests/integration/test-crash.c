@@ -1,6 +1,7 @@
 /* test-crash.c - crash safety by kill -9. Each cycle, several client
  * processes mutate their own subtree (creates, unlinks, renames of files
- * and of directories, chmod, truncate, mkdir, rmdir, rmtree), each
+ * and of directories, chmod, chown, truncate, utimens, mkdir, rmdir,
+ * rmtree), each
  * recording in shared memory every operation acknowledged, the one in
  * flight, and how many were acknowledged before its last mc_sync that
  * returned; the server is killed with SIGKILL at a random moment and
@@ -53,11 +54,11 @@
 #define CANON_MAX 8192
 
 enum op_code { OP_CREATE = 1, OP_UNLINK, OP_RENAME, OP_CHMOD, OP_TRUNC, OP_MKDIR, OP_RMDIR,
-               OP_RMTREE, OP_RENAME_DIR };
+               OP_RMTREE, OP_RENAME_DIR, OP_CHOWN, OP_ATIME };
 
 struct op {
 	uint8_t code;
-	uint32_t arg;             /* mode, or size */
+	uint32_t arg;             /* mode, size, uid (gid: arg + 1) or atime in seconds */
 	char path[PATHLEN];       /* relative to the client's subtree */
 	char path2[PATHLEN];
 };
@@ -99,6 +100,8 @@ struct ent {
 	bool dir;
 	uint32_t mode;
 	uint64_t size;
+	uint32_t uid, gid;
+	int64_t atime;            /* seconds; -1 in a model: set at the create, not known */
 };
 
 struct model {
@@ -133,7 +136,8 @@ static void model_apply(struct model *m, const struct op *o)
 	case OP_CREATE:
 	case OP_MKDIR:
 		assert_true(m->n < MAXENT);
-		m->e[m->n] = (struct ent){ .dir = o->code == OP_MKDIR, .mode = o->arg };
+		m->e[m->n] = (struct ent){ .dir = o->code == OP_MKDIR, .mode = o->arg,
+		                           .uid = geteuid(), .gid = getegid(), .atime = -1 };
 		snprintf(m->e[m->n].path, PATHLEN, "%s", o->path);
 		m->n++;
 		break;
@@ -173,6 +177,13 @@ static void model_apply(struct model *m, const struct op *o)
 	case OP_TRUNC:
 		m->e[i].size = o->arg;
 		break;
+	case OP_CHOWN:
+		m->e[i].uid = o->arg;
+		m->e[i].gid = o->arg + 1;
+		break;
+	case OP_ATIME:
+		m->e[i].atime = o->arg;
+		break;
 	}
 }
 
@@ -182,7 +193,8 @@ static int ent_cmp(const void *a, const void *b)
 }
 
 /* One line per entry, sorted by path: path, type, mode, size (files) or
- * nlink (directories: 2 + subdirectories). */
+ * nlink (directories: 2 + subdirectories), owner, group, atime ('*' when
+ * a model does not know it: canon_match takes any). */
 static void canon(const struct ent *in, int n, char *out, size_t size)
 {
 	struct ent e[MAXENT];
@@ -199,10 +211,31 @@ static void canon(const struct ent *in, int n, char *out, size_t size)
 				    !strchr(e[j].path + strlen(e[i].path) + 1, '/'))
 					v++;
 		}
-		len += (size_t)snprintf(out + len, size - len, "%s %c %o %llu\n", e[i].path,
-		                        e[i].dir ? 'd' : 'f', e[i].mode, v);
+		len += (size_t)snprintf(out + len, size - len, "%s %c %o %llu %u %u ", e[i].path,
+		                        e[i].dir ? 'd' : 'f', e[i].mode, v, e[i].uid, e[i].gid);
+		assert_true(len < size);
+		if (e[i].atime < 0)
+			len += (size_t)snprintf(out + len, size - len, "*\n");
+		else
+			len += (size_t)snprintf(out + len, size - len, "%lld\n", (long long)e[i].atime);
 		assert_true(len < size);
 	}
+}
+
+/* Does the subtree's text got equal a model's text want, a '*' of want
+ * standing for any one field? */
+static bool canon_match(const char *got, const char *want)
+{
+	while (*want) {
+		if (*want == '*') {
+			want++;
+			while (*got && *got != ' ' && *got != '\n')
+				got++;
+		} else if (*got++ != *want++) {
+			return false;
+		}
+	}
+	return *got == '\0';
 }
 
 /* ---- one client ---------------------------------------------------------- */
@@ -250,14 +283,26 @@ static bool op_pick(const struct model *m, unsigned *rs, struct op *o)
 		} else if (r < 62) {
 			if (!e)
 				continue;
-			o->code = OP_CHMOD;
-			o->arg = (e->dir ? 0700 : 0600) | (rnd(rs) & 0077);
+			/* Only root may give a file away. */
+			if (r < 57 || geteuid() != 0) {
+				o->code = OP_CHMOD;
+				o->arg = (e->dir ? 0700 : 0600) | (rnd(rs) & 0077);
+			} else {
+				o->code = OP_CHOWN;
+				o->arg = 1000 + rnd(rs) % 4;
+			}
 			snprintf(o->path, PATHLEN, "%s", e->path);
-		} else if (r < 72) {
+		} else if (r < 68) {
 			if (!e || e->dir)
 				continue;
 			o->code = OP_TRUNC;
 			o->arg = rnd(rs) % 100000;
+			snprintf(o->path, PATHLEN, "%s", e->path);
+		} else if (r < 72) {
+			if (!e)
+				continue;
+			o->code = OP_ATIME;
+			o->arg = 1000000 + rnd(rs) % 1000;
 			snprintf(o->path, PATHLEN, "%s", e->path);
 		} else if (r < 82) {
 			if (model_find(m, dname) >= 0)
@@ -315,6 +360,12 @@ static int op_run(mc_client *c, const char *base, const struct op *o)
 	case OP_RENAME_DIR: rc = mc_rename(c, p, p2); break;
 	case OP_CHMOD: rc = mc_chmod(c, p, o->arg); break;
 	case OP_TRUNC: rc = mc_truncate(c, p, o->arg); break;
+	case OP_CHOWN: rc = mc_chown(c, p, o->arg, o->arg + 1); break;
+	case OP_ATIME: {
+		const struct timespec t[2] = { { o->arg, 0 }, { 0, UTIME_OMIT } };
+		rc = mc_utimens(c, p, t);
+		break;
+	}
 	case OP_MKDIR: rc = mc_mkdir(c, p, o->arg); break;
 	case OP_RMDIR: rc = mc_rmdir(c, p); break;
 	case OP_RMTREE: rc = mc_rmtree(c, p); break;
@@ -404,6 +455,9 @@ static int tree_read(mc_client *c, const char *base, const char *rel, struct ent
 		x->dir = S_ISDIR(st.st_mode);
 		x->mode = st.st_mode & 07777;
 		x->size = x->dir ? 0 : (uint64_t)st.st_size;
+		x->uid = st.st_uid;
+		x->gid = st.st_gid;
+		x->atime = st.st_atim.tv_sec;
 		if (x->dir) {
 			char sub[PATHLEN];
 			memcpy(sub, x->path, PATHLEN);
@@ -480,7 +534,7 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
 		if (k > 0)
 			apply(&m, &lg->ops[k - 1]);
 		canon(m.e, m.n, want, sizeof(want));
-		if (strcmp(got, want) == 0) {
+		if (canon_match(got, want)) {
 			if (k >= lg->synced)
 				match = f->k[f->n++] = k;
 			else
@@ -490,7 +544,7 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
 	if (lg->inflight) {
 		apply(&m, &lg->ops[lg->nacked]);
 		canon(m.e, m.n, want, sizeof(want));
-		if (strcmp(got, want) == 0 && lg->nacked + 1 >= lg->synced)
+		if (canon_match(got, want) && lg->nacked + 1 >= lg->synced)
 			match = f->k[f->n++] = lg->nacked + 1;
 	}
 	if (match < 0) {
