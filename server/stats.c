@@ -437,6 +437,8 @@ const struct stats_metric stats_metrics[] = {
 	        "Directories queued for read-ahead by a miss."),
 	COUNTER("warm.splits", "mcache_warm_splits_total", NULL, warm.splits,
 	        "Times a directory's names were cut in two ranges between warmers."),
+	COUNTER("warm.promoted", "mcache_warm_promoted_total", NULL, warm.promoted,
+	        "Times a miss moved its directory's waiting warm-up item to the queue's head."),
 	GAUGE("warm.done", "mcache_warm_done", NULL, warm.done,
 	      "1 once the start-up warm-up is over."),
 	GAUGE_US("warm.elapsed_us", "mcache_warm_elapsed_seconds", NULL, warm.elapsed_us,

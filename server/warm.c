@@ -97,7 +97,19 @@
  *     cached, which counts them (ns_warm.c note 4), so not before the
  *     last part. A read-ahead item is split the same way (a miss in a
  *     large directory then waits for half of it), its parts stop once
- *     the directory is complete, and it leaves `queued` with its last.
+ *     the directory is complete.
+ *  9. A directory is read by one item at a time: a second item would
+ *     read it again beside the first, each finding the other's inserts
+ *     and so looking up every name (ns_warm.c note 5), twice the work of
+ *     one read. `queued` holds every directory with an item in the queue
+ *     or in a step: a miss queues a read-ahead item only for a directory
+ *     it does not hold, and moves a warm-up item that has not begun (which
+ *     `queued` holds until its first step) to the head of the queue
+ *     instead, counted in `promoted`. The item that put the directory in
+ *     `queued` (its span, once split) takes it out with its last part. A
+ *     warm-up item is still queued for a directory read ahead (a miss came
+ *     before the warm-up reached its parent), to queue the subdirectories:
+ *     it finds the directory complete, or both read it.
  */
 #include "warm.h"
 
@@ -130,6 +142,7 @@
 struct warm_span {
 	struct ns_warm_mark mark;
 	unsigned parts;            /* items of it in the queue or in a step */
+	bool listed;               /* the first part's listed (note 9) */
 };
 
 struct warm_item {
@@ -138,6 +151,7 @@ struct warm_item {
 	bool readahead;            /* queued by a miss: this directory only */
 	bool stale;                /* its last batch was stale: hold next step (note 1) */
 	bool bounded;              /* it ends at until (note 8); else at the directory's end */
+	bool listed;               /* it put its directory in `queued` (note 9) */
 	struct warm_span *span;    /* shared with the other parts; NULL: not split */
 	struct ns_warm_mark mark;  /* what its steps left in the directory, when not split */
 	uint16_t after_len, until_len;
@@ -170,13 +184,15 @@ struct warm {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;         /* work queued, warm-up over, stop */
 	struct warm_queue queue;
-	struct map queued;         /* directories read ahead, queued or in a step */
+	struct map queued;         /* directories with an item queued or in a step (note 9),
+	                            * the item itself while it has not begun (QUEUED_*) */
 	unsigned busy;             /* threads in a step */
 	atomic_uint hungry;        /* threads waiting for an item while some are busy */
 	bool stop, warmed;
 	atomic_bool stopping;      /* stop, read without mu: a scan ends early */
 	uint64_t start_ns, end_ns;
-	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead, splits;
+	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead, splits,
+	    promoted;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
 	int nice;                  /* the threads' nice value (note 5) */
 	bool idle_reads;           /* reads run in SCHED_IDLE (note 5) */
@@ -194,7 +210,12 @@ static uint64_t get(const _Atomic uint64_t *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-/* Queue directory ino (w->mu held); at_head for resumed items. */
+/* What `queued` says of a directory whose item has begun, or is a
+ * read-ahead (note 9); else it holds the warm-up item not begun. */
+#define QUEUED_BEGUN 1u
+
+/* Queue directory ino (w->mu held), at the head for a read-ahead; listed
+ * in `queued` when it holds no item of ino yet (note 9). */
 static int push(struct warm *w, uint64_t ino, bool readahead, bool at_head)
 {
 	struct warm_item *it = calloc(1, sizeof(*it));
@@ -202,23 +223,32 @@ static int push(struct warm *w, uint64_t ino, bool readahead, bool at_head)
 		return -ENOMEM;
 	it->ino = ino;
 	it->readahead = readahead;
+	add(&w->dirs_queued, 1);
+	if (!map_find(&w->queued, ino) && map_reserve(&w->queued) == 0) {
+		map_put(&w->queued, ino, readahead ? QUEUED_BEGUN : (uint64_t)(uintptr_t)it);
+		it->listed = true;
+	}
 	if (at_head)
 		TAILQ_INSERT_HEAD(&w->queue, it, q);
 	else
 		TAILQ_INSERT_TAIL(&w->queue, it, q);
-	add(&w->dirs_queued, 1);
 	pthread_cond_signal(&w->cv);
 	return 0;
 }
 
-/* The miss hook: read the whole directory ahead, once per queueing. */
+/* The miss hook: read the whole directory ahead, unless an item reads it
+ * already; one that has not begun goes first (note 9). */
 static void warm_on_miss(void *arg, uint64_t dir_ino)
 {
 	struct warm *w = arg;
 	pthread_mutex_lock(&w->mu);
-	if (!w->stop && !map_find(&w->queued, dir_ino) && map_reserve(&w->queued) == 0 &&
-	    push(w, dir_ino, true, true) == 0) {
-		map_put(&w->queued, dir_ino, 1); /* room reserved */
+	const uint64_t *v = w->stop ? NULL : map_find(&w->queued, dir_ino);
+	if (v && *v != QUEUED_BEGUN) {
+		struct warm_item *it = (struct warm_item *)(uintptr_t)*v;
+		TAILQ_REMOVE(&w->queue, it, q);
+		TAILQ_INSERT_HEAD(&w->queue, it, q);
+		add(&w->promoted, 1);
+	} else if (!v && !w->stop && push(w, dir_ino, true, true) == 0) {
 		add(&w->readahead, 1);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -391,6 +421,7 @@ static struct warm_item *warm_split(struct warm_thread *t, struct warm_item *it)
 		}
 		it->span->mark = it->mark;
 		it->span->parts = 1; /* the queue's part is counted when queued */
+		it->span->listed = it->listed;
 	}
 	part->ino = it->ino;
 	part->readahead = it->readahead;
@@ -411,9 +442,10 @@ static struct warm_item *warm_split(struct warm_thread *t, struct warm_item *it)
 static bool item_free(struct warm *w, struct warm_item *it)
 {
 	bool last = !it->span || --it->span->parts == 0;
+	bool listed = it->span ? it->span->listed : it->listed;
 	if (it->span && last)
 		free(it->span);
-	if (it->readahead && last)
+	if (listed && last)
 		map_del(&w->queued, it->ino);
 	free(it);
 	return last;
@@ -470,6 +502,11 @@ static void *warm_main(void *arg)
 			break;
 		struct warm_item *it = TAILQ_FIRST(&w->queue);
 		TAILQ_REMOVE(&w->queue, it, q);
+		if (it->listed) { /* note 9: a miss no longer moves it */
+			uint64_t *v = map_find(&w->queued, it->ino);
+			if (v && *v == (uint64_t)(uintptr_t)it)
+				*v = QUEUED_BEGUN;
+		}
 		w->busy++;
 		pthread_mutex_unlock(&w->mu);
 
@@ -627,6 +664,7 @@ void warm_get_stats(struct warm *w, struct stats_warm *out)
 	out->dirs_queued = get(&w->dirs_queued);
 	out->readahead = get(&w->readahead);
 	out->splits = get(&w->splits);
+	out->promoted = get(&w->promoted);
 	out->done = warmed;
 	out->elapsed_us = (end - w->start_ns) / 1000u;
 	out->rate = out->elapsed_us ? out->entries * 1000000u / out->elapsed_us : 0;

@@ -480,8 +480,8 @@ static void test_warm_splits_large_directory(void **state)
 	mc_disconnect(c);
 
 	c = restart_slow_pair();
-	/* The warm-up splits it first: a miss in /flat would queue it for
-	 * read-ahead, whose parts would read it instead. */
+	/* The warm-up splits it first, so that the changes below fall in
+	 * both parts' ranges while they run. */
 	for (int i = 0; i < 10000 && warm_stat(c, "splits") == 0; i++)
 		sleep_ms(1);
 	assert_true(warm_stat(c, "splits") >= 1);
@@ -557,6 +557,25 @@ static void test_warm_yields_to_committer(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
+/* The names directory p lists once it is complete (listed with no
+ * request), within 2 s; -1 if it is not. */
+static int listed_complete(mc_client *c, const char *p)
+{
+	int n = -1;
+	for (int i = 0; i < 100 && n < 0; i++) {
+		sleep_ms(20);
+		uint64_t r0 = requests(c);
+		MC_DIR *d = mc_opendir(c, p);
+		assert_non_null(d);
+		for (n = 0; mc_readdir(d); n++)
+			;
+		assert_int_equal(mc_closedir(d), 0);
+		if (requests(c) != r0 + 1)
+			n = -1; /* not listed from shared memory: not complete yet */
+	}
+	return n;
+}
+
 /* A miss queues its directory ahead of the warm-up: with slow warmers,
  * a lookup deep in the last directory of the tree makes that directory
  * complete (listed with no request) long before the warm-up reaches it. */
@@ -573,23 +592,46 @@ static void test_miss_reads_ahead(void **state)
 	snprintf(p, sizeof(p), "/d%02d/sub", NDIRS - 1);
 	/* 60 entries at 3 ms: well within a second, against over 2 s of
 	 * warm-up for the whole tree with two warmers. */
-	int n = 0;
-	for (int i = 0; i < 100; i++) {
-		sleep_ms(20);
-		uint64_t r0 = requests(c);
-		MC_DIR *d = mc_opendir(c, p);
-		assert_non_null(d);
-		for (n = 0; mc_readdir(d); n++)
-			;
-		assert_int_equal(mc_closedir(d), 0);
-		if (requests(c) == r0 + 1)
-			break; /* listed from shared memory: complete */
-		n = -1;
-	}
+	int n = listed_complete(c, p);
 	uint64_t done = warm_stat(c, "done");
 	print_message("# read-ahead directory complete; warm-up %s\n", done ? "over" : "still running");
 	assert_int_equal(n, NFILES);
 	assert_int_equal(done, 0);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A miss in a directory whose warm-up item waits in the queue moves that
+ * item to the head instead of queueing a read-ahead beside it (which would
+ * read the directory a second time): the directory is complete long
+ * before the warm-up is over, and every directory was queued once. */
+static void test_miss_promotes_queued_dir(void **state)
+{
+	(void)state;
+	const char *const warm[] = { "--warmers", "2", NULL };
+	mc_client *c = slow_warm_start("3000", warm);
+	/* The root is done (36 ms): every /dNN is queued, and the warmers
+	 * are at the first two (190 ms each). */
+	for (int i = 0; i < 5000 && warm_stat(c, "dirs_done") == 0; i++)
+		sleep_ms(1);
+	assert_true(warm_stat(c, "dirs_done") >= 1);
+	struct stat st;
+	char p[64];
+	snprintf(p, sizeof(p), "/d%02d/f%03d", NDIRS - 1, NFILES - 1);
+	assert_int_equal(mc_stat(c, p, &st), 0);
+	assert_int_equal(warm_stat(c, "promoted"), 1);
+	assert_int_equal(warm_stat(c, "readahead"), 0);
+	snprintf(p, sizeof(p), "/d%02d", NDIRS - 1);
+	int n = listed_complete(c, p);
+	uint64_t done = warm_stat(c, "done");
+	print_message("# promoted directory complete; warm-up %s\n", done ? "over" : "still running");
+	assert_int_equal(n, NFILES + 2); /* its files, sub and link */
+	assert_int_equal(done, 0);
+	wait_warmed(c);
+	assert_int_equal(warm_stat(c, "readahead"), 0);
+	assert_int_equal(warm_stat(c, "dirs_queued"), 1 + 2 * NDIRS);
+	assert_int_equal(warm_stat(c, "dirs_done"), 1 + 2 * NDIRS);
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 1 + 2 * NDIRS);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -756,6 +798,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
+		cmocka_unit_test_teardown(test_miss_promotes_queued_dir, teardown),
 		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
 		cmocka_unit_test_teardown(test_warmers_run_at_low_priority, teardown),
 	};
