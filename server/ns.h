@@ -257,6 +257,7 @@ void ns_warm_ent_set(struct ns_warm_ent *e, const char *name, size_t namelen, ui
 struct ns_warm_res {
 	size_t processed;         /* entries of v looked at (a prefix of v) */
 	uint64_t added;           /* of which were inserted */
+	uint64_t lookups;         /* of which were looked up in the cache first */
 	uint64_t bytes;           /* segment bytes they took */
 	bool complete;            /* the directory is complete now */
 };
@@ -264,10 +265,13 @@ struct ns_warm_res {
  * before the first. They share it when each reads a range of names of its
  * own, in name order across calls, and no two ranges meet (ns_warm.c note
  * 5): a warm item, or the items a large directory was split into. */
+#define NS_WARM_FOREIGN 16
 struct ns_warm_mark {
 	uint64_t dropped;         /* the namespace's dentries dropped so far */
 	uint64_t dir;             /* the directory's slot; 0: no mark */
-	uint32_t ncached;         /* its cached children */
+	uint32_t cookie;          /* its next cookie: children linked later have this or more */
+	uint32_t nforeign;        /* its children the readers did not insert ... */
+	uint64_t foreign[NS_WARM_FOREIGN]; /* ... their names' dcache_hash */
 };
 /* Insert into the cached directory dir_ino those entries of v[0..n) the
  * cache does not know, never touching a cached name (positive or negative)

@@ -27,21 +27,28 @@
  *  4. A directory is marked complete only when every one of its entries is
  *     cached: its cached positive children number its entry count, which
  *     the cached (and, if changed, dirty) directory inode holds.
- *  5. The lookups of 2 are skipped while no name of v can be cached: the
- *     directory has no cached child, or all it has were inserted by the
- *     readers that share a mark, each of which reads its own range of the
+ *  5. The lookups of 2 are skipped for a name of v that cannot be cached:
+ *     every cached child of the directory was inserted by the readers
+ *     that share a mark, each of which reads its own range of the
  *     directory's names in name order (warm.c splits a large directory
  *     between threads so), and v follows every name its reader gave and
- *     lies outside the others' ranges. The latter holds across the lock's
- *     releases and across calls through the mark, which a call leaves
- *     before every release: while the directory's cached children number
- *     what the mark says and no dentry of the namespace was dropped since,
- *     nobody else inserted there, because a child leaves a directory that
- *     is not complete only by a drop (eviction, negative over a cap,
- *     prune), and one that became complete meanwhile stays so until a
- *     drop (shrink.c clears the flag when it evicts), and stops the
- *     insert. A call that had to look up clears the mark, so its readers
- *     look up from then on.
+ *     lies outside the others' ranges; or it is one of the mark's few
+ *     foreign children (NS_WARM_FOREIGN at most: a miss, a create or a
+ *     removal's negative entry), whose names' hashes the mark keeps, and
+ *     only a name with one of those hashes is looked up. This holds across
+ *     the lock's releases and across calls through the mark, which a call
+ *     leaves before every release with the directory's next cookie: a
+ *     child linked since (or made positive again) is at the end of the
+ *     child list with that cookie or a later one, so warm_alone finds it
+ *     walking back from the list's tail and adds it to the foreign ones;
+ *     and no dentry of the namespace was dropped since, because a child
+ *     leaves a directory that is not complete only by a drop (eviction,
+ *     negative over a cap, prune), and one that became complete meanwhile
+ *     stays so until a drop (shrink.c clears the flag when it evicts), and
+ *     stops the insert. The first call takes every child the directory
+ *     has as foreign, when they are few. A call that had to look up
+ *     everything (a drop, too many foreign children) clears the mark, so
+ *     its readers look up from then on.
  *  6. What an insert writes that nobody can see yet is written outside the
  *     lock (and the commit semaphore), ahead, by ns_warm_stage: a warmer's
  *     stage reserves an inode and a dentry slot per entry of its batch in
@@ -406,25 +413,72 @@ static void warm_lock(struct ns *ns, const struct ns_warm_stage *st, uint64_t di
 		inode_prefetch_chain(ns->shm, v[k].ino);
 }
 
-/* Note 5: may the lookups be skipped in dir (lock held)? */
-static bool warm_alone(struct ns *ns, mc_off_t dir, const struct ns_warm_mark *mark)
+/* Add child d of dir_ino to the mark's foreign children; false when
+ * they are too many already. */
+static bool warm_foreign(struct shm *s, uint64_t dir_ino, mc_off_t d, struct ns_warm_mark *mark)
 {
-	const struct mc_dirx *dx = dcache_dirx(ns->shm, dir, false);
-	return !dx || dx->ncached == 0 ||
-	       (mark->dir == dir && dx->ncached == mark->ncached &&
-	        dentries_dropped(ns) == mark->dropped);
+	if (mark->nforeign == NS_WARM_FOREIGN)
+		return false;
+	const struct mc_dentry *e = dentry_at(s, d);
+	mark->foreign[mark->nforeign++] = dcache_hash(s, dir_ino, dcache_name(s, d), e->namelen);
+	return true;
+}
+
+/* Note 5: may the lookups be skipped in dir (lock held) but for the
+ * mark's foreign children? The children linked since the mark are added
+ * to them; a first call takes all the directory has. */
+static bool warm_alone(struct ns *ns, mc_off_t dir, uint64_t dir_ino, struct ns_warm_mark *mark)
+{
+	struct shm *s = ns->shm;
+	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
+	if (mark->dir != dir) {
+		*mark = (struct ns_warm_mark){ 0 };
+		if (dx && dx->ncached > NS_WARM_FOREIGN)
+			return false;
+		for (mc_off_t d = dx ? dx->head : 0; d; d = dentry_at(s, d)->sib_next)
+			if (!warm_foreign(s, dir_ino, d, mark))
+				return false;
+		return true;
+	}
+	if (dentries_dropped(ns) != mark->dropped)
+		return false;
+	if (!dx || dx->next_cookie == mark->cookie)
+		return true;
+	for (mc_off_t d = dx->tail;
+	     d && (int32_t)(dentry_at(s, d)->cookie - mark->cookie) >= 0;
+	     d = dentry_at(s, d)->sib_prev)
+		if (!warm_foreign(s, dir_ino, d, mark))
+			return false;
+	return true;
 }
 
 /* Note 5: what this call leaves for the readers' next one. */
 static void warm_mark(struct ns *ns, mc_off_t dir, bool none_cached, struct ns_warm_mark *mark)
 {
 	const struct mc_dirx *dx = dir ? dcache_dirx(ns->shm, dir, false) : NULL;
-	*mark = (struct ns_warm_mark){ 0 };
-	if (none_cached && dx) {
-		mark->dir = dir;
-		mark->ncached = dx->ncached;
-		mark->dropped = dentries_dropped(ns);
+	if (!none_cached || !dir) {
+		*mark = (struct ns_warm_mark){ 0 };
+		return;
 	}
+	mark->dir = dir;
+	mark->cookie = dx ? dx->next_cookie : 0;
+	mark->dropped = dentries_dropped(ns);
+}
+
+/* Note 5: may name k of v be cached (a lookup needed)? */
+static bool warm_must_look(const struct shm *s, const struct ns_warm_stage *st, uint64_t dir_ino,
+                           const struct ns_warm_ent *v, size_t k, bool none_cached,
+                           const struct ns_warm_mark *mark)
+{
+	if (!none_cached)
+		return true;
+	if (mark->nforeign == 0)
+		return false;
+	uint64_t h = st ? st->dhash[k] : dcache_hash(s, dir_ino, v[k].name, v[k].namelen);
+	for (uint32_t i = 0; i < mark->nforeign; i++)
+		if (mark->foreign[i] == h)
+			return true;
+	return false;
 }
 
 int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
@@ -445,7 +499,7 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 		rc = -ENOENT;
 		goto out;
 	}
-	none_cached = warm_alone(ns, dir, mark); /* the usual case at start */
+	none_cached = warm_alone(ns, dir, dir_ino, mark); /* the usual case at start */
 	/* At most the bytes left below the low watermark. */
 	uint64_t room = used0 < ns->shr.low ? ns->shr.low - used0 : 0;
 	for (unsigned held = 0; res->processed < n; held++) {
@@ -464,7 +518,7 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 				rc = -ENOENT;
 				goto out;
 			}
-			none_cached = none_cached && warm_alone(ns, dir, mark);
+			none_cached = none_cached && warm_alone(ns, dir, dir_ino, mark);
 		}
 		if (dcache_complete(s, dir)) {
 			res->processed = n;
@@ -485,7 +539,10 @@ int ns_warm_dir(struct ns *ns, struct ns_warm_stage *st, uint64_t dir_ino,
 		}
 		room -= room < NS_WARM_ENTRY_MAX_BYTES ? room : NS_WARM_ENTRY_MAX_BYTES;
 		const struct ns_warm_ent *e = &v[res->processed];
-		if (e->have_rec && (none_cached || !dcache_find(s, dir, e->name, e->namelen))) {
+		bool look = e->have_rec &&
+		            warm_must_look(s, stage, dir_ino, v, res->processed, none_cached, mark);
+		res->lookups += look;
+		if (e->have_rec && (!look || !dcache_find(s, dir, e->name, e->namelen))) {
 			rc = warm_one(ns, stage, res->processed, dir, e, &res->bytes);
 			if (rc < 0)
 				goto out;

@@ -439,6 +439,8 @@ const struct stats_metric stats_metrics[] = {
 	        "Times a directory's names were cut in two ranges between warmers."),
 	COUNTER("warm.promoted", "mcache_warm_promoted_total", NULL, warm.promoted,
 	        "Times a miss moved its directory's waiting warm-up item to the queue's head."),
+	COUNTER("warm.lookups", "mcache_warm_lookups_total", NULL, warm.lookups,
+	        "Names the warmers looked up in the cache before inserting them."),
 	GAUGE("warm.done", "mcache_warm_done", NULL, warm.done,
 	      "1 once the start-up warm-up is over."),
 	GAUGE_US("warm.elapsed_us", "mcache_warm_elapsed_seconds", NULL, warm.elapsed_us,

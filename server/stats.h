@@ -149,6 +149,7 @@ struct stats_warm {
 	uint64_t readahead;       /* directories queued by a miss */
 	uint64_t splits;          /* times a directory's names were cut between two warmers */
 	uint64_t promoted;        /* times a miss moved its directory's queued item to the head */
+	uint64_t lookups;         /* names looked up in the cache before an insert */
 	uint64_t done;            /* 1 once the start-up warm-up is over */
 	uint64_t elapsed_us;      /* start-up warm-up: time so far, or in all */
 	uint64_t rate;            /* entries per second over that time */

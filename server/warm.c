@@ -102,14 +102,15 @@
  *     read it again beside the first, each finding the other's inserts
  *     and so looking up every name (ns_warm.c note 5), twice the work of
  *     one read. `queued` holds every directory with an item in the queue
- *     or in a step: a miss queues a read-ahead item only for a directory
- *     it does not hold, and moves a warm-up item that has not begun (which
- *     `queued` holds until its first step) to the head of the queue
- *     instead, counted in `promoted`. The item that put the directory in
- *     `queued` (its span, once split) takes it out with its last part. A
- *     warm-up item is still queued for a directory read ahead (a miss came
- *     before the warm-up reached its parent), to queue the subdirectories:
- *     it finds the directory complete, or both read it.
+ *     or in a step, and what it is (QUEUED_*): a miss queues a read-ahead
+ *     item only for a directory it does not hold, and moves a warm-up item
+ *     that has not begun to the head of the queue instead (counted in
+ *     `promoted`). A warm-up item for a directory read ahead (a miss came
+ *     before the warm-up reached its parent) is parked in `queued` until
+ *     the read-ahead is over, then queued at the head: the directory is
+ *     complete by then, and it reads on only for the subdirectories. The
+ *     item that put the directory in `queued` (its span, once split)
+ *     takes it out with its last part, or hands it to the parked item.
  */
 #include "warm.h"
 
@@ -185,14 +186,14 @@ struct warm {
 	pthread_cond_t cv;         /* work queued, warm-up over, stop */
 	struct warm_queue queue;
 	struct map queued;         /* directories with an item queued or in a step (note 9),
-	                            * the item itself while it has not begun (QUEUED_*) */
+	                            * and what it is (QUEUED_*) */
 	unsigned busy;             /* threads in a step */
 	atomic_uint hungry;        /* threads waiting for an item while some are busy */
 	bool stop, warmed;
 	atomic_bool stopping;      /* stop, read without mu: a scan ends early */
 	uint64_t start_ns, end_ns;
 	_Atomic uint64_t entries, bytes, yields, dirs_done, dirs_queued, readahead, splits,
-	    promoted;
+	    promoted, lookups;
 	unsigned delay_us;         /* MCACHED_WARM_ENTRY_DELAY_US (warm.h) */
 	int nice;                  /* the threads' nice value (note 5) */
 	bool idle_reads;           /* reads run in SCHED_IDLE (note 5) */
@@ -210,12 +211,21 @@ static uint64_t get(const _Atomic uint64_t *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-/* What `queued` says of a directory whose item has begun, or is a
- * read-ahead (note 9); else it holds the warm-up item not begun. */
-#define QUEUED_BEGUN 1u
+/* What `queued` says of a directory (note 9): its warm-up item has begun;
+ * its read-ahead item is queued or has begun; else its warm-up item that
+ * has not begun, or (low bit set) the one parked behind the read-ahead. */
+#define QUEUED_BEGUN 2u
+#define QUEUED_AHEAD 4u
+#define QUEUED_PARKED 1u
+
+static struct warm_item *queued_item(uint64_t v)
+{
+	return (struct warm_item *)(uintptr_t)(v & ~(uint64_t)QUEUED_PARKED);
+}
 
 /* Queue directory ino (w->mu held), at the head for a read-ahead; listed
- * in `queued` when it holds no item of ino yet (note 9). */
+ * in `queued` when it holds no item of ino yet, or parked behind its
+ * read-ahead (note 9). */
 static int push(struct warm *w, uint64_t ino, bool readahead, bool at_head)
 {
 	struct warm_item *it = calloc(1, sizeof(*it));
@@ -224,8 +234,14 @@ static int push(struct warm *w, uint64_t ino, bool readahead, bool at_head)
 	it->ino = ino;
 	it->readahead = readahead;
 	add(&w->dirs_queued, 1);
-	if (!map_find(&w->queued, ino) && map_reserve(&w->queued) == 0) {
-		map_put(&w->queued, ino, readahead ? QUEUED_BEGUN : (uint64_t)(uintptr_t)it);
+	uint64_t *v = map_find(&w->queued, ino);
+	if (v && *v == QUEUED_AHEAD && !readahead) {
+		*v = (uint64_t)(uintptr_t)it | QUEUED_PARKED;
+		it->listed = true; /* the read-ahead hands the directory over */
+		return 0;
+	}
+	if (!v && map_reserve(&w->queued) == 0) {
+		map_put(&w->queued, ino, readahead ? QUEUED_AHEAD : (uint64_t)(uintptr_t)it);
 		it->listed = true;
 	}
 	if (at_head)
@@ -243,8 +259,8 @@ static void warm_on_miss(void *arg, uint64_t dir_ino)
 	struct warm *w = arg;
 	pthread_mutex_lock(&w->mu);
 	const uint64_t *v = w->stop ? NULL : map_find(&w->queued, dir_ino);
-	if (v && *v != QUEUED_BEGUN) {
-		struct warm_item *it = (struct warm_item *)(uintptr_t)*v;
+	if (v && *v != QUEUED_BEGUN && *v != QUEUED_AHEAD && !(*v & QUEUED_PARKED)) {
+		struct warm_item *it = queued_item(*v);
 		TAILQ_REMOVE(&w->queue, it, q);
 		TAILQ_INSERT_HEAD(&w->queue, it, q);
 		add(&w->promoted, 1);
@@ -354,6 +370,7 @@ done:
 		t->whole = !commit_sem_step_aside(w->sem, WARM_ASIDE_MAX_US);
 	add(&t->entries, res.added);
 	add(&w->entries, res.added);
+	add(&w->lookups, res.lookups);
 	add(&w->bytes, res.bytes);
 	if (t->yielded)
 		add(&w->yields, 1);
@@ -445,8 +462,15 @@ static bool item_free(struct warm *w, struct warm_item *it)
 	bool listed = it->span ? it->span->listed : it->listed;
 	if (it->span && last)
 		free(it->span);
-	if (listed && last)
+	uint64_t *v = listed && last ? map_find(&w->queued, it->ino) : NULL;
+	if (v && (*v & QUEUED_PARKED)) {
+		struct warm_item *parked = queued_item(*v);
+		*v = (uint64_t)(uintptr_t)parked; /* listed, not begun */
+		TAILQ_INSERT_HEAD(&w->queue, parked, q);
+		pthread_cond_signal(&w->cv);
+	} else if (v) {
 		map_del(&w->queued, it->ino);
+	}
 	free(it);
 	return last;
 }
@@ -665,6 +689,7 @@ void warm_get_stats(struct warm *w, struct stats_warm *out)
 	out->readahead = get(&w->readahead);
 	out->splits = get(&w->splits);
 	out->promoted = get(&w->promoted);
+	out->lookups = get(&w->lookups);
 	out->done = warmed;
 	out->elapsed_us = (end - w->start_ns) / 1000u;
 	out->rate = out->elapsed_us ? out->entries * 1000000u / out->elapsed_us : 0;

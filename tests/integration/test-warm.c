@@ -597,6 +597,56 @@ static void test_miss_reads_ahead(void **state)
 	print_message("# read-ahead directory complete; warm-up %s\n", done ? "over" : "still running");
 	assert_int_equal(n, NFILES);
 	assert_int_equal(done, 0);
+	wait_warmed(c);
+	mc_disconnect(c);
+	assert_int_equal(server_finish(&srv), 0);
+}
+
+/* A miss in a large directory before the warm-up reached its parent: the
+ * directory is read ahead (2 s of it at 1 ms an entry), and its warm-up
+ * item, queued when the parent's last batch is read (half a second in),
+ * waits until the read-ahead is over instead of reading the directory
+ * beside it. The warmers look up only the names the client's lookups
+ * cached (two items would each find the other's inserts and look up
+ * every name from then on). */
+static void test_readahead_hands_over(void **state)
+{
+	(void)state;
+	const char *const cold[] = { "--warmers", "0", NULL };
+	assert_int_equal(server_start(&srv, cold), 0);
+	mc_client *c = harness_client(&srv);
+	mc_batch *b = mc_batch_new(c);
+	char p[64];
+	for (int i = 0; i < 500; i++) {
+		snprintf(p, sizeof(p), "/a%03d", i);
+		mc_batch_create(b, p, 0644);
+	}
+	mc_batch_mkdir(b, "/zbig", 0755);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(p, sizeof(p), "/zbig/f%04d", i);
+		mc_batch_create(b, p, 0644);
+	}
+	run_checked(b);
+	mc_batch_free(b);
+	assert_int_equal(mc_sync(c), 0);
+	mc_disconnect(c);
+	const char *const warm[] = { "--warmers", "2", NULL };
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	c = harness_client(&srv);
+	struct stat st;
+	assert_int_equal(mc_stat(c, "/zbig/f0300", &st), 0);
+	assert_int_equal(warm_stat(c, "readahead"), 1);
+	wait_warmed(c);
+	uint64_t lookups = warm_stat(c, "lookups");
+	print_message("# %llu lookups, %llu splits\n", (unsigned long long)lookups,
+	              (unsigned long long)warm_stat(c, "splits"));
+	assert_true(lookups <= 2); /* zbig in /, f0300 in /zbig */
+	assert_int_equal(warm_stat(c, "dirs_queued"), 3); /* /, /zbig ahead, /zbig */
+	assert_int_equal(warm_stat(c, "dirs_done"), 3);
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 2);
+	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "positive"), 501 + 2000);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
 }
@@ -799,6 +849,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
 		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
 		cmocka_unit_test_teardown(test_miss_promotes_queued_dir, teardown),
+		cmocka_unit_test_teardown(test_readahead_hands_over, teardown),
 		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
 		cmocka_unit_test_teardown(test_warmers_run_at_low_priority, teardown),
 	};
