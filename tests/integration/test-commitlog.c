@@ -470,6 +470,19 @@ static void test_big_batch_log(void **state)
 
 /* ---- retention through the option ------------------------------------ */
 
+/* The log read from its start once batches were trimmed: it begins past
+ * the first batch. */
+static char *log_after_trim(mc_client *c)
+{
+	struct mc_log_pos pos = { 1, 0 };
+	uint64_t first = 0;
+	int eof = 0;
+	char *text = mc_log_read(c, &pos, 0, &first, &eof);
+	assert_non_null(text);
+	assert_true(first > 1);
+	return text;
+}
+
 /* With --log-retention-bytes 64K, create/unlink churn over many commits
  * keeps the log at its bound and data.mdb small; the log starts after the
  * batches dropped, and what it still has reads back. */
@@ -503,12 +516,7 @@ static void test_retention_option(void **state)
 	assert_true(bytes <= (64 << 10) + 8192);
 	assert_true(trimmed > 0);
 	assert_true(kept + trimmed >= 300);
-	struct mc_log_pos pos = { 1, 0 };
-	uint64_t first = 0;
-	int eof = 0;
-	char *text = mc_log_read(c, &pos, 0, &first, &eof);
-	assert_non_null(text);
-	assert_true(first > 1);
+	char *text = log_after_trim(c);
 	assert_true(strstr(text, "\"name\":\"churn-") != NULL);
 	free(text);
 	char db[600];
@@ -551,12 +559,7 @@ static void test_retention_age_idle(void **state)
 	assert_int_equal(harness_stat_u64(c, "store", "log_entries"), 1);
 	assert_int_equal(harness_stat_u64(c, "store", "log_trimmed"), kept - 1);
 	assert_int_equal(harness_stat_u64(c, "commits", "count"), commits); /* no commit ran */
-	struct mc_log_pos pos = { 1, 0 };
-	uint64_t first = 0;
-	int eof = 0;
-	char *text = mc_log_read(c, &pos, 0, &first, &eof);
-	assert_non_null(text);
-	assert_true(first > 1);
+	char *text = log_after_trim(c);
 	assert_true(strstr(text, "aged-4") != NULL);
 	assert_null(strstr(text, "aged-3"));
 	free(text);

@@ -162,6 +162,17 @@ static void is_gone(struct fx *f, const char *path)
 	assert_int_equal(ns_stat(f->ns, &root_cred, P(path), false, &a), -ENOENT);
 }
 
+/* Every name of /d cached, the directory complete, the namespace clean. */
+static void all_warmed(struct fx *f)
+{
+	assert_int_equal(ns_fixture_counts(f).positive, 1 + NFILES);
+	assert_int_equal(ns_fixture_counts(f).dirs_complete, 1);
+	struct fsck_report rep = { 0 };
+	assert_int_equal(fsck_ns(f->ns, &rep), 0);
+	assert_int_equal(rep.n, 0);
+	fsck_report_free(&rep);
+}
+
 /* Nothing changed between the halves: the second inserts all its names
  * (its lookups skipped) and completes the directory. */
 static void test_mark_unchanged(void **state)
@@ -170,12 +181,7 @@ static void test_mark_unchanged(void **state)
 	struct halves h;
 	first_half(f, &h);
 	second_half(f, &h, NFILES - BATCH, 0);
-	assert_int_equal(ns_fixture_counts(f).positive, 1 + NFILES);
-	assert_int_equal(ns_fixture_counts(f).dirs_complete, 1);
-	struct fsck_report rep = { 0 };
-	assert_int_equal(fsck_ns(f->ns, &rep), 0);
-	assert_int_equal(rep.n, 0);
-	fsck_report_free(&rep);
+	all_warmed(f);
 }
 
 /* A name of the second half removed after it was read (the store still
@@ -222,12 +228,7 @@ static void test_mark_foreign_children(void **state)
 	struct halves h;
 	first_half_with(f, &h, "f0010\0f0070", 2, BATCH - 1, 1);
 	second_half(f, &h, NFILES - BATCH - 1, 1);
-	assert_int_equal(ns_fixture_counts(f).positive, 1 + NFILES);
-	assert_int_equal(ns_fixture_counts(f).dirs_complete, 1);
-	struct fsck_report rep = { 0 };
-	assert_int_equal(fsck_ns(f->ns, &rep), 0);
-	assert_int_equal(rep.n, 0);
-	fsck_report_free(&rep);
+	all_warmed(f);
 }
 
 /* More foreign children than the mark keeps: every name is looked up. */
