@@ -433,8 +433,6 @@ static bool warm_alone(struct ns *ns, mc_off_t dir, uint64_t dir_ino, struct ns_
 	const struct mc_dirx *dx = dcache_dirx(s, dir, false);
 	if (mark->dir != dir) {
 		*mark = (struct ns_warm_mark){ 0 };
-		if (dx && dx->ncached > NS_WARM_FOREIGN)
-			return false;
 		for (mc_off_t d = dx ? dx->head : 0; d; d = dentry_at(s, d)->sib_next)
 			if (!warm_foreign(s, dir_ino, d, mark))
 				return false;
@@ -455,11 +453,11 @@ static bool warm_alone(struct ns *ns, mc_off_t dir, uint64_t dir_ino, struct ns_
 /* Note 5: what this call leaves for the readers' next one. */
 static void warm_mark(struct ns *ns, mc_off_t dir, bool none_cached, struct ns_warm_mark *mark)
 {
-	const struct mc_dirx *dx = dir ? dcache_dirx(ns->shm, dir, false) : NULL;
 	if (!none_cached || !dir) {
 		*mark = (struct ns_warm_mark){ 0 };
 		return;
 	}
+	const struct mc_dirx *dx = dcache_dirx(ns->shm, dir, false);
 	mark->dir = dir;
 	mark->cookie = dx ? dx->next_cookie : 0;
 	mark->dropped = dentries_dropped(ns);

@@ -223,6 +223,12 @@ static struct warm_item *queued_item(uint64_t v)
 	return (struct warm_item *)(uintptr_t)(v & ~(uint64_t)QUEUED_PARKED);
 }
 
+/* The warm-up item that has not begun, when v names one. */
+static struct warm_item *queued_waiting(uint64_t v)
+{
+	return v == QUEUED_BEGUN || v == QUEUED_AHEAD || (v & QUEUED_PARKED) ? NULL : queued_item(v);
+}
+
 /* Queue directory ino (w->mu held), at the head for a read-ahead; listed
  * in `queued` when it holds no item of ino yet, or parked behind its
  * read-ahead (note 9). */
@@ -259,8 +265,8 @@ static void warm_on_miss(void *arg, uint64_t dir_ino)
 	struct warm *w = arg;
 	pthread_mutex_lock(&w->mu);
 	const uint64_t *v = w->stop ? NULL : map_find(&w->queued, dir_ino);
-	if (v && *v != QUEUED_BEGUN && *v != QUEUED_AHEAD && !(*v & QUEUED_PARKED)) {
-		struct warm_item *it = queued_item(*v);
+	struct warm_item *it = v ? queued_waiting(*v) : NULL;
+	if (it) {
 		TAILQ_REMOVE(&w->queue, it, q);
 		TAILQ_INSERT_HEAD(&w->queue, it, q);
 		add(&w->promoted, 1);
@@ -455,7 +461,8 @@ static struct warm_item *warm_split(struct warm_thread *t, struct warm_item *it)
 }
 
 /* Free an item that is done with (w->mu held): true when it was the last
- * part of its directory (note 8), whose read-ahead is then over. */
+ * part of its directory (note 8); the directory then leaves `queued`, or
+ * goes to the warm-up item parked behind it (note 9). */
 static bool item_free(struct warm *w, struct warm_item *it)
 {
 	bool last = !it->span || --it->span->parts == 0;
