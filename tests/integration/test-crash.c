@@ -575,30 +575,36 @@ static void check_client(mc_client *c, int cycle, int id, char *keep)
  * fits it with a prefix whose last operation was sent at T or before and
  * whose first left out was acknowledged at T or after; then the choice's
  * own latest send is T or before, and it holds. */
+static bool all_fit(uint64_t T);
+
 static bool one_order(void)
 {
-	for (int d = -1; d < NCLIENTS; d++) {
-		for (uint32_t t = 0; t < (d < 0 ? 1u : found[d].n); t++) {
-			uint32_t kd = d < 0 ? 0 : found[d].k[t];
-			if (d >= 0 && kd == 0)
-				continue;
-			uint64_t T = d < 0 ? 0 : sh->log[d].sent_ns[kd - 1];
-			bool all = true;
-			for (int c = 0; c < NCLIENTS && all; c++) {
-				const struct client_log *lg = &sh->log[c];
-				bool fits = false;
-				for (uint32_t i = 0; i < found[c].n && !fits; i++) {
-					uint32_t k = found[c].k[i];
-					fits = (k == 0 || lg->sent_ns[k - 1] <= T) &&
-					       (k >= lg->nacked || lg->acked_ns[k] >= T);
-				}
-				all = fits;
-			}
-			if (all)
+	if (all_fit(0)) /* nothing kept */
+		return true;
+	for (int d = 0; d < NCLIENTS; d++)
+		for (uint32_t t = 0; t < found[d].n; t++) {
+			uint32_t k = found[d].k[t];
+			if (k > 0 && all_fit(sh->log[d].sent_ns[k - 1]))
 				return true;
 		}
-	}
 	return false;
+}
+
+/* Does every client fit T (one_order) with one of its prefixes? */
+static bool all_fit(uint64_t T)
+{
+	for (int c = 0; c < NCLIENTS; c++) {
+		const struct client_log *lg = &sh->log[c];
+		bool fits = false;
+		for (uint32_t i = 0; i < found[c].n && !fits; i++) {
+			uint32_t k = found[c].k[i];
+			fits = (k == 0 || lg->sent_ns[k - 1] <= T) &&
+			       (k >= lg->nacked || lg->acked_ns[k] >= T);
+		}
+		if (!fits)
+			return false;
+	}
+	return true;
 }
 
 static void fsck_clean(mc_client *c, int cycle)

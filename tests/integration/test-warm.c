@@ -130,8 +130,17 @@ static void restart(const char *const *args)
 	assert_int_equal(server_start(&srv, args), 0);
 }
 
-/* Start a server with no warmers, make_tree, restart it with warm (its
- * warmers slowed by delay_us per entry): a client of it. */
+/* Restart the server with warm, its warmers slowed by delay_us per
+ * entry: a client of it. */
+static mc_client *restart_slow(const char *delay_us, const char *const *warm)
+{
+	setenv("MCACHED_WARM_ENTRY_DELAY_US", delay_us, 1);
+	restart(warm);
+	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
+	return harness_client(&srv);
+}
+
+/* Start a server with no warmers, make_tree, restart_slow. */
 static mc_client *slow_warm_start(const char *delay_us, const char *const *warm)
 {
 	const char *const cold[] = { "--warmers", "0", NULL };
@@ -139,11 +148,7 @@ static mc_client *slow_warm_start(const char *delay_us, const char *const *warm)
 	mc_client *c = harness_client(&srv);
 	make_tree(c);
 	mc_disconnect(c);
-
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", delay_us, 1);
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	return harness_client(&srv);
+	return restart_slow(delay_us, warm);
 }
 
 /* After a restart the warmers load every name; then a full walk (readdir
@@ -631,10 +636,7 @@ static void test_readahead_hands_over(void **state)
 	assert_int_equal(mc_sync(c), 0);
 	mc_disconnect(c);
 	const char *const warm[] = { "--warmers", "2", NULL };
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	c = restart_slow("1000", warm);
 	struct stat st;
 	assert_int_equal(mc_stat(c, "/zbig/f0300", &st), 0);
 	assert_int_equal(warm_stat(c, "readahead"), 1);
