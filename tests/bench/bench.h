@@ -47,6 +47,7 @@ struct opts {
 	unsigned long extents;       /* --extents: state records (0: no extent benchmark) */
 	bool json;
 	bool kernel_only;          /* no mcache steps */
+	bool mcache_only;          /* no kernel or LMDB steps */
 	bool callgrind;              /* --callgrind: collect only the timed loops */
 	bool rpc;                    /* the rpc comparison (bench_rpc.c) */
 	unsigned scale;              /* --scale: also run with scale x clients */

@@ -63,7 +63,7 @@ static void usage(FILE *f)
 "SYNOPSIS\n"
 "    mcbench [-s SOCKET | --mcached PATH] [--kdir DIR] [-n FILES] [-d DIRS]\n"
 "            [-c CLIENTS] [--phases LIST] [--batch N] [--repeat R]\n"
-"            [--count N] [--name-len L] [--lmdb-dir DIR] [--kernel-only]\n"
+"            [--count N] [--name-len L] [--lmdb-dir DIR] [--kernel-only | --mcache-only]\n"
 "            [--extents RECORDS] [--json] [--callgrind]\n"
 "\n"
 "DESCRIPTION\n"
@@ -141,6 +141,11 @@ static void usage(FILE *f)
 "    --kernel-only\n"
 "        Run only the kernel and LMDB sides (no server needed); the mcache\n"
 "        column shows \"-\".\n"
+"    --mcache-only\n"
+"        Run only the mcache side: no kernel or LMDB baseline, whose column\n"
+"        shows \"-\" (for profiling the server and the library alone, with\n"
+"        perf record -a or per-thread CPU times, without a baseline's work in\n"
+"        the same window). No ratio is printed.\n"
 "    --extents RECORDS\n"
 "        Instead of the phases, the extent cache: one file of RECORDS state\n"
 "        records of 16 KiB with alternating bits (1048576: 16 GiB) built with\n"
@@ -291,10 +296,10 @@ void steps_make(void)
 	for (p = 0; p < O.norder && !O.kernel_only; p++)
 		if (O.order[p] != PH_LMDB)
 			steps[nsteps++] = (struct step){ O.order[p], T_MC };
-	for (p = 0; p < O.norder; p++)
+	for (p = 0; p < O.norder && !O.mcache_only; p++)
 		if (O.order[p] != PH_LMDB && O.order[p] != PH_DURABLE)
 			steps[nsteps++] = (struct step){ O.order[p], T_KERNEL };
-	if (O.phase_on[PH_LMDB] || O.phase_on[PH_DURABLE])
+	if (!O.mcache_only && (O.phase_on[PH_LMDB] || O.phase_on[PH_DURABLE]))
 		steps[nsteps++] = (struct step){ PH_LMDB, T_LMDB };
 }
 
@@ -314,7 +319,7 @@ int parse_args(int argc, char **argv)
 {
 	enum { OPT_KDIR = 256, OPT_PHASES, OPT_BATCH, OPT_REPEAT, OPT_JSON, OPT_NAMELEN,
 	       OPT_COUNT, OPT_LMDB, OPT_MCACHED, OPT_KONLY, OPT_THREADS, OPT_EXTENTS,
-	       OPT_CALLGRIND, OPT_SCALE };
+	       OPT_CALLGRIND, OPT_SCALE, OPT_MONLY };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "files", required_argument, NULL, 'n' },
@@ -332,6 +337,7 @@ int parse_args(int argc, char **argv)
 		{ "lmdb-dir", required_argument, NULL, OPT_LMDB },
 		{ "mcached", required_argument, NULL, OPT_MCACHED },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
+		{ "mcache-only", no_argument, NULL, OPT_MONLY },
 		{ "extents", required_argument, NULL, OPT_EXTENTS },
 		{ "callgrind", no_argument, NULL, OPT_CALLGRIND },
 		{ "help", no_argument, NULL, 'h' },
@@ -358,6 +364,7 @@ int parse_args(int argc, char **argv)
 		case OPT_MCACHED: O.mcached = optarg; break;
 		case OPT_JSON: O.json = true; break;
 		case OPT_KONLY: O.kernel_only = true; break;
+		case OPT_MONLY: O.mcache_only = true; break;
 		case OPT_CALLGRIND: O.callgrind = true; break;
 		case 'h': usage(stdout); return 1;
 		case OPT_PHASES:
@@ -413,6 +420,10 @@ int parse_args(int argc, char **argv)
 	if ((unsigned long)O.clients * O.scale > MAX_CLIENTS) {
 		fprintf(stderr, "mcbench: -c %u --scale %u is more than %d clients\n", O.clients,
 		        O.scale, MAX_CLIENTS);
+		return -1;
+	}
+	if (O.kernel_only && O.mcache_only) {
+		fprintf(stderr, "mcbench: --kernel-only and --mcache-only leave nothing to run\n");
 		return -1;
 	}
 	if (optind < argc) {
