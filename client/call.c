@@ -254,6 +254,12 @@ int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Res
 	return call_recv(c, id, n, more, NULL, out);
 }
 
+int client_call_recv_errs(mc_client *c, uint64_t id, size_t n, int32_t *errs,
+                          Mcache__Response **out)
+{
+	return call_recv(c, id, n, false, errs, out);
+}
+
 int client_call_pipelined(mc_client *c, Mcache__Op **ops, size_t n, size_t chunk, bool basic,
                           void (*fn)(void *arg, size_t off, size_t k, const int32_t *errs,
                                      Mcache__Response *rsp),

@@ -203,6 +203,11 @@ int do_client_flush_closes(mc_client *c);
  * along). */
 int client_call_send(mc_client *c, Mcache__Op **ops, size_t n, uint64_t *id);
 int client_call_recv(mc_client *c, uint64_t id, size_t n, bool more, Mcache__Response **out);
+/* client_call_recv, but a response of errnos alone (every mutation's) is
+ * read into errs (room for n) without unpacking it: 1 then; 0 with *out
+ * for any other response; or as client_call(). */
+int client_call_recv_errs(mc_client *c, uint64_t id, size_t n, int32_t *errs,
+                          Mcache__Response **out);
 /* call.c. Frame req into a new buffer (caller frees), the same bytes
  * frame_pack_request makes: 0, -ENOMEM or -EMSGSIZE (over MC_FRAME_MAX). */
 int client_frame_pack(const Mcache__Request *req, uint8_t **out, size_t *len);
