@@ -1,6 +1,6 @@
 /* store_impl.h - what store.c (open, meta, reads), store_log.c (the
- * commit: log append, retention, table updates) and store_read.c (reads in
- * one snapshot) share: the environment and the helpers that turn LMDB codes
+ * commit: log append, retention, when the tables follow), store_apply.c
+ * (the table updates) and store_read.c (reads in one snapshot) share: the environment and the helpers that turn LMDB codes
  * into errnos. Not for other modules. */
 #ifndef MC_STORE_IMPL_H
 #define MC_STORE_IMPL_H
@@ -177,6 +177,16 @@ int store_log_last(MDB_txn *txn, MDB_dbi log, uint64_t *seq, uint64_t *next_ino)
  * read-only store, or one whose map is too full to apply them); 0 or
  * -errno. */
 int store_ovl_load(struct store *s);
+/* store_apply.c, in a write transaction, commit_lock held (store_log.c
+ * note 5). The batches of `log` from..upto (inclusive), in order: an LMDB
+ * code; a batch whose records do not decode sets *derr (-EPROTO, -EIO)
+ * and returns MDB_CORRUPTED, as does a batch missing from the log (or one
+ * of its chunks), and *derr -ENOMEM says that gathering its chunks
+ * failed. The overlay, each key's newest state once, in key order: an
+ * LMDB code (ENOMEM too). Batch b's records, in order: as the first. */
+int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_t upto, int *derr);
+int store_apply_ovl(struct store *s, MDB_txn *txn);
+int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal_batch *b, int *derr);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

@@ -2,8 +2,9 @@
  * gathered into its value, the log's last batch and span, the overlay of
  * a read-only store (store.c note 9), its size at open (store_log.c note
  * 3), and the batches since a sequence for the log feed. Read
- * transactions only (store_log.c's apply and retention use the same
- * helpers in its write transaction); the format is store_log.c note 1.
+ * transactions only (the apply, store_apply.c, and store_log.c's
+ * retention use the same helpers in the commit's write transaction); the
+ * format is store_log.c note 1.
  * Also store_info, whose log figures follow store_log.c notes 3 and 4. */
 #include <endian.h>
 #include <errno.h>
