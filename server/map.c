@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A table's first size, and the smallest map_clear cuts one to. */
+#define MAP_MIN_CAP 64u
+
 static size_t map_home(const struct map *m, uint64_t key)
 {
 	return (size_t)(key * 0x9e3779b97f4a7c15ull >> 17) & (m->cap - 1);
@@ -31,7 +34,7 @@ int map_reserve(struct map *m)
 {
 	if ((m->n + 1) * 2 <= m->cap)
 		return 0;
-	struct map g = { .cap = m->cap ? m->cap * 2 : 64 };
+	struct map g = { .cap = m->cap ? m->cap * 2 : MAP_MIN_CAP };
 	g.keys = calloc(g.cap, sizeof(*g.keys));
 	g.vals = malloc(g.cap * sizeof(*g.vals));
 	if (!g.keys || !g.vals) {
@@ -97,8 +100,30 @@ void map_del(struct map *m, uint64_t key)
 
 void map_clear(struct map *m)
 {
-	if (m->n)
-		memset(m->keys, 0, m->cap * sizeof(*m->keys));
+	if (!m->n)
+		return;
+	/* A clear costs the table's size, so a table four times larger than
+	 * its keys would grow it to is cut to that size: otherwise one burst
+	 * (a batch of a million records) would make every later clear (each
+	 * publish, under the namespace lock) cost what that burst needed.
+	 * Keys held in steady numbers keep their table: it is never four
+	 * times what they grow it to. Without memory for the smaller
+	 * table, the large one is kept. */
+	size_t want = MAP_MIN_CAP;
+	while (want < m->n * 4)
+		want *= 2;
+	if (m->cap >= want * 4) {
+		uint64_t *k = calloc(want, sizeof(*k)), *v = malloc(want * sizeof(*v));
+		if (k && v) {
+			free(m->keys);
+			free(m->vals);
+			*m = (struct map){ .keys = k, .vals = v, .cap = want };
+			return;
+		}
+		free(k);
+		free(v);
+	}
+	memset(m->keys, 0, m->cap * sizeof(*m->keys));
 	m->n = 0;
 }
 

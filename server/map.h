@@ -24,7 +24,9 @@ int map_reserve(struct map *m);
 int map_put(struct map *m, uint64_t key, uint64_t val);
 /* Remove key if present. */
 void map_del(struct map *m, uint64_t key);
-/* Remove every key, keeping the table. */
+/* Remove every key, keeping the table unless it is far larger than they
+ * needed (then a smaller one: the cost of a clear follows what the map
+ * held last, not the most it ever held). */
 void map_clear(struct map *m);
 void map_free(struct map *m);
 

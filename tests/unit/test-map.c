@@ -98,12 +98,51 @@ static void test_reserve_makes_put_infallible(void **state)
 	map_free(&m);
 }
 
+/* A clear after a burst cuts the table to what the keys held last need,
+ * so the next clears cost that; keys held in steady numbers keep their
+ * table from clear to clear; the map works the same after either. */
+static void test_clear_follows_last_use(void **state)
+{
+	(void)state;
+	struct map m = { 0 };
+	for (uint64_t k = 1; k <= 100000; k++)
+		assert_int_equal(map_put(&m, k, k), 0);
+	size_t big = m.cap;
+	assert_true(big >= 200000);
+	map_clear(&m);                  /* what it held needed this much */
+	assert_int_equal(m.cap, big);
+	assert_int_equal(m.n, 0);
+	assert_null(map_find(&m, 5));
+	for (uint64_t k = 1; k <= 10; k++)
+		assert_int_equal(map_put(&m, k * 7, k), 0);
+	map_clear(&m);                  /* ten keys in a table for 100,000 */
+	assert_true(m.cap <= 64);
+	assert_int_equal(m.n, 0);
+	for (uint64_t k = 1; k <= 10; k++)
+		assert_null(map_find(&m, k * 7));
+	/* Steady use: the table stays, and so do the answers. */
+	for (int round = 0; round < 5; round++) {
+		for (uint64_t k = 1; k <= 3000; k++)
+			assert_int_equal(map_put(&m, k + (uint64_t)round, k), 0);
+		size_t cap = m.cap;
+		for (uint64_t k = 1; k <= 3000; k++) {
+			uint64_t *v = map_find(&m, k + (uint64_t)round);
+			assert_true(v && *v == k);
+		}
+		map_clear(&m);
+		if (round > 0)
+			assert_int_equal(m.cap, cap);
+	}
+	map_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_find_del_against_oracle),
 		cmocka_unit_test(test_colliding_keys),
 		cmocka_unit_test(test_reserve_makes_put_infallible),
+		cmocka_unit_test(test_clear_follows_last_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
