@@ -25,6 +25,7 @@
  *     warm-up against the same tree on a kernel directory (tmpfs) and
  *     against a restart with --warmers 0.
  * Usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR] [--reps R]
+ * (warmbench --help).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -355,6 +356,72 @@ static double pct(const double *v, size_t n, double p)
 	return n ? v[(size_t)((double)(n - 1) * p)] : 0;
 }
 
+static void usage(FILE *f)
+{
+	fputs(
+"NAME\n"
+"    warmbench - warm-up, walk and warm-restart figures of mcached\n"
+"\n"
+"SYNOPSIS\n"
+"    warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR] [--reps R]\n"
+"\n"
+"DESCRIPTION\n"
+"    Builds a namespace of DIRS directories of FILES files each (and the\n"
+"    same tree in a kernel directory) in a server PATH started here on a\n"
+"    temporary socket and data directory under /tmp, then restarts it and\n"
+"    prints, from the same run:\n"
+"\n"
+"    - the warm-up rate (entries/s, from the server's warm.* statistics)\n"
+"      with 1 and with 2 warmers, nothing else running, their ratio, and\n"
+"      the CPU time per entry of the warmer threads and of the server;\n"
+"    - the time from exec to the first lookup answered from shared memory;\n"
+"    - mc_sync latency (an mc_mkdir and an mc_sync per round) p50 and p99\n"
+"      while 2 warmers run, against as many rounds on the idle server right\n"
+"      after its warm-up, for each of R starts, pooled, and the median of\n"
+"      the starts' p99 ratios; and the committer's blocked time p99;\n"
+"    - a full walk (readdir every directory, lstat every name) after the\n"
+"      warm-up, against the kernel directory and against a restart with\n"
+"      --warmers 0;\n"
+"    - a warm restart (--shm-path under /dev/shm, the segment re-attached\n"
+"      after a clean stop) against a cold start.\n"
+"\n"
+"    It is a benchmark, not a test: it never fails on a timing. It exits 1\n"
+"    when something it needs fails (the server does not start, a call\n"
+"    fails), 2 on bad usage.\n"
+"\n"
+"OPTIONS\n"
+"    --mcached PATH\n"
+"        The mcached binary to run (required).\n"
+"    -d DIRS\n"
+"        Directories under the root (default 1000).\n"
+"    -n FILES\n"
+"        Files per directory (default 1000): 1,001,000 entries by default.\n"
+"        -d 1 -n 1000000 is one flat directory of a million names.\n"
+"    --kdir DIR\n"
+"        Where the kernel's copy of the tree goes (default /dev/shm).\n"
+"    --reps R\n"
+"        Warm-ups with mc_sync rounds (default 3).\n"
+"    -h, --help\n"
+"        Print this help and exit.\n"
+"\n"
+"EXAMPLE\n"
+"    warmbench --mcached build-rel/server/mcached -d 1 -n 1000000 --reps 1\n",
+	      f);
+}
+
+/* An integer option in 1..max, or exit 2 with a message. */
+static unsigned long count_arg(const char *opt, const char *v, unsigned long max)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || n == 0 || n > max || v[0] == '-') {
+		fprintf(stderr, "warmbench: %s wants an integer in 1..%lu, not '%s'\n", opt, max, v);
+		exit(2);
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long nd = 1000, nf = 1000, reps = 3;
@@ -363,26 +430,36 @@ int main(int argc, char **argv)
 		{ "mcached", required_argument, NULL, 'm' },
 		{ "kdir", required_argument, NULL, 'k' },
 		{ "reps", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
-	while ((o = getopt_long(argc, argv, "d:n:", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:n:h", lo, NULL)) != -1) {
 		if (o == 'm')
 			mcached = optarg;
 		else if (o == 'k')
 			kdir_base = optarg;
 		else if (o == 'r')
-			reps = strtoul(optarg, NULL, 10);
+			reps = count_arg("--reps", optarg, 1000);
 		else if (o == 'd')
-			nd = strtoul(optarg, NULL, 10);
+			nd = count_arg("-d", optarg, 100000000);
 		else if (o == 'n')
-			nf = strtoul(optarg, NULL, 10);
-		else
+			nf = count_arg("-n", optarg, 100000000);
+		else if (o == 'h') {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "Try 'warmbench --help'.\n");
 			return 2;
+		}
 	}
-	if (!mcached || reps == 0) {
-		fprintf(stderr, "usage: warmbench --mcached PATH [-d DIRS] [-n FILES] [--kdir DIR] "
-		        "[--reps R]\n");
+	if (optind < argc) {
+		fprintf(stderr, "warmbench: unexpected argument '%s'\nTry 'warmbench --help'.\n",
+		        argv[optind]);
+		return 2;
+	}
+	if (!mcached) {
+		fprintf(stderr, "warmbench: --mcached PATH is required\nTry 'warmbench --help'.\n");
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "/tmp/warmbench.XXXXXX");
