@@ -102,13 +102,14 @@ void map_clear(struct map *m)
 {
 	if (!m->n)
 		return;
-	/* A clear costs the table's size, so a table four times larger than
-	 * its keys would grow it to is cut to that size: otherwise one burst
-	 * (a batch of a million records) would make every later clear (each
-	 * publish, under the namespace lock) cost what that burst needed.
-	 * Keys held in steady numbers keep their table: it is never four
-	 * times what they grow it to. Without memory for the smaller
-	 * table, the large one is kept. */
+	/* A clear costs the table's size. So a table at least four times
+	 * the size its keys call for (four slots a key, a power of two) is
+	 * cut to that size: otherwise one burst (a batch of a million
+	 * records) would make every later clear (each publish, under the
+	 * namespace lock) cost what the burst needed. Keys held in steady
+	 * numbers keep their table, which growing for them made at most
+	 * four slots a key. Without memory for the smaller table, the large
+	 * one is kept. */
 	size_t want = MAP_MIN_CAP;
 	while (want < m->n * 4)
 		want *= 2;

@@ -1,7 +1,8 @@
 /* store_impl.h - what store.c (open, meta, reads), store_log.c (the
  * commit: log append, retention, when the tables follow), store_apply.c
- * (the table updates) and store_read.c (reads in one snapshot) share: the environment and the helpers that turn LMDB codes
- * into errnos. Not for other modules. */
+ * (the table updates) and store_read.c (reads in one snapshot) share: the
+ * environment and the helpers that turn LMDB codes into errnos. Not for
+ * other modules. */
 #ifndef MC_STORE_IMPL_H
 #define MC_STORE_IMPL_H
 
