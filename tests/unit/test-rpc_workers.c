@@ -61,7 +61,18 @@ static void test_stop_mid_request(void **state)
 	int fd = cli_open(f->path);
 	Mcache__Response *rsp;
 
+	struct rpc_stats st;
+	rpc_get_stats(f->r, &st);
+	uint64_t before = st.requests;
 	cli_send_slow(fd, 9, 100, 1000);      /* 100 ms of ops */
+	/* Stopped once the request runs: on a loaded machine the worker may
+	 * not even have read it 20 ms after it was sent, and a request not
+	 * read when the server stops is dropped with its connection. */
+	uint64_t end = ms_now() + 5000;
+	do
+		rpc_get_stats(f->r, &st);
+	while (st.requests == before && ms_now() < end && usleep(1000) == 0);
+	assert_int_equal(st.requests, before + 1);
 	usleep(20 * 1000);
 	rpc_stop(f->r);
 	f->r = NULL;
