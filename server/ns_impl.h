@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "commit_sem.h"
 #include "dcache.h"
 #include "extent.h"
@@ -75,6 +76,10 @@ struct ns {
 	/* The committer is waiting for the lock (ns_swap, ns_publish): a
 	 * long job that drops the lock between batches lets it in first. */
 	_Atomic unsigned committer_waiting;
+	/* The lock is held for a warmer's slice, a few microseconds: an
+	 * operation that finds it taken spins for it rather than sleep
+	 * (ns_lock_op). A hint, set and cleared by the holder. */
+	_Atomic bool lock_short;
 	struct shm *shm;
 	struct store *store;
 	uint64_t id;                     /* this namespace's, unique in the process */
@@ -188,17 +193,45 @@ struct reclaim {
 	unsigned tries;
 };
 void reclaim_begin(struct ns *ns, struct reclaim *r);
-/* Take the lock, run attempt (an expression giving 0 or -errno) until
- * do_reclaim_retry says stop, release the lock; rc gets the result. */
+/* A spinning thread's pause between two looks at a lock. */
+static inline void ns_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* How long an operation spins for a lock held for a warmer's slice before
+ * it sleeps on it (ns_lock_op). */
+#define NS_OP_SPIN_NS 100000u
+
 /* Take the lock for an operation, letting a committer that waits for it
  * go first (a bounded number of yields): the mutex goes to whoever asks
  * first, and a thread that runs operations back to back would take it
- * again before the woken committer runs, while dirty entries pile up. */
+ * again before the woken committer runs, while dirty entries pile up.
+ * While the lock is held for a warmer's slice (lock_short), spin for it,
+ * up to NS_OP_SPIN_NS, rather than sleep: on a virtual machine a futex
+ * sleep and wake-up costs some 30 us (the wake is an interrupt to a
+ * halted CPU, or a preemption), more than the slice (ns_warm.c note 7).
+ * Other holders (another worker's batch, the committer) are slept out:
+ * a batch holds the lock for many operations. */
 static inline void ns_lock_op(struct ns *ns)
 {
 	for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,
 	                                                      memory_order_relaxed); k++)
 		sched_yield();
+	uint64_t until = 0;
+	while (atomic_load_explicit(&ns->lock_short, memory_order_relaxed)) {
+		if (pthread_mutex_trylock(&ns->lock) == 0)
+			return;
+		uint64_t now = mono_ns();
+		if (!until)
+			until = now + NS_OP_SPIN_NS;
+		else if (now > until)
+			break;
+		for (int k = 0; k < 16; k++)
+			ns_cpu_relax();
+	}
 	pthread_mutex_lock(&ns->lock);
 }
 
@@ -216,6 +249,8 @@ static inline bool ns_lock_unless_held(struct ns *ns)
 	return true;
 }
 
+/* Take the lock, run attempt (an expression giving 0 or -errno) until
+ * do_reclaim_retry says stop, release the lock; rc gets the result. */
 #define NS_LOCKED(ns, rc, attempt)                                  \
 	do {                                                        \
 		struct reclaim r_;                                  \

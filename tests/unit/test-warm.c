@@ -32,6 +32,7 @@
 #include "dcache.h"
 #include "fsck.h"
 #include "ns.h"
+#include "ns_impl.h"
 #include "shrink.h"
 #include "store.h"
 #include "store_read.h"
@@ -554,6 +555,60 @@ static void test_stage_spins_for_the_lock(void **state)
 	assert_true(stayed > 0);
 }
 
+/* Hold the namespace lock as a warmer's slice does (lock_short set) for
+ * 50 us, then let it go. */
+static void *hold_slice_main(void *arg)
+{
+	struct holder *h = arg;
+	struct timespec t0, t;
+	pin_to(1);
+	pthread_mutex_lock(&h->ns->lock);
+	atomic_store(&h->ns->lock_short, true);
+	atomic_store(&h->state, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000);
+	atomic_store(&h->state, 2); /* before the unlock: the next holder sees it */
+	atomic_store(&h->ns->lock_short, false);
+	pthread_mutex_unlock(&h->ns->lock);
+	return NULL;
+}
+
+/* An operation that finds the lock held for a warmer's slice spins for it
+ * rather than sleep on it (ns_warm.c note 7): an mkdir while another
+ * thread holds a slice for 50 us costs no voluntary context switch. Five
+ * tries, one of which must stay on the CPU (a loaded machine may preempt
+ * the holder past the spin). */
+static void test_operation_spins_for_a_slice(void **state)
+{
+	struct fx *f = *state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	cpu_set_t was;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	pin_to(0);
+	int stayed = 0;
+	for (int k = 0; k < 5; k++) {
+		struct holder h = { .ns = f->ns };
+		pthread_t th;
+		char p[32];
+		snprintf(p, sizeof(p), "/spin%d", k);
+		assert_int_equal(pthread_create(&th, NULL, hold_slice_main, &h), 0);
+		while (atomic_load(&h.state) == 0)
+			;
+		long before = voluntary_switches();
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		long after = voluntary_switches();
+		assert_int_equal(atomic_load(&h.state), 2);
+		stayed += after == before;
+		pthread_join(th, NULL);
+	}
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	print_message("# %d of 5 stayed on the CPU\n", stayed);
+	assert_true(stayed > 0);
+}
+
 /* Warmers stopped in the middle of the warm-up give back what their
  * stages held: nothing is left reserved, the counts are exact. */
 static void test_stop_midway_returns_slots(void **state)
@@ -775,6 +830,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stage_partial_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_survives_shrink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_spins_for_the_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_operation_spins_for_a_slice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_midway_returns_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_in_idle_class, setup, teardown),
