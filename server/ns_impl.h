@@ -205,6 +205,30 @@ static inline void ns_cpu_relax(void)
  * it sleeps on it (ns_lock_op). */
 #define NS_OP_SPIN_NS 100000u
 
+/* Spin for the lock while go_on(ns) holds, for at most spin_ns: true
+ * once it is taken, false when the time ran out or go_on turned false. */
+static inline bool ns_spin_for_lock(struct ns *ns, uint64_t spin_ns, bool (*go_on)(struct ns *))
+{
+	uint64_t until = 0;
+	while (go_on(ns)) {
+		if (pthread_mutex_trylock(&ns->lock) == 0)
+			return true;
+		uint64_t now = mono_ns();
+		if (!until)
+			until = now + spin_ns;
+		else if (now > until)
+			break;
+		for (int k = 0; k < 16; k++)
+			ns_cpu_relax();
+	}
+	return false;
+}
+
+static inline bool ns_lock_is_short(struct ns *ns)
+{
+	return atomic_load_explicit(&ns->lock_short, memory_order_relaxed);
+}
+
 /* Take the lock for an operation, letting a committer that waits for it
  * go first (a bounded number of yields): the mutex goes to whoever asks
  * first, and a thread that runs operations back to back would take it
@@ -220,19 +244,8 @@ static inline void ns_lock_op(struct ns *ns)
 	for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,
 	                                                      memory_order_relaxed); k++)
 		sched_yield();
-	uint64_t until = 0;
-	while (atomic_load_explicit(&ns->lock_short, memory_order_relaxed)) {
-		if (pthread_mutex_trylock(&ns->lock) == 0)
-			return;
-		uint64_t now = mono_ns();
-		if (!until)
-			until = now + NS_OP_SPIN_NS;
-		else if (now > until)
-			break;
-		for (int k = 0; k < 16; k++)
-			ns_cpu_relax();
-	}
-	pthread_mutex_lock(&ns->lock);
+	if (!ns_spin_for_lock(ns, NS_OP_SPIN_NS, ns_lock_is_short))
+		pthread_mutex_lock(&ns->lock);
 }
 
 /* The namespace whose lock this thread holds for a run of operations

@@ -296,6 +296,11 @@ void ns_warm_prepare(struct ns *ns)
 	shm_populate_ahead(ns->shm, NS_WARM_POPULATE);
 }
 
+static bool no_committer_waiting(struct ns *ns)
+{
+	return !atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed);
+}
+
 /* ns_lock_op, spinning a while first. The lock is held mostly by the
  * other warmer, for a slice (a few microseconds); a futex sleep and
  * wake-up cost tens to a hundred of them in a virtual machine (the wake
@@ -305,20 +310,8 @@ void ns_warm_prepare(struct ns *ns)
  * ns_lock_op lets it. */
 static void warm_mutex_lock(struct ns *ns)
 {
-	uint64_t until = 0;
-	while (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed)) {
-		if (pthread_mutex_trylock(&ns->lock) == 0)
-			goto held;
-		uint64_t now = mono_ns();
-		if (!until)
-			until = now + NS_WARM_SPIN_NS;
-		else if (now > until)
-			break;
-		for (int k = 0; k < 16; k++)
-			ns_cpu_relax();
-	}
-	ns_lock_op(ns);
-held:
+	if (!ns_spin_for_lock(ns, NS_WARM_SPIN_NS, no_committer_waiting))
+		ns_lock_op(ns);
 	/* A slice: operations spin for it (note 7). */
 	atomic_store_explicit(&ns->lock_short, true, memory_order_relaxed);
 }
