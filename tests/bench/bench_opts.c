@@ -12,33 +12,10 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_args.h"
 
 /* ------------------------------------------------------------------ */
 /* small helpers */
-
-static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-	double d;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*end == 'e' || *end == 'E' || *end == '.') {
-		/* accept 1e6 */
-		errno = 0;
-		d = strtod(s, &end);
-		if (errno || *end || d < 0 || d > (double)ULONG_MAX || d != (double)(unsigned long)d)
-			return -EINVAL;
-		v = (unsigned long)d;
-	} else if (errno || *end || s[0] == '-' || s[0] == '\0') {
-		return -EINVAL;
-	}
-	if (v < min || v > max)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
 
 static unsigned digits(unsigned long v)
 {
@@ -395,7 +372,7 @@ int parse_args(int argc, char **argv)
 				hi = 64;
 			else if (ch == OPT_SCALE)
 				hi = MAX_CLIENTS;
-			if (parse_ulong(optarg, lo, hi, &v) < 0) {
+			if (bench_parse_ulong(optarg, lo, hi, &v) < 0) {
 				fprintf(stderr, "mcbench: %s wants an integer in %lu..%lu, not '%s'\n",
 				        name, lo, hi, optarg);
 				return -1;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "extent.h"
 #include "extent_state.h"
 #include "extent_map.h"
@@ -89,13 +90,7 @@ int main(int argc, char **argv)
 	};
 	while ((opt = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		if (opt == 'n') {
-			char *end;
-			errno = 0;
-			n = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || n == 0 || optarg[0] == '-') {
-				fprintf(stderr, "extbench: -n wants a positive integer, not '%s'\n", optarg);
-				return 2;
-			}
+			n = bench_count_arg("extbench", "-n", optarg, ULONG_MAX);
 		} else if (opt == 'h') {
 			usage(stdout);
 			return 0;

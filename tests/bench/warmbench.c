@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "mcache.h"
 
 /* How often the end of warm-up is polled (/stats). */
@@ -409,19 +410,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-/* An integer option in 1..max, or exit 2 with a message. */
-static unsigned long count_arg(const char *opt, const char *v, unsigned long max)
-{
-	char *end;
-	errno = 0;
-	unsigned long n = strtoul(v, &end, 10);
-	if (errno || end == v || *end || n == 0 || n > max || v[0] == '-') {
-		fprintf(stderr, "warmbench: %s wants an integer in 1..%lu, not '%s'\n", opt, max, v);
-		exit(2);
-	}
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long nd = 1000, nf = 1000, reps = 3;
@@ -440,11 +428,11 @@ int main(int argc, char **argv)
 		else if (o == 'k')
 			kdir_base = optarg;
 		else if (o == 'r')
-			reps = count_arg("--reps", optarg, 1000);
+			reps = bench_count_arg("warmbench", "--reps", optarg, 1000);
 		else if (o == 'd')
-			nd = count_arg("-d", optarg, 100000000);
+			nd = bench_count_arg("warmbench", "-d", optarg, 100000000);
 		else if (o == 'n')
-			nf = count_arg("-n", optarg, 100000000);
+			nf = bench_count_arg("warmbench", "-n", optarg, 100000000);
 		else if (o == 'h') {
 			usage(stdout);
 			return 0;
