@@ -377,10 +377,7 @@ static void test_warm_queues_subdirs_of_complete_dir(void **state)
 	mc_disconnect(c);
 
 	const char *const warm[] = { "--warmers", "1", NULL };
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "1000", 1);
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	c = harness_client(&srv);
+	c = restart_slow("1000", warm);
 	MC_DIR *dir = mc_opendir(c, "/");
 	assert_non_null(dir);
 	int n = 0;
@@ -419,10 +416,7 @@ static uint64_t thread_entries(mc_client *c, size_t i)
 static mc_client *restart_slow_pair(void)
 {
 	const char *const warm[] = { "--warmers", "2", NULL };
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", "500", 1);
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	return harness_client(&srv);
+	return restart_slow("500", warm);
 }
 
 /* One flat directory is split between the two warmers by name range
