@@ -111,8 +111,6 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +119,7 @@
 #include "log.h"
 #include "ns.h"
 #include "store.h"
+#include "thread_sched.h"
 
 /* Least time between two failed attempts, however often we are kicked. */
 #define COMMIT_RETRY_GAP_MS 10u
@@ -134,7 +133,7 @@
 #define COMMIT_APPLY_IDLE_MS 20u
 /* The committer's time slice (commit_slice): the shortest the kernel
  * takes. */
-#define COMMIT_SLICE_NS 100000ull
+#define COMMIT_SLICE_NS THREAD_SLICE_MIN_NS
 
 struct waiter {
 	uint64_t seq;
@@ -503,31 +502,17 @@ static uint64_t commit_settle(struct commit *c)
 	return last == UINT64_MAX ? 0 : mono_us() - s0;
 }
 
-/* struct sched_attr as sched_setattr(2) first took it (48 bytes; the
- * kernel's header clashes with <sched.h>, and glibc has no wrapper). */
-struct commit_sched_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-_Static_assert(sizeof(struct commit_sched_attr) == 48, "sched_attr, version 0");
-
 /* Ask for a slice of COMMIT_SLICE_NS, staying SCHED_OTHER at the nice
  * value the thread has (the server's: sched_setattr sets both, and an
  * operator's `nice mcached` must hold for the committer too; see the top).
  * Best effort. */
 static void commit_slice(void)
 {
-	errno = 0;
-	int nice = getpriority(PRIO_PROCESS, 0);   /* this thread's, on Linux */
-	if (nice == -1 && errno)
-		return;
-	struct commit_sched_attr a = { .size = sizeof(a), .policy = SCHED_OTHER,
-	                               .nice = nice, .runtime = COMMIT_SLICE_NS };
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		log_debug("commit: no slice of its own: %s", strerror(errno));
+	int nice, err = thread_nice(&nice);
+	if (!err)
+		err = thread_sched_set(SCHED_OTHER, nice, COMMIT_SLICE_NS);
+	if (err)
+		log_debug("commit: no slice of its own: %s", strerror(-err));
 }
 
 static void *commit_main(void *arg)

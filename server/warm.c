@@ -63,6 +63,11 @@
  *     of its own (warm_idle_allowed), and without it the warmers stay at
  *     their nice value throughout. --warm-nice 0 turns both off. A machine
  *     saturated by other work may be better served by a lower value.
+ *     In either class a warmer asks for the shortest time slice the kernel
+ *     takes (WARM_SLICE_NS, thread_sched.h): a thread woken beside a
+ *     warmer that inserts, or one that yielded its CPU to it while
+ *     polling, then waits for at most that slice, not the default one
+ *     (1.4 ms on a 2-CPU machine). The warmers get no less CPU for it.
  *  6. A step that stopped for the committer (or found its batch stale:
  *     the committer published meanwhile) gives the CPU up
  *     (sched_yield) once the semaphore is let go, so the woken committer
@@ -133,10 +138,13 @@
 #include "name_order.h"
 #include "ns.h"
 #include "store_read.h"
+#include "thread_sched.h"
 
 #define WARM_BATCH NS_WARM_MAX /* a batch is staged whole (ns_warm_stage) */
 /* Longest a warmer sleeps for one waited-for commit (note 7). */
 #define WARM_ASIDE_MAX_US 2000u
+/* The warmers' time slice (note 5): the shortest the kernel takes. */
+#define WARM_SLICE_NS THREAD_SLICE_MIN_NS
 
 /* What the parts of a split directory share (note 8), w->mu held but for
  * mark, which ns_warm_dir reads and writes under the namespace lock. */
@@ -174,6 +182,7 @@ struct warm_thread {
 	bool aside;                /* ... to step aside (note 7) */
 	bool whole;                /* this step does not step aside (note 7) */
 	bool idle;                 /* in the SCHED_IDLE class (note 5) */
+	int nice;                  /* its nice value (note 5) */
 	bool past;                 /* the scan reached the item's until (note 8) */
 	const struct warm_item *it; /* the item of the scan */
 	_Atomic uint64_t entries, busy_ns;
@@ -304,9 +313,8 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
  * to the thread's nice value before anything is taken. */
 static void warm_class(struct warm_thread *t, bool idle)
 {
-	struct sched_param sp = { 0 };
 	if (t->w->idle_reads && t->idle != idle &&
-	    sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &sp) == 0)
+	    thread_sched_set(idle ? SCHED_IDLE : SCHED_OTHER, t->nice, WARM_SLICE_NS) == 0)
 		t->idle = idle;
 }
 
@@ -509,6 +517,9 @@ static void *warm_main(void *arg)
 	pthread_setname_np(pthread_self(), "mcached-warm");
 	if (w->nice && setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
 		log_warn("warm: cannot lower the warmer's priority: %s", strerror(errno));
+	if (thread_nice(&t->nice) != 0)
+		t->nice = w->nice;
+	thread_sched_set(SCHED_OTHER, t->nice, WARM_SLICE_NS);
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stop && TAILQ_EMPTY(&w->queue)) {
@@ -603,11 +614,10 @@ void warm_stop(struct warm *w)
 /* warm_idle_allowed's thread: at nice *arg, into SCHED_IDLE and back. */
 static void *idle_probe(void *arg)
 {
-	struct sched_param sp = { 0 };
 	int nice = *(const int *)arg;
 	bool ok = setpriority(PRIO_PROCESS, (id_t)gettid(), nice) == 0 &&
-	          sched_setscheduler(0, SCHED_IDLE, &sp) == 0 &&
-	          sched_setscheduler(0, SCHED_OTHER, &sp) == 0;
+	          thread_sched_set(SCHED_IDLE, nice, WARM_SLICE_NS) == 0 &&
+	          thread_sched_set(SCHED_OTHER, nice, WARM_SLICE_NS) == 0;
 	return ok ? arg : NULL;
 }
 
