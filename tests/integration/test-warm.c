@@ -211,8 +211,9 @@ static void test_warm_loads_everything(void **state)
  * server first (which makes them complete, so a removal frees the name at
  * once). With a 1 ms commit interval, commits publish all through the
  * warm-up; with 1000 ms, the changes are still uncommitted when the
- * warmers reach them. */
-static void resurrect_round(const char *interval)
+ * warmers reach them. Returns how many directories were changed while
+ * the warm-up ran. */
+static unsigned resurrect_round(const char *interval)
 {
 	const char *const cold[] = { "--warmers", "0", NULL };
 	const char *const warm[] = { "--warmers", "2", "--commit-interval-ms", interval, NULL };
@@ -249,7 +250,6 @@ static void resurrect_round(const char *interval)
 	print_message("# interval %s ms: %u of %d directories changed while warm-up ran; "
 	              "%llu yields\n", interval, changed_during, NDIRS,
 	              (unsigned long long)warm_stat(c, "yields"));
-	assert_true(changed_during > 0);
 	wait_warmed(c);
 	assert_int_equal(mc_sync(c), 0);
 	struct harness_lines warmed = harness_snapshot(c, 0);
@@ -265,18 +265,30 @@ static void resurrect_round(const char *interval)
 	harness_lines_free(&stored);
 	mc_disconnect(c);
 	assert_int_equal(server_finish(&srv), 0);
+	return changed_during;
+}
+
+/* Rounds until one changed directories while the warm-up ran: a client
+ * stalled for the whole warm-up (a loaded machine) proves nothing of the
+ * race, though its round still checks the result. */
+static void resurrect_rounds(const char *interval)
+{
+	unsigned changed = 0;
+	for (int i = 0; i < 3 && changed == 0; i++)
+		changed = resurrect_round(interval);
+	assert_true(changed > 0);
 }
 
 static void test_warm_never_resurrects(void **state)
 {
 	(void)state;
-	resurrect_round("1");
+	resurrect_rounds("1");
 }
 
 static void test_warm_never_resurrects_uncommitted(void **state)
 {
 	(void)state;
-	resurrect_round("1000");
+	resurrect_rounds("1000");
 }
 
 /* A warmer reads a directory without the commit semaphore; names removed
