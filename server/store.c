@@ -499,6 +499,7 @@ void store_close(struct store *s)
 		return;
 	if (!s->readonly)
 		(void)store_apply_now(s);   /* note 10; store_open replays it otherwise */
+	store_ovladd_stop(s);
 	ovl_clear(&s->ovl);
 	store_readers_fini(s);      /* before the environment goes */
 	mdb_env_close(s->env);

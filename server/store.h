@@ -218,6 +218,11 @@ int store_scan_log(struct store *s, uint64_t since, uint64_t *first, store_log_f
  * until called again; 0: none) fail with err (a negative errno) and write
  * nothing. */
 void store_fail_commits(struct store *s, unsigned n, int err);
+/* The same, failing late: the next n transactions that would commit a
+ * batch are aborted where mdb_txn_commit would run (after the log append,
+ * the apply and the overlay adder's job: store_ovladd.c) and the commit
+ * fails with err. */
+void store_fail_syncs(struct store *s, unsigned n, int err);
 
 /* Environment figures for stats: used_bytes is (last page + 1) * page size. */
 struct store_info {

@@ -1,6 +1,7 @@
 /* store_impl.h - what store.c (open, meta, reads), store_log.c (the
  * commit: log append, retention, when the tables follow), store_apply.c
- * (the table updates) and store_read.c (reads in one snapshot) share: the
+ * (the table updates), store_ovladd.c (the overlay adder thread) and
+ * store_read.c (reads in one snapshot) share: the
  * environment and the helpers that turn LMDB codes into errnos. Not for
  * other modules. */
 #ifndef MC_STORE_IMPL_H
@@ -21,6 +22,19 @@
 #define STORE_PAGE             4096ull
 #define STORE_DENTRY_VAL_SIZE  9u        /* u64 ino LE, u8 dtype */
 #define STORE_DENTRY_KEY_MAX   (8u + MC_NAME_MAX)
+
+/* The overlay adder's job (store_ovladd.c); mu guards all but th,
+ * started and failed, which are the committer's (commit_lock). */
+struct store_ovladd {
+	pthread_t th;
+	bool started, failed;
+	pthread_mutex_t mu;
+	pthread_cond_t cv, done_cv;
+	const struct journal_batch *b;
+	int state;
+	int err;
+	bool stop;
+};
 
 struct store {
 	MDB_env *env;
@@ -68,8 +82,11 @@ struct store {
 	bool reader_key_ok;
 	pthread_mutex_t readers_mu;
 	LIST_HEAD(, store_reader) readers;
+	struct store_ovladd oa;     /* adds a batch to the overlay during its fsync */
 	unsigned fault_n;           /* store_fail_commits: commits left to fail (commit_lock) */
 	int fault_err;
+	unsigned sync_fault_n;      /* store_fail_syncs (commit_lock) */
+	int sync_fault_err;
 };
 
 /* An LMDB code as a negative errno (0 for MDB_SUCCESS). */
@@ -188,6 +205,20 @@ int store_ovl_load(struct store *s);
 int store_apply_log(struct store *s, MDB_txn *txn, uint64_t from, uint64_t upto, int *derr);
 int store_apply_ovl(struct store *s, MDB_txn *txn);
 int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal_batch *b, int *derr);
+/* store_ovladd.c, commit_lock held. Hand b's overlay add to the adder
+ * thread (starting it the first time): false when there is none (add in
+ * place). Collect it once the commit's transaction ended: *added true and
+ * the add's result (0, or -ENOMEM with the overlay broken) when the thread
+ * did it, else *added false (withdrawn: add in place). After a failed
+ * commit whose batch was added, store_ovladd_failed (without `resize`)
+ * breaks the overlay (store_ovladd.c note 1). Stop the thread
+ * (store_close). */
+bool store_ovladd_post(struct store *s, const struct journal_batch *b);
+int store_ovladd_collect(struct store *s, bool *added);
+void store_ovladd_failed(struct store *s);
+void store_ovladd_stop(struct store *s);
+/* Wait until the thread has done the posted job (store_fail_syncs). */
+void store_ovladd_wait(struct store *s);
 /* Sum the log's value sizes into s->log_bytes (at open); 0 or -errno. */
 int store_log_measure(struct store *s);
 

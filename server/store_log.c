@@ -57,7 +57,8 @@
  *     tables hold, which the overlay cannot state), or when the overlay failed (ovl_broken): then every
  *     batch after meta.applied_seq is read back from `log` and applied, and
  *     applied_seq moves to the batch. Until then the overlay holds their
- *     inode and dentry changes, which the point reads and the directory
+ *     inode and dentry changes (each batch's added while its commit
+ *     syncs, by the adder thread: store_ovladd.c), which the point reads and the directory
  *     scans merge with the tables (store_read.c note 1); only the walk
  *     applies them first. So a read never misses a committed change, a
  *     read never writes (but where the overlay is broken), and a commit
@@ -282,7 +283,7 @@ static int store_log_put(struct store *s, MDB_txn *txn, const struct journal_bat
  * committed but not applied, and trim the log (note 2). */
 static int store_commit_txn(struct store *s, const struct journal_batch *b, bool waited,
                             struct store_commit_times *t, bool *full, bool *applied,
-                            bool *owed)
+                            bool *owed, bool *added, int *add_err)
 {
 	MDB_txn *txn;
 	uint8_t ls[8], ni[8], as[8];
@@ -291,6 +292,8 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	*full = false;
 	*applied = false;
 	*owed = false;
+	*added = false;
+	*add_err = 0;
 	/* A batch the log could not be read back from is not written. */
 	if (b && journal_check_frames(b) < 0)
 		return -EPROTO;
@@ -345,9 +348,23 @@ static int store_commit_txn(struct store *s, const struct journal_batch *b, bool
 	/* An apply: say so before it can be seen (store_read.c note 1b). */
 	if (*applied)
 		store_mark_apply(s, mdb_txn_id(txn));
-	rc = mdb_txn_commit(txn);       /* frees txn, committed or not */
+	/* Left alone, the tables leave b to the overlay: added while the
+	 * commit syncs (store_ovladd.c). */
+	bool posted = !*applied && b && store_ovladd_post(s, b);
+	if (b && s->sync_fault_n) {     /* store_fail_syncs */
+		s->sync_fault_n--;
+		derr = s->sync_fault_err;
+		if (posted)
+			store_ovladd_wait(s);   /* the harder case: the batch added */
+		mdb_txn_abort(txn);
+		rc = MDB_PANIC;
+	} else {
+		rc = mdb_txn_commit(txn);   /* frees txn, committed or not */
+	}
 	if (rc && *applied)
 		store_mark_apply(s, 0);     /* not committed: the id is used again */
+	if (posted)
+		*add_err = store_ovladd_collect(s, added);
 	t->sync_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	if (rc == 0) {
 		s->log_bytes = bytes;
@@ -365,12 +382,13 @@ out:
 	return err;
 }
 
-/* After a transaction of store_commit_txn committed: the overlay and the
- * figures follow (note 5). -ENOMEM when b's changes could not all be
+/* After a transaction of store_commit_txn committed: the overlay (unless
+ * the adder thread added b already: added, with its result add_err) and
+ * the figures follow (note 5). -ENOMEM when b's changes could not all be
  * recorded in the overlay: ovl_broken is set then, and every read applies
  * the log first. Called with commit_lock held. */
 static int store_committed(struct store *s, const struct journal_batch *b, bool applied,
-                           bool owed)
+                           bool owed, bool added, int add_err)
 {
 	int err = 0;
 	/* Note 8: an apply clears what was owed; a commit put off adds to it. */
@@ -387,7 +405,8 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 		s->applied_seq = b ? b->seq : s->last_seq;
 		s->pending_bytes = 0;
 	} else {
-		err = ovl_add_batch(&s->ovl, b->buf, b->len);
+		/* Added during the sync, ovl_broken set on failure; or now. */
+		err = added ? add_err : ovl_add_batch(&s->ovl, b->buf, b->len);
 		if (err)
 			s->ovl_broken = true;
 		if (s->applied_seq == s->last_seq)
@@ -437,12 +456,15 @@ static int store_commit_locked(struct store *s, const struct journal_batch *b, b
 {
 	int err;
 	for (;;) {
-		bool full, applied, owed;
+		bool full, applied, owed, added;
+		int add_err;
 		pthread_rwlock_rdlock(&s->resize);
-		err = store_commit_txn(s, b, waited, tt, &full, &applied, &owed);
+		err = store_commit_txn(s, b, waited, tt, &full, &applied, &owed, &added, &add_err);
 		pthread_rwlock_unlock(&s->resize);
+		if (err && added)
+			store_ovladd_failed(s); /* b is in the overlay, not in the log */
 		if (!err) {
-			err = store_committed(s, b, applied, owed);
+			err = store_committed(s, b, applied, owed, added, add_err);
 			if (!err)
 				break;
 			b = NULL;               /* the overlay failed: apply it all now */
@@ -573,5 +595,14 @@ void store_fail_commits(struct store *s, unsigned n, int err)
 	pthread_mutex_lock(&s->commit_lock);
 	s->fault_n = n;
 	s->fault_err = err;
+	pthread_mutex_unlock(&s->commit_lock);
+}
+
+void store_fail_syncs(struct store *s, unsigned n, int err)
+{
+	assert(n == 0 || err < 0);
+	pthread_mutex_lock(&s->commit_lock);
+	s->sync_fault_n = n;
+	s->sync_fault_err = err;
 	pthread_mutex_unlock(&s->commit_lock);
 }
