@@ -12,11 +12,13 @@
  *
  * Invariants:
  *  1. The overlay may show a batch's changes before the batch is durable,
- *     never after it failed: until the commit returned, every entry the
- *     batch changed is dirty in the namespace cache, hence pinned there,
- *     and no read of the store is made for it (a miss, a warmer's insert
- *     -- ns_warm.c note 2 -- or fsck's comparison of what is clean) that
- *     could tell the overlay's state from the cache's. A commit that
+ *     never after it failed. Early is no news: the namespace cache shows
+ *     clients every change of the batch already (a changed entry stays
+ *     dirty, hence pinned, until the publish; a name rmtree removed
+ *     without loading it lies below a directory the batch removed), so
+ *     no read of the store (a miss, a warmer's insert -- ns_warm.c note 2
+ *     --, fsck's comparison of what is clean) finds in the overlay a
+ *     state the cache does not show. A commit that
  *     fails after the add marks the overlay broken (store_log.c note 5:
  *     reads then apply from the log, which lacks the batch, and the apply
  *     empties the overlay); the batch is retried whole.
