@@ -502,15 +502,11 @@ static uint64_t commit_settle(struct commit *c)
 	return last == UINT64_MAX ? 0 : mono_us() - s0;
 }
 
-/* Ask for a slice of COMMIT_SLICE_NS, staying SCHED_OTHER at the nice
- * value the thread has (the server's: sched_setattr sets both, and an
- * operator's `nice mcached` must hold for the committer too; see the top).
- * Best effort. */
+/* Ask for a slice of COMMIT_SLICE_NS at the server's nice value (see the
+ * top). Best effort. */
 static void commit_slice(void)
 {
-	int nice, err = thread_nice(&nice);
-	if (!err)
-		err = thread_sched_set(SCHED_OTHER, nice, COMMIT_SLICE_NS);
+	int err = thread_slice_set(COMMIT_SLICE_NS);
 	if (err)
 		log_debug("commit: no slice of its own: %s", strerror(-err));
 }

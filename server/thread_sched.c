@@ -2,6 +2,7 @@
 #include "thread_sched.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,12 +25,11 @@ int thread_sched_set(int policy, int nice, uint64_t slice_ns)
 	return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? 0 : -errno;
 }
 
-int thread_nice(int *nice)
+int thread_slice_set(uint64_t slice_ns)
 {
 	errno = 0;
-	int n = getpriority(PRIO_PROCESS, 0);   /* this thread's, on Linux */
-	if (n == -1 && errno)
+	int nice = getpriority(PRIO_PROCESS, 0);   /* this thread's, on Linux */
+	if (nice == -1 && errno)
 		return -errno;
-	*nice = n;
-	return 0;
+	return thread_sched_set(SCHED_OTHER, nice, slice_ns);
 }

@@ -23,7 +23,9 @@
  * CAP_SYS_NICE or RLIMIT_NICE). */
 int thread_sched_set(int policy, int nice, uint64_t slice_ns);
 
-/* The calling thread's nice value into *nice; 0 or -errno. */
-int thread_nice(int *nice);
+/* Give the calling thread a slice of slice_ns, in SCHED_OTHER at the nice
+ * value it has (sched_setattr sets both: an operator's `nice mcached`
+ * holds). 0 or -errno. */
+int thread_slice_set(uint64_t slice_ns);
 
 #endif

@@ -182,7 +182,6 @@ struct warm_thread {
 	bool aside;                /* ... to step aside (note 7) */
 	bool whole;                /* this step does not step aside (note 7) */
 	bool idle;                 /* in the SCHED_IDLE class (note 5) */
-	int nice;                  /* its nice value (note 5) */
 	bool past;                 /* the scan reached the item's until (note 8) */
 	const struct warm_item *it; /* the item of the scan */
 	_Atomic uint64_t entries, busy_ns;
@@ -313,8 +312,9 @@ static int collect(void *arg, const char *name, size_t namelen, uint64_t ino, ui
  * to the thread's nice value before anything is taken. */
 static void warm_class(struct warm_thread *t, bool idle)
 {
+	/* idle_reads: at nice w->nice > 0, which warm_main set. */
 	if (t->w->idle_reads && t->idle != idle &&
-	    thread_sched_set(idle ? SCHED_IDLE : SCHED_OTHER, t->nice, WARM_SLICE_NS) == 0)
+	    thread_sched_set(idle ? SCHED_IDLE : SCHED_OTHER, t->w->nice, WARM_SLICE_NS) == 0)
 		t->idle = idle;
 }
 
@@ -517,9 +517,7 @@ static void *warm_main(void *arg)
 	pthread_setname_np(pthread_self(), "mcached-warm");
 	if (w->nice && setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
 		log_warn("warm: cannot lower the warmer's priority: %s", strerror(errno));
-	if (thread_nice(&t->nice) != 0)
-		t->nice = w->nice;
-	thread_sched_set(SCHED_OTHER, t->nice, WARM_SLICE_NS);
+	thread_slice_set(WARM_SLICE_NS);
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stop && TAILQ_EMPTY(&w->queue)) {
