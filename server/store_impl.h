@@ -208,8 +208,9 @@ int store_apply_batch(struct store *s, MDB_txn *txn, const struct journal_batch 
 /* store_ovladd.c, commit_lock held. Hand b's overlay add to the adder
  * thread (starting it the first time): false when there is none (add in
  * place). Collect it once the commit's transaction ended: *added true and
- * the add's result (0, or -ENOMEM with the overlay broken) when the thread
- * did it, else *added false (withdrawn: add in place). After a failed
+ * the add's result (0 or -ENOMEM; the caller breaks the overlay on
+ * failure) when the thread did it, else *added false (withdrawn: add in
+ * place). After a failed
  * commit whose batch was added, store_ovladd_failed (without `resize`)
  * breaks the overlay (store_ovladd.c note 1). Stop the thread
  * (store_close). */

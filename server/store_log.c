@@ -405,7 +405,7 @@ static int store_committed(struct store *s, const struct journal_batch *b, bool 
 		s->applied_seq = b ? b->seq : s->last_seq;
 		s->pending_bytes = 0;
 	} else {
-		/* Added during the sync, ovl_broken set on failure; or now. */
+		/* Added during the sync (add_err), or now. */
 		err = added ? add_err : ovl_add_batch(&s->ovl, b->buf, b->len);
 		if (err)
 			s->ovl_broken = true;

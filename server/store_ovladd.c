@@ -44,14 +44,21 @@
 
 enum { OA_IDLE, OA_POSTED, OA_TAKEN, OA_DONE };
 
+/* A failed add is the committer's to mark (store_committed, or
+ * store_ovladd_failed when the commit failed too). */
 static int ovladd_run(struct store *s, const struct journal_batch *b)
 {
 	pthread_rwlock_wrlock(&s->ovl_lock);
 	int err = ovl_add_batch(&s->ovl, b->buf, b->len);
-	if (err)
-		s->ovl_broken = true;
 	pthread_rwlock_unlock(&s->ovl_lock);
 	return err;
+}
+
+static void ovladd_sync_destroy(struct store_ovladd *oa)
+{
+	pthread_cond_destroy(&oa->done_cv);
+	pthread_cond_destroy(&oa->cv);
+	pthread_mutex_destroy(&oa->mu);
 }
 
 static void *ovladd_main(void *arg)
@@ -87,11 +94,8 @@ bool store_ovladd_post(struct store *s, const struct journal_batch *b)
 		pthread_cond_init(&oa->done_cv, NULL);
 		oa->started = pthread_create(&oa->th, NULL, ovladd_main, s) == 0;
 		oa->failed = !oa->started;
-		if (oa->failed) {
-			pthread_cond_destroy(&oa->done_cv);
-			pthread_cond_destroy(&oa->cv);
-			pthread_mutex_destroy(&oa->mu);
-		}
+		if (oa->failed)
+			ovladd_sync_destroy(oa);
 	}
 	if (!oa->started)
 		return false;
@@ -144,8 +148,6 @@ void store_ovladd_stop(struct store *s)
 	pthread_cond_signal(&oa->cv);
 	pthread_mutex_unlock(&oa->mu);
 	pthread_join(oa->th, NULL);
-	pthread_cond_destroy(&oa->done_cv);
-	pthread_cond_destroy(&oa->cv);
-	pthread_mutex_destroy(&oa->mu);
+	ovladd_sync_destroy(oa);
 	oa->started = false;
 }
