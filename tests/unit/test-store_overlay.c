@@ -42,30 +42,6 @@ static int teardown(void **state)
 	return store_fixture_teardown(state);
 }
 
-static struct mc_inode_rec file_rec(uint64_t ino, uint64_t size)
-{
-	return (struct mc_inode_rec){ .ino = ino, .mode = S_IFREG | 0644, .nlink = 1,
-	                              .size = size, .mtime_ns = (int64_t)ino };
-}
-
-/* Batch seq: n files created in directory 1, named "f<ino>" (16 bytes),
- * inodes from *ino on, and the directory's own inode. */
-static void create_batch(struct journal_batch *b, uint64_t seq, unsigned n, uint64_t *ino)
-{
-	char name[32];
-	journal_batch_reset(b, seq);
-	for (unsigned i = 0; i < n; i++, (*ino)++) {
-		struct mc_inode_rec r = file_rec(*ino, 0);
-		snprintf(name, sizeof(name), "f%015llu", (unsigned long long)*ino);
-		assert_int_equal(journal_put_inode(b, &r, NULL, 0), 0);
-		assert_int_equal(journal_put_dentry(b, 1, name, 16, *ino, DT_REG), 0);
-	}
-	struct mc_inode_rec root = { .ino = 1, .mode = S_IFDIR | 0755, .nlink = 2,
-	                             .size = *ino, .mtime_ns = (int64_t)seq };
-	assert_int_equal(journal_put_inode(b, &root, NULL, 0), 0);
-	b->next_ino = *ino;
-}
-
 /* Bytes this process passed to write(2) and its kin so far. */
 static uint64_t wchar(void)
 {
@@ -698,7 +674,7 @@ static void test_reads_race_commits(void **state)
 		/* The newest batch's first file: ino 2 + (c - 1) * RACE_N. */
 		uint64_t want = 2 + (c - 1) * RACE_N, ino = 0;
 		char name[32];
-		snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want);
+		store_fixture_name(name, want);
 		if (store_get_dentry(r.s, 1, name, 16, &ino, NULL) != 0 || ino != want)
 			misses++;
 		struct mc_inode_rec rec;
@@ -706,7 +682,7 @@ static void test_reads_race_commits(void **state)
 			misses++;
 		if (++reads % 8 == 0) {
 			/* The first name after the one before it is it. */
-			snprintf(name, sizeof(name), "f%015llu", (unsigned long long)want - 1);
+			store_fixture_name(name, want - 1);
 			ino = 0;
 			int rc = store_scan_dir_after(r.s, 1, name, 16, first_cb, &ino);
 			if ((rc != 0 && rc != 1) || ino != want)

@@ -31,29 +31,6 @@ static int teardown(void **state)
 	return store_fixture_teardown(state);
 }
 
-static void name_of(char *buf, size_t size, uint64_t ino)
-{
-	snprintf(buf, size, "f%llu", (unsigned long long)ino);
-}
-
-/* Batch seq: files ino first..last created in directory 1, and the
- * directory's inode. */
-static void create_batch(struct journal_batch *b, uint64_t seq, uint64_t first, uint64_t last)
-{
-	char name[32];
-	journal_batch_reset(b, seq);
-	for (uint64_t ino = first; ino <= last; ino++) {
-		struct mc_inode_rec r = { .ino = ino, .mode = S_IFREG | 0644, .nlink = 1 };
-		name_of(name, sizeof(name), ino);
-		assert_int_equal(journal_put_inode(b, &r, NULL, 0), 0);
-		assert_int_equal(journal_put_dentry(b, 1, name, strlen(name), ino, DT_REG), 0);
-	}
-	struct mc_inode_rec root = { .ino = 1, .mode = S_IFDIR | 0755, .nlink = 2,
-	                             .size = last, .mtime_ns = (int64_t)seq };
-	assert_int_equal(journal_put_inode(b, &root, NULL, 0), 0);
-	b->next_ino = last + 1;
-}
-
 /* Is file ino in the store, as a point read and as a scan see it? */
 struct seen {
 	uint64_t ino;
@@ -75,7 +52,7 @@ static bool has_file(struct store *s, uint64_t ino)
 {
 	char name[32];
 	uint64_t got = 0;
-	name_of(name, sizeof(name), ino);
+	store_fixture_name(name, ino);
 	int rc = store_get_dentry(s, 1, name, strlen(name), &got, NULL);
 	assert_true(rc == 0 || rc == -ENOENT);
 	struct seen sn = { ino, false };
@@ -121,8 +98,9 @@ static void test_added_during_sync(void **state)
 	struct journal_batch b;
 	journal_batch_init(&b, 0);
 	assert_false(thread_named("mcached-ovl"));
+	uint64_t ino = 10;
 	for (uint64_t seq = 1; seq <= 20; seq++) {
-		create_batch(&b, seq, 10 * seq, 10 * seq + 9);
+		create_batch(&b, seq, 10, &ino);        /* inodes 10 seq .. 10 seq + 9 */
 		commit_ok(s, &b);
 		assert_true(has_file(s, 10 * seq));
 		assert_true(has_file(s, 10 * seq + 9));
@@ -132,8 +110,8 @@ static void test_added_during_sync(void **state)
 	store_close(s);
 	assert_false(thread_named("mcached-ovl"));
 	s = open_ok(f->dir, &o);
-	for (uint64_t ino = 10; ino < 210; ino++)
-		assert_true(has_file(s, ino));
+	for (uint64_t i = 10; i < 210; i++)
+		assert_true(has_file(s, i));
 	store_close(s);
 	journal_batch_free(&b);
 }
@@ -148,9 +126,10 @@ static void test_failed_commit_leaves_no_trace(void **state)
 	struct store *s = open_ok(f->dir, &o);
 	struct journal_batch b;
 	journal_batch_init(&b, 0);
-	create_batch(&b, 1, 2, 5);
+	uint64_t ino = 2;
+	create_batch(&b, 1, 4, &ino);                   /* inodes 2..5 */
 	commit_ok(s, &b);
-	create_batch(&b, 2, 6, 9);
+	create_batch(&b, 2, 4, &ino);                   /* 6..9 */
 	store_fail_syncs(s, 1, -EIO);
 	assert_int_equal(store_commit(s, &b, NULL), -EIO);
 	assert_true(has_file(s, 2));
@@ -159,13 +138,13 @@ static void test_failed_commit_leaves_no_trace(void **state)
 	assert_false(has_file(s, 9));
 	commit_ok(s, &b);                                 /* the retry */
 	assert_true(has_file(s, 9));
-	create_batch(&b, 3, 10, 12);
+	create_batch(&b, 3, 3, &ino);                   /* 10..12 */
 	commit_ok(s, &b);
 	assert_true(has_file(s, 12));
 	store_close(s);
 	s = open_ok(f->dir, &o);
-	for (uint64_t ino = 2; ino <= 12; ino++)
-		assert_true(has_file(s, ino));
+	for (uint64_t i = 2; i <= 12; i++)
+		assert_true(has_file(s, i));
 	assert_false(has_file(s, 13));
 	store_close(s);
 	journal_batch_free(&b);
