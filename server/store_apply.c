@@ -9,9 +9,11 @@
  *     page a cursor stands on before it descends from the root, and the
  *     keys come in runs of neighbours (a batch's creates or removals in one
  *     directory, the overlay's sorted keys), so most records skip the
- *     descent, and no cursor is opened per record. An inode deleted looks
- *     for its extents only when the extents table has any
- *     (store_ext_del_ino).
+ *     descent, and no cursor is opened per record. Inode records are put
+ *     through the cursor too (store_put_inode_cur): under callgrind, 1,100
+ *     instructions an inode put of a batch of creates against 2,570 with
+ *     mdb_put's descent. An inode deleted looks for its extents only when
+ *     the extents table has any (store_ext_del_ino).
  *  2. The overlay is applied in key order, and keys past a table's last
  *     one go in with MDB_APPEND (new inodes, a new directory's names):
  *     LMDB then fills its pages instead of splitting them in half.
@@ -95,7 +97,7 @@ static int store_unlink_inode(struct store *s, MDB_txn *txn, struct apply_cur *a
 	memcpy(target, (const uint8_t *)v.mv_data + JOURNAL_INODE_DISK_SIZE, tlen);
 	rec.nlink--;
 	rec.ctime_ns = r->ctime_ns;
-	return store_put_inode_rec(txn, s->inodes, &rec, target, tlen);
+	return store_put_inode_cur(cur, &rec, target, tlen);
 }
 
 /* Apply one decoded record through ac's cursors; an LMDB code. */
@@ -108,7 +110,8 @@ static int store_apply(struct store *s, MDB_txn *txn, struct apply_cur *ac,
 
 	switch (r->type) {
 	case JR_INODE_PUT:
-		return store_put_inode_rec(txn, s->inodes, &r->inode, r->target, r->target_len);
+		rc = apply_cur_get(txn, s->inodes, &ac->inodes);
+		return rc ? rc : store_put_inode_cur(ac->inodes, &r->inode, r->target, r->target_len);
 	case JR_INODE_DEL:
 		put_be64(key, r->ino);
 		rc = apply_cur_get(txn, s->inodes, &ac->inodes);

@@ -101,8 +101,14 @@ int store_rtxn_begin(struct store *s, MDB_txn **txn);
 void store_rtxn_end(struct store *s, MDB_txn *txn);
 /* LMDB codes. */
 int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val, size_t len);
+/* rec (and a symlink's target) under its key in `inodes`: through txn
+ * (store_put_inode_rec, a descent from the root) or through a cursor of
+ * `inodes` (store_put_inode_cur, which looks at the page the cursor stands
+ * on first: store_apply.c note 1). */
 int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
                         const char *target, size_t target_len);
+int store_put_inode_cur(MDB_cursor *cur, const struct mc_inode_rec *rec, const char *target,
+                        size_t target_len);
 /* The dentries key of name (namelen bytes) in parent; 0, -EINVAL for an
  * empty name, -ENAMETOOLONG above MC_NAME_MAX. */
 int store_dentry_key(uint8_t key[STORE_DENTRY_KEY_MAX], uint64_t parent, const char *name,
