@@ -30,6 +30,37 @@
 #include "store_impl.h"
 #include "store_overlay.h"
 
+/* The key and value of rec in `inodes`: k and v point into key and val. */
+static void inode_kv(const struct mc_inode_rec *rec, const char *target, size_t target_len,
+                     uint8_t key[8], uint8_t val[JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX],
+                     MDB_val *k, MDB_val *v)
+{
+	put_be64(key, rec->ino);
+	journal_inode_encode(rec, val);
+	if (target_len)
+		memcpy(val + JOURNAL_INODE_DISK_SIZE, target, target_len);
+	*k = (MDB_val){ 8, key };
+	*v = (MDB_val){ JOURNAL_INODE_DISK_SIZE + target_len, val };
+}
+
+int store_put_inode_rec(MDB_txn *txn, MDB_dbi dbi, const struct mc_inode_rec *rec,
+                        const char *target, size_t target_len)
+{
+	uint8_t key[8], val[JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX];
+	MDB_val k, v;
+	inode_kv(rec, target, target_len, key, val, &k, &v);
+	return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+int store_put_inode_cur(MDB_cursor *cur, const struct mc_inode_rec *rec, const char *target,
+                        size_t target_len)
+{
+	uint8_t key[8], val[JOURNAL_INODE_DISK_SIZE + MC_SYMLINK_MAX];
+	MDB_val k, v;
+	inode_kv(rec, target, target_len, key, val, &k, &v);
+	return mdb_cursor_put(cur, &k, &v, 0);
+}
+
 /* The cursors a run of records is applied through (note 1): one per
  * table, opened at first use and kept, so that a record next to the last
  * one in its table finds its leaf page without a descent from the root
