@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +15,7 @@
 #include "mc_config.h"
 #include "mc_socket.h"
 #include "config_options.h"
-
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
-#define GiB (UINT64_C(1) << 30)
-#define TiB (UINT64_C(1) << 40)
+#include "config_value.h"
 
 /* How an option's value is parsed and stored. */
 enum config_kind {
@@ -190,7 +185,6 @@ static const char usage_more[] =
 	"        the store kept failing for --shutdown-timeout (see the log).\n";
 
 static int config_set(struct mcd_config *c, int row, const char *v, char *msg, size_t n);
-static void size_str(uint64_t v, char *buf, size_t n);
 
 /* Each row's default goes through config_set, as a value from the command
  * line would: the table's default is the only one. */
@@ -230,8 +224,8 @@ static void usage_options(FILE *out)
 		if (o->kind == CK_SIZE || o->kind == CK_UINT || o->kind == CK_MODE) {
 			char a[32], b[32];
 			if (o->kind == CK_SIZE) {
-				size_str(o->min, a, sizeof(a));
-				size_str(o->max, b, sizeof(b));
+				config_size_str(o->min, a, sizeof(a));
+				config_size_str(o->max, b, sizeof(b));
 			} else {
 				snprintf(a, sizeof(a), o->kind == CK_MODE ? "%llo" : "%llu",
 				         (unsigned long long)o->min);
@@ -255,148 +249,6 @@ void config_free(struct mcd_config *c)
 	free(c->admin_addr);
 	free(c->shm_path);
 	c->socket_path = c->data_dir = c->admin_addr = c->shm_path = NULL;
-}
-
-/* Decimal digits only (no sign, no blanks): -EINVAL, -ERANGE. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (*s != '\0')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int config_parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0, mult = 1;
-	const char *p = s;
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	switch (*p) {
-	case '\0': break;
-	case 'k': case 'K': mult = KiB; p++; break;
-	case 'm': case 'M': mult = MiB; p++; break;
-	case 'g': case 'G': mult = GiB; p++; break;
-	case 't': case 'T': mult = TiB; p++; break;
-	default: return -EINVAL;
-	}
-	if (*p != '\0')
-		return -EINVAL;
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = v * mult;
-	return 0;
-}
-
-/* Render a byte count the way it is best written (256M, 4K, 1000). */
-static void size_str(uint64_t v, char *buf, size_t n)
-{
-	static const struct { uint64_t m; char c; } u[] = {
-		{ TiB, 'T' }, { GiB, 'G' }, { MiB, 'M' }, { KiB, 'K' },
-	};
-	for (unsigned i = 0; i < 4; i++) {
-		if (v >= u[i].m && v % u[i].m == 0) {
-			snprintf(buf, n, "%llu%c", (unsigned long long)(v / u[i].m), u[i].c);
-			return;
-		}
-	}
-	snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
-static void msgf(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void msgf(char *msg, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, n, fmt, ap);
-	va_end(ap);
-}
-
-static int get_size(const char *v, uint64_t min, uint64_t max, uint64_t *out, char *msg, size_t n)
-{
-	uint64_t x;
-	int rc = config_parse_size(v, &x);
-	if (rc == 0 && (x < min || x > max))
-		rc = -ERANGE;
-	if (rc == -EINVAL) {
-		msgf(msg, n, "'%s' is not a size (use a number with K, M, G or T)", v);
-		return -EINVAL;
-	}
-	if (rc < 0) {
-		char a[32], b[32];
-		size_str(min, a, sizeof(a));
-		size_str(max, b, sizeof(b));
-		msgf(msg, n, "'%s' is out of range (%s..%s)", v, a, b);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
-static int get_uint(const char *v, uint64_t min, uint64_t max, uint64_t *out, char *msg, size_t n)
-{
-	uint64_t x;
-	int rc = parse_u64(v, &x);
-	if (rc == -EINVAL) {
-		msgf(msg, n, "'%s' is not a number", v);
-		return -EINVAL;
-	}
-	if (rc < 0 || x < min || x > max) {
-		msgf(msg, n, "'%s' is out of range (%llu..%llu)", v, (unsigned long long)min,
-		     (unsigned long long)max);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
-static int get_bool(const char *v, bool *out, char *msg, size_t n)
-{
-	static const char *const yes[] = { "true", "yes", "on", "1" };
-	static const char *const no[] = { "false", "no", "off", "0" };
-	for (unsigned i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(v, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	msgf(msg, n, "'%s' is not a boolean (use true or false)", v);
-	return -EINVAL;
-}
-
-/* A light check of an admin address; admin_start does the real one. */
-static bool admin_addr_ok(const char *v)
-{
-	if (strcmp(v, "none") == 0)
-		return true;
-	if (strncmp(v, "unix:", 5) == 0)
-		return v[5] != '\0' && strlen(v + 5) < sizeof(((struct sockaddr_un *)0)->sun_path);
-	const char *colon = strrchr(v, ':');
-	if (colon == NULL || colon == v)
-		return false;
-	if (v[0] == '[' && colon[-1] != ']')
-		return false;
-	uint64_t port;
-	return parse_u64(colon + 1, &port) == 0 && port <= 65535;
 }
 
 static int set_str(char **dst, const char *v)
@@ -438,14 +290,14 @@ static int config_set(struct mcd_config *c, int row, const char *v, char *msg, s
 	switch (o->kind) {
 	case CK_SOCKET:
 		if (v[0] == '\0' || strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-			msgf(msg, n, "'%s' is not a usable socket path (1 to %zu bytes)", v,
+			config_msgf(msg, n, "'%s' is not a usable socket path (1 to %zu bytes)", v,
 			     sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 			return -EINVAL;
 		}
 		return set_str((char **)(void *)((char *)c + o->off), v);
 	case CK_DATA:
 		if (v[0] == '\0') {
-			msgf(msg, n, "the data directory must not be empty");
+			config_msgf(msg, n, "the data directory must not be empty");
 			return -EINVAL;
 		}
 		return set_str((char **)(void *)((char *)c + o->off), v);
@@ -457,37 +309,37 @@ static int config_set(struct mcd_config *c, int row, const char *v, char *msg, s
 			return 0;
 		}
 		if (v[0] != '/' || strlen(v) >= PATH_MAX - 16) {
-			msgf(msg, n, "'%s' is not an absolute file path (or none)", v);
+			config_msgf(msg, n, "'%s' is not an absolute file path (or none)", v);
 			return -EINVAL;
 		}
 		return set_str((char **)(void *)((char *)c + o->off), v);
 	case CK_ADMIN:
-		if (!admin_addr_ok(v)) {
-			msgf(msg, n, "'%s' is not an address (use unix:PATH, HOST:PORT, "
+		if (!config_admin_addr_ok(v)) {
+			config_msgf(msg, n, "'%s' is not an address (use unix:PATH, HOST:PORT, "
 			     "[IPV6]:PORT or none)", v);
 			return -EINVAL;
 		}
 		return set_str((char **)(void *)((char *)c + o->off), v);
 	case CK_BOOL:
 		b = true;
-		if (v != NULL && get_bool(v, &b, msg, n) < 0)
+		if (v != NULL && config_get_bool(v, &b, msg, n) < 0)
 			return -EINVAL;
 		field_store(c, o, b);
 		return 0;
 	case CK_SIZE:
-		if ((rc = get_size(v, o->min, o->max, &x, msg, n)) < 0)
+		if ((rc = config_get_size(v, o->min, o->max, &x, msg, n)) < 0)
 			return rc;
 		field_store(c, o, x);
 		return 0;
 	case CK_UINT:
-		if ((rc = get_uint(v, o->min, o->max, &x, msg, n)) < 0)
+		if ((rc = config_get_uint(v, o->min, o->max, &x, msg, n)) < 0)
 			return rc;
 		field_store(c, o, x);
 		return 0;
 	case CK_LEVEL: {
 		enum log_level lvl;
 		if (log_parse_level(v, &lvl) < 0) {
-			msgf(msg, n, "'%s' is not a log level (use error, warn, info or debug)", v);
+			config_msgf(msg, n, "'%s' is not a log level (use error, warn, info or debug)", v);
 			return -EINVAL;
 		}
 		field_store(c, o, (uint64_t)lvl);
@@ -499,7 +351,7 @@ static int config_set(struct mcd_config *c, int row, const char *v, char *msg, s
 		for (; *p >= '0' && *p <= '7' && x <= o->max; p++)
 			x = x * 8 + (unsigned)(*p - '0');
 		if (*v == '\0' || *p != '\0' || x > o->max) {
-			msgf(msg, n, "'%s' is not an octal mode (0 to %llo)", v,
+			config_msgf(msg, n, "'%s' is not an octal mode (0 to %llo)", v,
 			     (unsigned long long)o->max);
 			return -EINVAL;
 		}
@@ -511,7 +363,7 @@ static int config_set(struct mcd_config *c, int row, const char *v, char *msg, s
 	case CK_VERSION:
 		break;
 	}
-	msgf(msg, n, "cannot be set here");
+	config_msgf(msg, n, "cannot be set here");
 	return -EINVAL;
 }
 
@@ -570,17 +422,17 @@ static int config_line(struct mcd_config *c, char *line, char *msg, size_t n)
 	int row = option_by_name(key);
 	if (row < 0 || options[row].kind == CK_CONFIG || options[row].kind == CK_HELP ||
 	    options[row].kind == CK_VERSION) {
-		msgf(msg, n, "unknown setting '%s'", key);
+		config_msgf(msg, n, "unknown setting '%s'", key);
 		return -EINVAL;
 	}
 	if (val == NULL && long_opts[row].has_arg == required_argument) {
-		msgf(msg, n, "expected '%s = value'", key);
+		config_msgf(msg, n, "expected '%s = value'", key);
 		return -EINVAL;
 	}
 	char vmsg[512];
 	int rc = config_set(c, row, val, vmsg, sizeof(vmsg));
 	if (rc == -EINVAL)
-		msgf(msg, n, "%s: %s", key, vmsg);
+		config_msgf(msg, n, "%s: %s", key, vmsg);
 	return rc;
 }
 

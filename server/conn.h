@@ -1,6 +1,7 @@
-/* conn.h - what the RPC server's two modules (rpc.c, conn.c) share: the
- * server and worker state a connection reads, and the calls a worker makes
- * on its connections. Not for use outside the RPC server. */
+/* conn.h - what the RPC server's modules (rpc.c and the connection's
+ * conn.c, conn_hello.c, conn_io.c) share: the server and worker state a
+ * connection reads, and the calls a worker makes on its connections. Not
+ * for use outside the RPC server. */
 #ifndef MC_CONN_H
 #define MC_CONN_H
 
@@ -14,7 +15,7 @@
 #include "rpc.h"
 #include "stats.h"
 
-struct conn;                     /* one client connection: conn.c only */
+struct conn;                     /* one client connection: conn_io.h */
 TAILQ_HEAD(conn_list, conn);
 
 struct worker {

@@ -1,5 +1,6 @@
-/* conn_io.h - what conn.c and conn_io.c share: struct conn, and the socket
- * I/O of a connection (conn_io.c). Not for use outside the RPC server. */
+/* conn_io.h - what conn.c, conn_hello.c and conn_io.c share: struct conn,
+ * the Hello (conn_hello.c) and the socket I/O of a connection (conn_io.c).
+ * Not for use outside the RPC server. */
 #ifndef MC_CONN_IO_H
 #define MC_CONN_IO_H
 
@@ -76,6 +77,22 @@ struct conn {
 /* conn.c, for conn_io.c: parse and answer what is buffered; close. */
 void conn_process(struct conn *c);
 void conn_close(struct conn *c);
+
+/* conn.c, for conn_hello.c: leave w->prehello (conn.c invariant 5); answer
+ * a whole-request error (err > 0) and close once it is sent (conn_bad_frame:
+ * for a frame that breaks the protocol, counted as a bad frame); send a
+ * packed reply as conn_io_send does, taking buf (NULL: it could not be
+ * built), else answer ENOMEM and close (0 or -ENOMEM). */
+void conn_prehello_leave(struct conn *c);
+void conn_fail(struct conn *c, uint64_t id, int err, const char *msg);
+void conn_bad_frame(struct conn *c, uint64_t id, int err, const char *msg);
+int conn_queue(struct conn *c, uint64_t id, uint8_t *buf, size_t len);
+
+/* conn_hello.c, for conn.c: read and clamp the peer's credentials on fd
+ * (0 or -errno); answer the Hello req of a conn in HELLO: READY once its
+ * reply is on its way, else closing (conn_fail) or closed. */
+int conn_read_cred(int fd, struct cred *cred, pid_t *pid);
+void conn_hello(struct conn *c, const Mcache__Request *req);
 
 /* Set up c's buffers and events on its fd (c->fd, c->w). 0 or -ENOMEM
  * (what was made is freed by conn_io_release). */
