@@ -119,7 +119,7 @@ lookup(struct view *v, const struct isnap *ds, const struct mc_comp *c, struct i
 	uint32_t bs = seq_read(&g->seq);
 	if (bs & 1)
 		return AGAIN;
-	uint64_t hint = (uint64_t)LD(b->inode) << MC_OFF_SHIFT;
+	uint64_t hint = (uint64_t)atomic_load_explicit(&b->inode, memory_order_relaxed) << MC_OFF_SHIFT;
 	if (hint < v->size)
 		__builtin_prefetch(v->base + hint);  /* note 8 */
 	unsigned n = 0;
@@ -318,7 +318,7 @@ static const struct mc_walk_ops cw_ops = {
 static int walk_path(struct cwalk *w, const char *path, size_t len, bool follow, uint32_t *mode)
 {
 	struct view *v = w->v;
-	const char *sl = path[0] == '/' ? memrchr(path, '/', len) : NULL;
+	const char *sl = len && path[0] == '/' ? memrchr(path, '/', len) : NULL;
 	size_t klen = sl ? (size_t)(sl - path) + 1 : 0;
 	bool keyed = klen >= 2 && klen < len && klen <= PREFIX_KEY_MAX;
 	uint64_t kh = 0;

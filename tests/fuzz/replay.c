@@ -6,7 +6,9 @@
  * Output is TAP, one line per file, in name order within each directory.
  * A file that crashes the target ends the program (the sanitizers or the
  * signal report it; meson counts the test as failed); one that runs longer
- * than REPLAY_ALARM_S seconds is killed by SIGALRM: a hang.
+ * than REPLAY_ALARM_S seconds is killed by SIGALRM: a hang. Each input is
+ * handed over in a buffer of exactly its length, as libFuzzer does, so
+ * that under AddressSanitizer a read past its end is reported here too.
  *
  * Usage: fuzz-<target>-replay DIR|FILE...
  */
@@ -91,7 +93,16 @@ static int file_read(const char *path, uint8_t **out, size_t *len)
 		free(buf);
 		return err;
 	}
-	*out = buf;
+	/* Exactly n bytes (see the top); malloc(0) may give NULL (the caller
+	 * then hands over a pointer of its own), under the sanitizers it is a
+	 * block of none. */
+	uint8_t *exact = malloc(n);
+	if (exact)
+		memcpy(exact, buf, n);
+	free(buf);
+	if (!exact && n)
+		return -ENOMEM;
+	*out = exact;
 	*len = n;
 	return 0;
 }
@@ -133,7 +144,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		alarm(REPLAY_ALARM_S);
-		LLVMFuzzerTestOneInput(buf, len);
+		static const uint8_t none[1];
+		LLVMFuzzerTestOneInput(buf ? buf : none, len);
 		alarm(0);
 		printf("ok %zu - %s (%zu bytes)\n", i + 1, v[i].path, len);
 		fflush(stdout);
