@@ -158,8 +158,12 @@ static int scan_fill(struct store *s, MDB_txn *txn, const struct store_ovl *o, u
 		while (so->i < so->n && c->after_len &&
 		       ovl_keycmp(so->v[so->i], prefix, 8 + c->after_len) <= 0)
 			so->i++;
-		ov = so->v + so->i;
-		nov = so->n - so->i;
+		/* No array when the overlay has nothing here (and NULL + 0 is
+		 * undefined). */
+		if (so->v) {
+			ov = so->v + so->i;
+			nov = so->n - so->i;
+		}
 	}
 	int rc = mdb_cursor_open(txn, s->dentries, &cur);
 	if (!rc && recs != SCAN_NO_RECS)
