@@ -139,6 +139,8 @@ struct reader {
 };
 
 static void fail_reader(struct reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void fail_reader(struct reader *r, const char *fmt, ...)
 {
 	if (r->bad++ == 0) {
 		va_list ap;

@@ -363,6 +363,8 @@ static void mount_stop(struct mount *m)
 }
 
 static const char *at(const struct mount *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *at(const struct mount *m, const char *fmt, ...)
 {
 	static _Thread_local char buf[4][800];
 	static _Thread_local int k;
