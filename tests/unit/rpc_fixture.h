@@ -240,6 +240,8 @@ static pthread_mutex_t waiters_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t waiter_th[256];
 static unsigned nwaiters;
 static _Atomic int callbacks_done;
+/* Waits that commit_wait_async started (the ones a waiter thread answers). */
+static _Atomic int waits_started;
 static int commit_token;
 
 static inline void *waiter_main(void *arg)
@@ -270,6 +272,7 @@ int commit_wait_async(struct commit *c, uint64_t seq, commit_done_fn fn, void *a
 	wt->fn = fn;
 	wt->arg = arg;
 	wt->err = seq == SEQ_FAIL ? -EIO : 0;
+	atomic_fetch_add(&waits_started, 1);
 	pthread_mutex_lock(&waiters_mu);
 	assert_true(nwaiters < 256);
 	assert_int_equal(pthread_create(&waiter_th[nwaiters++], NULL, waiter_main, wt), 0);

@@ -97,16 +97,29 @@ static void wait_callbacks(int want)
 	assert_int_equal(atomic_load(&callbacks_done), want);
 }
 
+/* Until the server's worker has started waiting for want commits in all
+ * (it reads and runs the request when it gets to it: on a loaded machine
+ * that may be later than the client's send). */
+static void wait_started(int want)
+{
+	uint64_t end = ms_now() + 5000;
+
+	while (atomic_load(&waits_started) < want && ms_now() < end)
+		usleep(1000);
+	assert_int_equal(atomic_load(&waits_started), want);
+}
+
 /* Closed while waiting, noticed only when the held reply is written. */
 static void test_close_while_waiting(void **state)
 {
 	struct fx *f = *state;
 	int fd = cli_open(f->path), other = cli_open(f->path);
 	int before = atomic_load(&callbacks_done);
+	int started = atomic_load(&waits_started);
 
 	cli_send_op(fd, 1, MCACHE__OP_CODE__OP_SYNC, "");
 	cli_send_op(fd, 2, MCACHE__OP_CODE__OP_STAT, "/never");
-	usleep(20 * 1000);
+	wait_started(started + 1);
 	close(fd);
 	wait_callbacks(before + 1);
 	wait_clients(f->r, 1);
@@ -122,6 +135,7 @@ static void test_close_while_waiting_output_queued(void **state)
 	struct fx *f = *state;
 	int fd = cli_open(f->path), other = cli_open(f->path);
 	int before = atomic_load(&callbacks_done);
+	int started = atomic_load(&waits_started);
 	Mcache__Request req = MCACHE__REQUEST__INIT;
 	Mcache__Op op, *opp[1] = { &op };
 
@@ -134,7 +148,7 @@ static void test_close_while_waiting_output_queued(void **state)
 		cli_send(fd, &req);
 	}
 	cli_send_op(fd, 1, MCACHE__OP_CODE__OP_SYNC, "");
-	usleep(20 * 1000);
+	wait_started(started + 1);
 	close(fd);
 	/* Closed during the wait, not after it. */
 	wait_clients(f->r, 1);
