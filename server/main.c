@@ -91,7 +91,10 @@ int main(int argc, char **argv)
 		rc = restart_attach(cfg.shm_path, cfg.cache_size, m.store, &m.shm, &warmed, &why);
 		if (rc == 0)
 			log_info("re-attached the segment %s: its cache is served at once", cfg.shm_path);
-		else if (rc != -ENOENT)
+		else if (rc == -ENOENT)
+			log_info("no state saved beside the segment %s (a first start, or the "
+			         "last stop was not clean): a new one is warmed", cfg.shm_path);
+		else
 			log_info("not re-attaching the segment %s (%s): a new one is warmed",
 			         cfg.shm_path, why ? why : strerror(-rc));
 		m.reattached = rc == 0;
