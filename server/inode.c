@@ -38,7 +38,9 @@ const void *inode_prefetch(const struct shm *s, uint64_t ino)
 
 void inode_prefetch_chain(const struct shm *s, uint64_t ino)
 {
-	mc_off_t off = ibucket(s, ino)->head;
+	/* Without the lock the head may be changing: any value is as good
+	 * a guess (a prefetch never faults), read whole. */
+	mc_off_t off = __atomic_load_n(&ibucket(s, ino)->head, __ATOMIC_RELAXED);
 	if (off)
 		__builtin_prefetch(inode_at(s, off));
 }
@@ -84,7 +86,7 @@ int inode_link(struct shm *s, mc_off_t off, const char *target)
 	i->hnext = b->head;
 	shm_write_end(&i->seq);
 	shm_write_begin(&b->seq);
-	b->head = off;
+	__atomic_store_n(&b->head, off, __ATOMIC_RELAXED); /* inode_prefetch_chain */
 	shm_write_end(&b->seq);
 	return 0;
 }
@@ -109,7 +111,7 @@ void inode_del(struct shm *s, mc_off_t off)
 	struct mc_bucket *b = ibucket(s, i->ino);
 	shm_write_begin(&b->seq);
 	if (b->head == off) {
-		b->head = i->hnext;
+		__atomic_store_n(&b->head, i->hnext, __ATOMIC_RELAXED);
 	} else {
 		for (mc_off_t p = b->head; p; p = inode_at(s, p)->hnext) {
 			if (inode_at(s, p)->hnext == off) {

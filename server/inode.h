@@ -23,7 +23,8 @@ const void *inode_prefetch(const struct shm *s, uint64_t ino);
 const void *inode_bucket_of(const struct shm *s, uint64_t ino);
 /* Start loading the first inode of ino's hash chain, whose bucket is
  * loaded already (inode_prefetch), so that the misses of many lookups
- * overlap instead of coming one after the other. Lock held. */
+ * overlap instead of coming one after the other. No lock needed: without
+ * it, the chain may change before the lookup. */
 void inode_prefetch_chain(const struct shm *s, uint64_t ino);
 /* Write rec (a symlink's target length target_len) into slot off, which
  * nobody else can reach: no lock needed (inode.c). Every field but the
