@@ -1,14 +1,16 @@
 /* test-warm.c - the warmers against a real server: after a restart they
  * load the whole namespace (lookups, stats and listings then send no
  * request); names removed, replaced or renamed while they run never come
- * back; they let a waiting commit through instead of holding it for their
- * batch. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows their store reads
- * so that the races happen while warm-up runs. */
+ * back; a directory made complete meanwhile still has its subdirectories
+ * queued, a large one is split between them; they let a waiting commit
+ * through instead of holding it for their batch, stop at the low
+ * watermark and run at a low priority. Misses during the warm-up are in
+ * test-warm_miss.c. MCACHED_WARM_ENTRY_DELAY_US (server/warm.h) slows
+ * their store reads so that the races happen while warm-up runs. */
 #include <dirent.h>
 #include <limits.h>
 #include <errno.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,21 +25,7 @@
 
 #include "harness.h"
 #include "mcache.h"
-
-#define NDIRS  12
-#define NFILES 60    /* per directory, and as many again in its subdirectory */
-
-static struct mc_server srv;
-
-static uint64_t requests(mc_client *c)
-{
-	return harness_stat_u64(c, "\"rpc\"", "requests");
-}
-
-static uint64_t warm_stat(mc_client *c, const char *key)
-{
-	return harness_stat_u64(c, "\"warm\"", key);
-}
+#include "warm_fixture.h"
 
 /* warm.per_thread: one object per warmer, whose entries add up to the
  * warm-up's, each that inserted any with a rate. */
@@ -66,89 +53,6 @@ static void check_per_thread(mc_client *c, size_t threads, uint64_t entries)
 	}
 	assert_int_equal(sum, entries);
 	json_decref(root);
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-/* Wait (at most 60 s) for the start-up warm-up to be over. */
-static void wait_warmed(mc_client *c)
-{
-	for (int i = 0; i < 6000; i++) {
-		if (warm_stat(c, "done") == 1)
-			return;
-		sleep_ms(10);
-	}
-	fail_msg("the warm-up did not end within 60 s");
-}
-
-static void run_checked(mc_batch *b)
-{
-	assert_int_equal(mc_batch_run(b), 0);
-	for (size_t i = 0; i < mc_batch_count(b); i++)
-		if (mc_batch_error(b, i) != 0)
-			fail_msg("batch op %zu: %s", i, strerror(mc_batch_error(b, i)));
-}
-
-/* /dNN/fNNN, /dNN/sub/gNNN, /dNN/link (a symlink); returns the number of
- * names made (the root excluded). */
-static uint64_t make_tree(mc_client *c)
-{
-	mc_batch *b = mc_batch_new(c);
-	assert_non_null(b);
-	char p[128];
-	uint64_t n = 0;
-	for (int d = 0; d < NDIRS; d++) {
-		snprintf(p, sizeof(p), "/d%02d", d);
-		mc_batch_mkdir(b, p, 0755);
-		snprintf(p, sizeof(p), "/d%02d/sub", d);
-		mc_batch_mkdir(b, p, 0755);
-		n += 2;
-		for (int f = 0; f < NFILES; f++) {
-			snprintf(p, sizeof(p), "/d%02d/f%03d", d, f);
-			mc_batch_create(b, p, 0644);
-			snprintf(p, sizeof(p), "/d%02d/sub/g%03d", d, f);
-			mc_batch_create(b, p, 0600);
-			n += 2;
-		}
-		run_checked(b);
-		snprintf(p, sizeof(p), "/d%02d/link", d);
-		assert_int_equal(mc_symlink(c, "sub/g000", p), 0);
-		n++;
-	}
-	mc_batch_free(b);
-	assert_int_equal(mc_sync(c), 0);
-	return n;
-}
-
-static void restart(const char *const *args)
-{
-	assert_int_equal(server_stop(&srv, SIGTERM), 0);
-	assert_int_equal(server_start(&srv, args), 0);
-}
-
-/* Restart the server with warm, its warmers slowed by delay_us per
- * entry: a client of it. */
-static mc_client *restart_slow(const char *delay_us, const char *const *warm)
-{
-	setenv("MCACHED_WARM_ENTRY_DELAY_US", delay_us, 1);
-	restart(warm);
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	return harness_client(&srv);
-}
-
-/* Start a server with no warmers, make_tree, restart_slow. */
-static mc_client *slow_warm_start(const char *delay_us, const char *const *warm)
-{
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	make_tree(c);
-	mc_disconnect(c);
-	return restart_slow(delay_us, warm);
 }
 
 /* After a restart the warmers load every name; then a full walk (readdir
@@ -568,132 +472,6 @@ static void test_warm_yields_to_committer(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
-/* The names directory p lists once it is complete (listed with no
- * request), within 2 s; -1 if it is not. */
-static int listed_complete(mc_client *c, const char *p)
-{
-	int n = -1;
-	for (int i = 0; i < 100 && n < 0; i++) {
-		sleep_ms(20);
-		uint64_t r0 = requests(c);
-		MC_DIR *d = mc_opendir(c, p);
-		assert_non_null(d);
-		for (n = 0; mc_readdir(d); n++)
-			;
-		assert_int_equal(mc_closedir(d), 0);
-		if (requests(c) != r0 + 1)
-			n = -1; /* not listed from shared memory: not complete yet */
-	}
-	return n;
-}
-
-/* A miss queues its directory ahead of the warm-up: with slow warmers,
- * a lookup deep in the last directory of the tree makes that directory
- * complete (listed with no request) long before the warm-up reaches it. */
-static void test_miss_reads_ahead(void **state)
-{
-	(void)state;
-	const char *const warm[] = { "--warmers", "2", NULL };
-	mc_client *c = slow_warm_start("3000", warm);
-	struct stat st;
-	char p[64];
-	snprintf(p, sizeof(p), "/d%02d/sub/g%03d", NDIRS - 1, NFILES - 1);
-	assert_int_equal(mc_stat(c, p, &st), 0);
-	assert_true(warm_stat(c, "readahead") >= 1);
-	snprintf(p, sizeof(p), "/d%02d/sub", NDIRS - 1);
-	/* 60 entries at 3 ms: well within a second, against over 2 s of
-	 * warm-up for the whole tree with two warmers. */
-	int n = listed_complete(c, p);
-	uint64_t done = warm_stat(c, "done");
-	print_message("# read-ahead directory complete; warm-up %s\n", done ? "over" : "still running");
-	assert_int_equal(n, NFILES);
-	assert_int_equal(done, 0);
-	wait_warmed(c);
-	mc_disconnect(c);
-	assert_int_equal(server_finish(&srv), 0);
-}
-
-/* A miss in a large directory before the warm-up reached its parent: the
- * directory is read ahead (2 s of it at 1 ms an entry), and its warm-up
- * item, queued when the parent's last batch is read (half a second in),
- * waits until the read-ahead is over instead of reading the directory
- * beside it. The warmers look up only the names the client's lookups
- * cached (two items would each find the other's inserts and look up
- * every name from then on). */
-static void test_readahead_hands_over(void **state)
-{
-	(void)state;
-	const char *const cold[] = { "--warmers", "0", NULL };
-	assert_int_equal(server_start(&srv, cold), 0);
-	mc_client *c = harness_client(&srv);
-	mc_batch *b = mc_batch_new(c);
-	char p[64];
-	for (int i = 0; i < 500; i++) {
-		snprintf(p, sizeof(p), "/a%03d", i);
-		mc_batch_create(b, p, 0644);
-	}
-	mc_batch_mkdir(b, "/zbig", 0755);
-	for (int i = 0; i < 2000; i++) {
-		snprintf(p, sizeof(p), "/zbig/f%04d", i);
-		mc_batch_create(b, p, 0644);
-	}
-	run_checked(b);
-	mc_batch_free(b);
-	assert_int_equal(mc_sync(c), 0);
-	mc_disconnect(c);
-	const char *const warm[] = { "--warmers", "2", NULL };
-	c = restart_slow("1000", warm);
-	struct stat st;
-	assert_int_equal(mc_stat(c, "/zbig/f0300", &st), 0);
-	assert_int_equal(warm_stat(c, "readahead"), 1);
-	wait_warmed(c);
-	uint64_t lookups = warm_stat(c, "lookups");
-	print_message("# %llu lookups, %llu splits\n", (unsigned long long)lookups,
-	              (unsigned long long)warm_stat(c, "splits"));
-	assert_true(lookups <= 2); /* zbig in /, f0300 in /zbig */
-	assert_int_equal(warm_stat(c, "dirs_queued"), 3); /* /, /zbig ahead, /zbig */
-	assert_int_equal(warm_stat(c, "dirs_done"), 3);
-	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 2);
-	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "positive"), 501 + 2000);
-	mc_disconnect(c);
-	assert_int_equal(server_finish(&srv), 0);
-}
-
-/* A miss in a directory whose warm-up item waits in the queue moves that
- * item to the head instead of queueing a read-ahead beside it (which would
- * read the directory a second time): the directory is complete long
- * before the warm-up is over, and every directory was queued once. */
-static void test_miss_promotes_queued_dir(void **state)
-{
-	(void)state;
-	const char *const warm[] = { "--warmers", "2", NULL };
-	mc_client *c = slow_warm_start("3000", warm);
-	/* The root is done (36 ms): every /dNN is queued, and the warmers
-	 * are at the first two (190 ms each). */
-	for (int i = 0; i < 5000 && warm_stat(c, "dirs_done") == 0; i++)
-		sleep_ms(1);
-	assert_true(warm_stat(c, "dirs_done") >= 1);
-	struct stat st;
-	char p[64];
-	snprintf(p, sizeof(p), "/d%02d/f%03d", NDIRS - 1, NFILES - 1);
-	assert_int_equal(mc_stat(c, p, &st), 0);
-	assert_int_equal(warm_stat(c, "promoted"), 1);
-	assert_int_equal(warm_stat(c, "readahead"), 0);
-	snprintf(p, sizeof(p), "/d%02d", NDIRS - 1);
-	int n = listed_complete(c, p);
-	uint64_t done = warm_stat(c, "done");
-	print_message("# promoted directory complete; warm-up %s\n", done ? "over" : "still running");
-	assert_int_equal(n, NFILES + 2); /* its files, sub and link */
-	assert_int_equal(done, 0);
-	wait_warmed(c);
-	assert_int_equal(warm_stat(c, "readahead"), 0);
-	assert_int_equal(warm_stat(c, "dirs_queued"), 1 + 2 * NDIRS);
-	assert_int_equal(warm_stat(c, "dirs_done"), 1 + 2 * NDIRS);
-	assert_int_equal(harness_stat_u64(c, "\"dentries\"", "complete_dirs"), 1 + 2 * NDIRS);
-	mc_disconnect(c);
-	assert_int_equal(server_finish(&srv), 0);
-}
-
 /* A namespace larger than the cache: the warm-up stops at the low
  * watermark, so the shrinker has nothing to undo, and what was not warmed
  * is still found through the server. */
@@ -826,18 +604,6 @@ static void test_warmers_run_at_low_priority(void **state)
 	assert_int_equal(server_finish(&srv), 0);
 }
 
-/* A failed test leaves its server running: stop it, start afresh. */
-static int teardown(void **state)
-{
-	(void)state;
-	unsetenv("MCACHED_WARM_ENTRY_DELAY_US");
-	if (srv.pid > 0)
-		server_stop(&srv, SIGKILL);
-	server_cleanup(&srv);
-	memset(&srv, 0, sizeof(srv));
-	return 0;
-}
-
 int main(void)
 {
 	/* The servers run one step below the runner's priority: a thread
@@ -855,9 +621,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_warm_splits_large_directory, teardown),
 		cmocka_unit_test_teardown(test_warm_yields_to_committer, teardown),
 		cmocka_unit_test_teardown(test_commit_not_delayed_by_store_reads, teardown),
-		cmocka_unit_test_teardown(test_miss_reads_ahead, teardown),
-		cmocka_unit_test_teardown(test_miss_promotes_queued_dir, teardown),
-		cmocka_unit_test_teardown(test_readahead_hands_over, teardown),
 		cmocka_unit_test_teardown(test_warm_stops_at_low_watermark, teardown),
 		cmocka_unit_test_teardown(test_warmers_run_at_low_priority, teardown),
 	};

@@ -1,13 +1,15 @@
 /* store_fixture.h - what the store's unit tests share: a store directory
  * under a fresh temporary directory, a store_open and store_commit that
- * fail the test on error, and batches of creates (header only; include
- * after cmocka.h). */
+ * fail the test on error, batches of creates and the names a scan passes
+ * (header only; include after cmocka.h). */
 #ifndef MC_TEST_STORE_FIXTURE_H
 #define MC_TEST_STORE_FIXTURE_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "fixture.h"
@@ -88,6 +90,26 @@ static inline void create_batch(struct journal_batch *b, uint64_t seq, unsigned 
 	                             .size = *ino, .mtime_ns = (int64_t)seq };
 	assert_int_equal(journal_put_inode(b, &root, NULL, 0), 0);
 	b->next_ino = *ino;
+}
+
+/* The first 8 names a directory scan passes to names_cb (-E2BIG past 8,
+ * or for a name of 32 bytes or more). */
+struct names {
+	char v[8][32];
+	int n;
+};
+
+static inline int names_cb(void *arg, const char *name, size_t namelen, uint64_t ino,
+                           uint8_t dtype)
+{
+	struct names *nm = arg;
+	(void)ino;
+	(void)dtype;
+	if (nm->n == 8 || namelen >= sizeof(nm->v[0]))
+		return -E2BIG;
+	memcpy(nm->v[nm->n], name, namelen + 1);
+	nm->n++;
+	return 0;
 }
 
 #endif

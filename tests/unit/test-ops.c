@@ -1,12 +1,12 @@
 /* test-ops.c - unit tests of the RPC operation layer (server/ops.c): every
  * op code through ops_exec with a hand-built server (config, store, shm,
- * namespace, committer), errno values on the wire, attributes, handles,
- * readdir paging, path checks and --sync. */
-#include <dirent.h>
+ * namespace, committer; ops_fixture.h), errno values on the wire,
+ * attributes, readlink results, statistics and fsck reports, path checks,
+ * a user's session, --sync and the op table; handles and readdir are in
+ * test-ops_handle.c. */
 #include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,147 +23,22 @@
 
 #include "commit.h"
 #include "config.h"
-#include "mc_shm.h"
-#include "mcd.h"
 #include "ns.h"
 #include "ops.h"
-#include "shm.h"
 #include "stats.h"
 #include "store.h"
-#include "wire.h"
-#include "fixture.h"
+#include "ops_fixture.h"
 
-static const struct cred root_cred = { .uid = 0, .gid = 0 };
 static const struct cred user_cred = { .uid = 1000, .gid = 1000 };
-
-struct fx {
-	char dir[256];
-	struct mcd_config cfg;
-	struct mcd m;
-	struct session *s;
-};
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -1;
-	fixture_template(f->dir, sizeof(f->dir), "test-ops");
-	if (!mkdtemp(f->dir))
-		return -1;
-	config_defaults(&f->cfg);
-	f->m.cfg = &f->cfg;
-	struct store_opts so = { .root_mode = 0755 };
-	if (store_open(f->dir, &so, &f->m.store) < 0)
-		return -1;
-	if (shm_create(8u << 20, &f->m.shm) < 0)
-		return -1;
-	if (ns_new(f->m.shm, f->m.store, NULL, &f->m.ns) < 0)
-		return -1;
-	if (commit_start(f->m.ns, f->m.store, 5, &f->m.commit) < 0)
-		return -1;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	f->m.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	f->s = session_new(&f->m, &root_cred);
-	if (!f->s)
-		return -1;
-	*state = f;
-	return 0;
+	return ops_fixture_setup(state, "test-ops");
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-	session_free(f->s);
-	commit_stop(f->m.commit);
-	ns_free(f->m.ns);
-	shm_destroy(f->m.shm);
-	store_close(f->m.store);
-	config_free(&f->cfg);
-	fixture_rmtree(f->dir);
-	free(f);
-	return 0;
-}
-
-static Mcache__Op mkop(Mcache__OpCode code, const char *path, const char *path2)
-{
-	Mcache__Op op;
-	mcache__op__init(&op);
-	op.code = code;
-	if (path) {
-		op.path.data = (uint8_t *)path;
-		op.path.len = strlen(path);
-	}
-	if (path2) {
-		op.path2.data = (uint8_t *)path2;
-		op.path2.len = strlen(path2);
-	}
-	return op;
-}
-
-/* Run op and return res.err; out is released unless keep. */
-static int run_in(struct session *s, const Mcache__Op *op, struct op_out *out)
-{
-	ops_exec(s, op, out);
-	/* A bare result (OPF_BARE) is packed as its err alone: nothing else set. */
-	if (out->bare)
-		assert_int_equal(mcache__result__get_packed_size(&out->res),
-		                 wire_err_result_size(out->res.err));
-	return out->res.err;
-}
-
-static int run(struct fx *f, const Mcache__Op *op)
-{
-	struct op_out out;
-	int err = run_in(f->s, op, &out);
-	op_out_release(&out);
-	return err;
-}
-
-static int path_op(struct fx *f, Mcache__OpCode code, const char *path, uint32_t mode)
-{
-	Mcache__Op op = mkop(code, path, NULL);
-	op.mode = mode;
-	return run(f, &op);
-}
-
-static Mcache__Attr stat_ok(struct fx *f, Mcache__OpCode code, const char *path)
-{
-	Mcache__Op op = mkop(code, path, NULL);
-	struct op_out out;
-	int err = run_in(f->s, &op, &out);
-	if (err != 0)
-		fail_msg("stat(%s): err %d", path, err);
-	assert_non_null(out.res.attr);
-	Mcache__Attr a = *out.res.attr;
-	op_out_release(&out);
-	return a;
-}
-
-static uint64_t open_ok(struct fx *f, const char *path, uint32_t flags, Mcache__Attr *attr)
-{
-	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_OPEN, path, NULL);
-	op.flags = flags;
-	op.mode = 0644;
-	struct op_out out;
-	int err = run_in(f->s, &op, &out);
-	if (err != 0)
-		fail_msg("open(%s): err %d", path, err);
-	uint64_t h = out.res.handle;
-	assert_true(h > 0);
-	assert_non_null(out.res.attr);
-	if (attr)
-		*attr = *out.res.attr;
-	op_out_release(&out);
-	return h;
-}
-
-static int handle_op(struct fx *f, Mcache__OpCode code, uint64_t h)
-{
-	Mcache__Op op = mkop(code, NULL, NULL);
-	op.handle = h;
-	return run(f, &op);
+	return ops_fixture_teardown(state);
 }
 
 /* ---- cases ----------------------------------------------------------------- */
@@ -295,165 +170,6 @@ static void test_every_op_code(void **state)
 	assert_int_equal(run(f, &op), EOPNOTSUPP);
 	op = mkop((Mcache__OpCode)99, "/", NULL);
 	assert_int_equal(run(f, &op), EOPNOTSUPP);
-}
-
-static void test_handles(void **state)
-{
-	struct fx *f = *state;
-	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_CREATE, "/f", 0644), 0);
-	Mcache__Attr oa;
-	uint64_t h = open_ok(f, "/f", O_RDWR, &oa);
-	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
-	op.handle = h;
-	struct op_out out;
-	assert_int_equal(run_in(f->s, &op, &out), 0);
-	assert_int_equal(out.res.attr->ino, oa.ino);
-	assert_int_equal(out.res.attr->mode, S_IFREG | 0644);
-	op_out_release(&out);
-
-	op = mkop(MCACHE__OP_CODE__OP_FTRUNCATE, NULL, NULL);
-	op.handle = h;
-	op.size = 10;
-	assert_int_equal(run(f, &op), 0);
-	assert_int_equal(stat_ok(f, MCACHE__OP_CODE__OP_STAT, "/f").size, 10);
-	/* A read-only handle cannot truncate. */
-	uint64_t ro = open_ok(f, "/f", O_RDONLY, NULL);
-	assert_int_not_equal(ro, h);
-	op.handle = ro;
-	assert_int_equal(run(f, &op), EINVAL);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSYNC, ro), 0);
-
-	/* Open with O_CREAT makes the file and a handle. */
-	uint64_t hc = open_ok(f, "/new", O_CREAT | O_WRONLY, &oa);
-	assert_int_equal(oa.mode, S_IFREG | 0644);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, hc), 0);
-	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/missing", NULL);
-	op.flags = O_RDONLY;
-	assert_int_equal(run(f, &op), ENOENT);
-
-	/* Unlinked but open: fstat works with nlink 0 until close. */
-	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/f", 0), 0);
-	op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
-	op.handle = h;
-	assert_int_equal(run_in(f->s, &op, &out), 0);
-	assert_int_equal(out.res.attr->nlink, 0);
-	assert_int_equal(out.res.attr->size, 10);
-	op_out_release(&out);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h), 0);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, h), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FTRUNCATE, h), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSYNC, h), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_READDIR, h), EBADF);
-	/* The other handle still holds the inode. */
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, ro), 0);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, ro), 0);
-	struct ns_counts c;
-	ns_get_counts(f->m.ns, &c);
-	uint64_t inodes = c.inodes;
-	/* Never-issued handles. */
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, 0), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, 12345), EBADF);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_FSTAT, UINT64_MAX), EBADF);
-	/* A closed slot is reused. */
-	uint64_t h2 = open_ok(f, "/new", O_RDONLY, NULL);
-	assert_true(h2 == h || h2 == ro || h2 == hc);
-	/* Handles are per session. */
-	struct session *other = session_new(&f->m, &root_cred);
-	assert_non_null(other);
-	op = mkop(MCACHE__OP_CODE__OP_FSTAT, NULL, NULL);
-	op.handle = h2;
-	assert_int_equal(run_in(other, &op, &out), EBADF);
-	op_out_release(&out);
-	session_free(other);
-	/* session_free releases what a session holds: an unlinked file goes. */
-	other = session_new(&f->m, &root_cred);
-	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/new", NULL);
-	op.flags = O_RDONLY;
-	assert_int_equal(run_in(other, &op, &out), 0);
-	op_out_release(&out);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_CLOSE, h2), 0);
-	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_UNLINK, "/new", 0), 0);
-	ns_get_counts(f->m.ns, &c);
-	assert_int_equal(c.inodes, inodes);
-	session_free(other);
-	ns_get_counts(f->m.ns, &c);
-	assert_int_equal(c.inodes, inodes - 1);
-}
-
-static void test_readdir_paging(void **state)
-{
-	struct fx *f = *state;
-	assert_int_equal(path_op(f, MCACHE__OP_CODE__OP_MKDIR, "/d", 0755), 0);
-	enum { N = 25 };
-	for (int i = 0; i < N; i++) {
-		char p[32];
-		snprintf(p, sizeof(p), i == 3 ? "/d/sub%d" : "/d/f%d", i);
-		assert_int_equal(path_op(f, i == 3 ? MCACHE__OP_CODE__OP_MKDIR
-		                                   : MCACHE__OP_CODE__OP_CREATE, p, 0755), 0);
-	}
-	uint64_t h = open_ok(f, "/d", O_RDONLY | O_DIRECTORY, NULL);
-	bool seen[N] = { false };
-	uint64_t cookie = 0;
-	int pages = 0, total = 0;
-	for (;;) {
-		Mcache__Op op = mkop(MCACHE__OP_CODE__OP_READDIR, NULL, NULL);
-		op.handle = h;
-		op.cookie = cookie;
-		op.count = 10;
-		struct op_out out;
-		assert_int_equal(run_in(f->s, &op, &out), 0);
-		assert_true(out.res.n_entries <= 10);
-		for (size_t k = 0; k < out.res.n_entries; k++) {
-			const Mcache__Dirent *e = out.res.entries[k];
-			char name[64] = { 0 };
-			assert_true(e->name.len < sizeof(name));
-			memcpy(name, e->name.data, e->name.len);
-			int i;
-			if (sscanf(name, "f%d", &i) != 1 && sscanf(name, "sub%d", &i) != 1)
-				fail_msg("unexpected name %s", name);
-			assert_true(i >= 0 && i < N);
-			assert_false(seen[i]);
-			seen[i] = true;
-			char p[80];
-			snprintf(p, sizeof(p), "/d/%s", name);
-			Mcache__Attr a = stat_ok(f, MCACHE__OP_CODE__OP_LSTAT, p);
-			assert_int_equal(e->ino, a.ino);
-			assert_int_equal(e->type, i == 3 ? DT_DIR : DT_REG);
-			total++;
-		}
-		bool eof = out.res.eof;
-		assert_true(out.res.cookie >= cookie);
-		cookie = out.res.cookie;
-		if (!eof)
-			assert_int_equal(out.res.n_entries, 10);
-		op_out_release(&out);
-		pages++;
-		if (eof)
-			break;
-		assert_true(pages < 10);
-	}
-	assert_int_equal(total, N);
-	assert_int_equal(pages, 3);
-	/* Past the end: empty and eof. */
-	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_READDIR, NULL, NULL);
-	op.handle = h;
-	op.cookie = cookie;
-	struct op_out out;
-	assert_int_equal(run_in(f->s, &op, &out), 0);
-	assert_int_equal(out.res.n_entries, 0);
-	assert_true(out.res.eof);
-	op_out_release(&out);
-	/* A file handle is not a directory. */
-	uint64_t fh = open_ok(f, "/d/f0", O_RDONLY, NULL);
-	assert_int_equal(handle_op(f, MCACHE__OP_CODE__OP_READDIR, fh), ENOTDIR);
-	/* A directory handle with the default count lists everything at once. */
-	op.cookie = 0;
-	op.count = 0;
-	assert_int_equal(run_in(f->s, &op, &out), 0);
-	assert_int_equal(out.res.n_entries, N);
-	assert_true(out.res.eof);
-	op_out_release(&out);
 }
 
 static void test_stats_json(void **state)
@@ -662,26 +378,6 @@ static void test_user_session(void **state)
 	session_free(u);
 }
 
-/* Out of handles: like open(2), EMFILE before the path is touched, so
- * O_CREAT creates nothing. */
-static void test_emfile_creates_nothing(void **state)
-{
-	struct fx *f = *state;
-	Mcache__Op op = mkop(MCACHE__OP_CODE__OP_CREATE, "/held", NULL);
-	op.mode = 0644;
-	assert_int_equal(run(f, &op), 0);
-	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/held", NULL);
-	op.flags = O_RDONLY;
-	for (int i = 0; i < 65536; i++)
-		assert_int_equal(run(f, &op), 0);
-	op = mkop(MCACHE__OP_CODE__OP_OPEN, "/new", NULL);
-	op.flags = O_CREAT | O_EXCL | O_WRONLY;
-	op.mode = 0644;
-	assert_int_equal(run(f, &op), EMFILE);
-	op = mkop(MCACHE__OP_CODE__OP_STAT, "/new", NULL);
-	assert_int_equal(run(f, &op), ENOENT);
-}
-
 /* --commit-interval-ms 0: the committer sleeps until a mutation kicks it,
  * so the change is committed at once without anyone waiting for it. */
 static void test_interval_zero_commits_on_mutation(void **state)
@@ -803,10 +499,7 @@ int main(void)
 		T(test_mkdir_create_stat),
 		T(test_interval_zero_commits_on_mutation),
 		T(test_readlink_sized_by_target),
-		T(test_emfile_creates_nothing),
 		T(test_every_op_code),
-		T(test_handles),
-		T(test_readdir_paging),
 		T(test_stats_json),
 		T(test_path_checks),
 		T(test_sync_sets_wait_seq),
