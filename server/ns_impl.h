@@ -76,9 +76,10 @@ struct ns {
 	/* The committer is waiting for the lock (ns_swap, ns_publish): a
 	 * long job that drops the lock between batches lets it in first. */
 	_Atomic unsigned committer_waiting;
-	/* The lock is held for a warmer's slice, a few microseconds: an
-	 * operation that finds it taken spins for it rather than sleep
-	 * (ns_lock_op). A hint, set and cleared by the holder. */
+	/* The lock is held for a warmer's slice, a few microseconds, or a
+	 * worker's run of operations (ns_run_short), some tens: an operation
+	 * that finds it taken spins for it rather than sleep (ns_lock_op). A
+	 * hint, set and cleared by the holder. */
 	_Atomic bool lock_short;
 	struct shm *shm;
 	struct store *store;
@@ -229,16 +230,27 @@ static inline bool ns_lock_is_short(struct ns *ns)
 	return atomic_load_explicit(&ns->lock_short, memory_order_relaxed);
 }
 
+/* The holder of the lock says it holds it for a run of operations (on),
+ * or is about to let it go (off): a run is bounded (REQUEST_HOLD_OPS
+ * operations and a slice), so another worker spins for it as it does
+ * for a warmer's slice (ns_lock_op). */
+static inline void ns_run_short(struct ns *ns, bool on)
+{
+	atomic_store_explicit(&ns->lock_short, on, memory_order_relaxed);
+}
+
 /* Take the lock for an operation, letting a committer that waits for it
  * go first (a bounded number of yields): the mutex goes to whoever asks
  * first, and a thread that runs operations back to back would take it
  * again before the woken committer runs, while dirty entries pile up.
- * While the lock is held for a warmer's slice (lock_short), spin for it,
- * up to NS_OP_SPIN_NS, rather than sleep: on a virtual machine a futex
- * sleep and wake-up costs some 30 us (the wake is an interrupt to a
- * halted CPU, or a preemption), more than the slice (ns_warm.c note 7).
- * Other holders (another worker's batch, the committer) are slept out:
- * a batch holds the lock for many operations. */
+ * While the lock is held for a warmer's slice or another worker's run of
+ * operations (lock_short), spin for it, up to NS_OP_SPIN_NS, rather than
+ * sleep: on a virtual machine a futex sleep and wake-up costs some 30 us
+ * (the wake is an interrupt to a halted CPU, or a preemption), about what
+ * the holder keeps it (ns_warm.c note 7; a run is REQUEST_HOLD_OPS
+ * operations at most, in one slice), and the worker asleep meanwhile left
+ * its CPU idle while two clients' workers took turns. The committer, which
+ * holds it longer, is slept out. */
 static inline void ns_lock_op(struct ns *ns)
 {
 	for (unsigned k = 0; k < 1000 && atomic_load_explicit(&ns->committer_waiting,

@@ -291,21 +291,24 @@ static void pin_to(int cpu)
 
 struct holder {
 	struct ns *ns;
+	long hold_ns;     /* hold_main: how long (0: 150 us) */
 	atomic_int state; /* 1: holding, 2: letting go */
 };
 
-/* Hold the namespace lock for 150 us, then let it go. */
+/* Hold the namespace lock for a run of operations (ns_hold_begin) for
+ * h->hold_ns, then let it go. */
 static void *hold_main(void *arg)
 {
 	struct holder *h = arg;
 	struct timespec t0, t;
+	long ns = h->hold_ns ? h->hold_ns : 150000;
 	pin_to(1);
 	ns_hold_begin(h->ns);
 	atomic_store(&h->state, 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 150000);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
 	atomic_store(&h->state, 2); /* before the unlock: the next holder sees it */
 	ns_hold_end(h->ns);
 	return NULL;
@@ -396,6 +399,39 @@ static void test_operation_spins_for_a_slice(void **state)
 		char p[32];
 		snprintf(p, sizeof(p), "/spin%d", k);
 		assert_int_equal(pthread_create(&th, NULL, hold_slice_main, &h), 0);
+		while (atomic_load(&h.state) == 0)
+			;
+		long before = voluntary_switches();
+		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
+		long after = voluntary_switches();
+		assert_int_equal(atomic_load(&h.state), 2);
+		stayed += after == before;
+		pthread_join(th, NULL);
+	}
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	print_message("# %d of 5 stayed on the CPU\n", stayed);
+	assert_true(stayed > 0);
+}
+
+/* An operation that finds the lock held for another worker's run of
+ * operations (ns_hold_begin, 50 us here: a run of 64 creates is about
+ * that) spins for it as for a warmer's slice: no voluntary context
+ * switch. Five tries, one of which must stay on the CPU. */
+static void test_operation_spins_for_a_run(void **state)
+{
+	struct fx *f = *state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	cpu_set_t was;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
+	pin_to(0);
+	int stayed = 0;
+	for (int k = 0; k < 5; k++) {
+		struct holder h = { .ns = f->ns, .hold_ns = 50000 };
+		pthread_t th;
+		char p[32];
+		snprintf(p, sizeof(p), "/run%d", k);
+		assert_int_equal(pthread_create(&th, NULL, hold_main, &h), 0);
 		while (atomic_load(&h.state) == 0)
 			;
 		long before = voluntary_switches();
@@ -628,6 +664,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stage_survives_shrink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stage_spins_for_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_operation_spins_for_a_slice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_operation_spins_for_a_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_midway_returns_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_warmers_mutations_evictions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reads_in_idle_class, setup, teardown),
