@@ -379,26 +379,22 @@ static void *hold_slice_main(void *arg)
 	return NULL;
 }
 
-/* An operation that finds the lock held for a warmer's slice spins for it
- * rather than sleep on it (ns_warm.c note 7): an mkdir while another
- * thread holds a slice for 50 us costs no voluntary context switch. Five
- * tries, one of which must stay on the CPU (a loaded machine may preempt
- * the holder past the spin). */
-static void test_operation_spins_for_a_slice(void **state)
+/* Five mkdirs (names prefix0..4), each while a thread started with
+ * holder_main holds the namespace lock; how many of them cost no
+ * voluntary context switch (spun for the lock rather than slept). */
+static int mkdirs_that_stayed(struct fx *f, void *(*holder_main)(void *), long hold_ns,
+                              const char *prefix)
 {
-	struct fx *f = *state;
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		skip();
 	cpu_set_t was;
 	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
 	pin_to(0);
 	int stayed = 0;
 	for (int k = 0; k < 5; k++) {
-		struct holder h = { .ns = f->ns };
+		struct holder h = { .ns = f->ns, .hold_ns = hold_ns };
 		pthread_t th;
 		char p[32];
-		snprintf(p, sizeof(p), "/spin%d", k);
-		assert_int_equal(pthread_create(&th, NULL, hold_slice_main, &h), 0);
+		snprintf(p, sizeof(p), "/%s%d", prefix, k);
+		assert_int_equal(pthread_create(&th, NULL, holder_main, &h), 0);
 		while (atomic_load(&h.state) == 0)
 			;
 		long before = voluntary_switches();
@@ -410,7 +406,19 @@ static void test_operation_spins_for_a_slice(void **state)
 	}
 	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
 	print_message("# %d of 5 stayed on the CPU\n", stayed);
-	assert_true(stayed > 0);
+	return stayed;
+}
+
+/* An operation that finds the lock held for a warmer's slice spins for it
+ * rather than sleep on it (ns_warm.c note 7): an mkdir while another
+ * thread holds a slice for 50 us costs no voluntary context switch. Five
+ * tries, one of which must stay on the CPU (a loaded machine may preempt
+ * the holder past the spin). */
+static void test_operation_spins_for_a_slice(void **state)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	assert_true(mkdirs_that_stayed(*state, hold_slice_main, 0, "spin") > 0);
 }
 
 /* An operation that finds the lock held for another worker's run of
@@ -419,31 +427,9 @@ static void test_operation_spins_for_a_slice(void **state)
  * switch. Five tries, one of which must stay on the CPU. */
 static void test_operation_spins_for_a_run(void **state)
 {
-	struct fx *f = *state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		skip();
-	cpu_set_t was;
-	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
-	pin_to(0);
-	int stayed = 0;
-	for (int k = 0; k < 5; k++) {
-		struct holder h = { .ns = f->ns, .hold_ns = 50000 };
-		pthread_t th;
-		char p[32];
-		snprintf(p, sizeof(p), "/run%d", k);
-		assert_int_equal(pthread_create(&th, NULL, hold_main, &h), 0);
-		while (atomic_load(&h.state) == 0)
-			;
-		long before = voluntary_switches();
-		assert_int_equal(ns_mkdir(f->ns, &root_cred, P(p), 0755, NULL), 0);
-		long after = voluntary_switches();
-		assert_int_equal(atomic_load(&h.state), 2);
-		stayed += after == before;
-		pthread_join(th, NULL);
-	}
-	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
-	print_message("# %d of 5 stayed on the CPU\n", stayed);
-	assert_true(stayed > 0);
+	assert_true(mkdirs_that_stayed(*state, hold_main, 50000, "run") > 0);
 }
 
 /* Warmers stopped in the middle of the warm-up give back what their
