@@ -255,6 +255,23 @@ uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key)
 	return v;
 }
 
+void harness_assert_healthy(const struct mc_server *s)
+{
+	static unsigned seq;
+	int st;
+	assert_int_equal(waitpid(s->pid, &st, WNOHANG), 0);
+	mc_client *c = mc_connect(s->socket);
+	if (!c)
+		fail_msg("a well-behaved client cannot connect: %s", strerror(errno));
+	char p[64];
+	snprintf(p, sizeof(p), "/healthy-%u", ++seq);
+	assert_int_equal(mc_mkdir(c, p, 0755), 0);
+	struct stat sb;
+	assert_int_equal(mc_stat(c, p, &sb), 0);
+	assert_true(S_ISDIR(sb.st_mode));
+	mc_disconnect(c);
+}
+
 /* Every name under path, as lines appended to l; lstat each, walk into
  * directories. */
 static void harness_walk(mc_client *c, const char *path, int detail, struct harness_lines *l)

@@ -65,6 +65,9 @@ int harness_json_u64(const char *json, const char *section, const char *key, uin
 mc_client *harness_client(const struct mc_server *s);
 /* harness_json_u64 of the server's statistics, read through c. */
 uint64_t harness_stat_u64(mc_client *c, const char *section, const char *key);
+/* Server s is alive (its process has not exited), and a fresh client can
+ * mkdir a new directory and stat it as one. */
+void harness_assert_healthy(const struct mc_server *s);
 
 /* A namespace listing: one line per name under "/", sorted. */
 struct harness_lines {

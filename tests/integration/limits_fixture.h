@@ -17,7 +17,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,23 +112,6 @@ static inline uint64_t stat_u64(const char *section, const char *key)
 	uint64_t v = harness_stat_u64(c, section, key);
 	mc_disconnect(c);
 	return v;
-}
-
-/* The server is alive, and a fresh client can mkdir and stat. */
-static inline void assert_server_healthy(void)
-{
-	static unsigned seq;
-	int st;
-	assert_int_equal(waitpid(srv.pid, &st, WNOHANG), 0);
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("a well-behaved client cannot connect: %s", strerror(errno));
-	char p[64];
-	snprintf(p, sizeof(p), "/healthy-%u", ++seq);
-	assert_int_equal(mc_mkdir(c, p, 0755), 0);
-	struct stat sb;
-	assert_int_equal(mc_stat(c, p, &sb), 0);
-	mc_disconnect(c);
 }
 
 /* ---- raw protocol ------------------------------------------------------- */

@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -36,7 +35,6 @@
 #define IO_TIMEOUT  5      /* seconds a raw read may wait */
 
 static struct mc_server srv;
-static unsigned healthy_seq;
 
 /* ---- raw protocol helpers ------------------------------------------------- */
 
@@ -114,25 +112,6 @@ static void expect_error_then_close(int fd, int want)
 	close(fd);
 }
 
-/* ---- the second client ---------------------------------------------------- */
-
-/* The server is alive, and a fresh client can mkdir and stat. */
-static void assert_server_healthy(void)
-{
-	int st;
-	assert_int_equal(waitpid(srv.pid, &st, WNOHANG), 0);
-	mc_client *c = mc_connect(srv.socket);
-	if (!c)
-		fail_msg("a well-behaved client cannot connect: %s", strerror(errno));
-	char p[64];
-	snprintf(p, sizeof(p), "/healthy-%u", ++healthy_seq);
-	assert_int_equal(mc_mkdir(c, p, 0755), 0);
-	struct stat sb;
-	assert_int_equal(mc_stat(c, p, &sb), 0);
-	assert_true(S_ISDIR(sb.st_mode));
-	mc_disconnect(c);
-}
-
 /* ---- protocol cases --------------------------------------------------------- */
 
 static void garbage_frame(void **state)
@@ -143,7 +122,7 @@ static void garbage_frame(void **state)
 	memset(buf + 4, 0xff, 16);  /* a tag varint longer than protobuf allows */
 	raw_send_bytes(fd, buf, sizeof(buf));
 	expect_error_then_close(fd, EPROTO);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void garbage_before_hello(void **state)
@@ -154,7 +133,7 @@ static void garbage_before_hello(void **state)
 	memcpy(buf + 4, "\x0a\xff\xff\xff\xff\x0f\x01", 7);  /* a field longer than the frame */
 	raw_send_bytes(fd, buf, sizeof(buf));
 	expect_error_then_close(fd, EPROTO);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void empty_frame(void **state)
@@ -164,7 +143,7 @@ static void empty_frame(void **state)
 	frame_put_len(hdr, 0);
 	raw_send_bytes(fd, hdr, sizeof(hdr));
 	expect_error_then_close(fd, EPROTO);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void oversized_frame(void **state)
@@ -174,7 +153,7 @@ static void oversized_frame(void **state)
 	frame_put_len(hdr, MAX_FRAME + 1);  /* the header alone: nothing more is read */
 	raw_send_bytes(fd, hdr, sizeof(hdr));
 	expect_error_then_close(fd, EMSGSIZE);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void oversized_frame_before_hello(void **state)
@@ -184,7 +163,7 @@ static void oversized_frame_before_hello(void **state)
 	frame_put_len(hdr, UINT32_MAX);
 	raw_send_bytes(fd, hdr, sizeof(hdr));
 	expect_error_then_close(fd, EMSGSIZE);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void request_before_hello(void **state)
@@ -201,7 +180,7 @@ static void request_before_hello(void **state)
 	req.ops = ops;
 	raw_send_request(fd, &req);
 	expect_error_then_close(fd, EPROTO);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void wrong_hello_version(void **state)
@@ -212,7 +191,7 @@ static void wrong_hello_version(void **state)
 	fd = raw_connect();
 	raw_hello(fd, 0, 1);
 	expect_error_then_close(fd, EPROTONOSUPPORT);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void hello_twice(void **state)
@@ -220,7 +199,7 @@ static void hello_twice(void **state)
 	int fd = raw_connect_ready();
 	raw_hello(fd, MC_PROTO_VERSION, 2);
 	expect_error_then_close(fd, EPROTO);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* A client that sends half a frame and disconnects; one that sends half a
@@ -234,17 +213,17 @@ static void half_frame_then_disconnect(void **state)
 	int fd = raw_connect_ready();
 	raw_send_bytes(fd, buf, sizeof(buf));
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 
 	fd = raw_connect_ready();
 	raw_send_bytes(fd, buf, 2);
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 
 	fd = raw_connect();
 	raw_send_bytes(fd, buf, sizeof(buf));  /* before hello */
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 
 	/* Stalled mid-frame and still connected: the others must not wait. */
 	int stalled[4];
@@ -252,11 +231,11 @@ static void half_frame_then_disconnect(void **state)
 		stalled[i] = raw_connect_ready();
 		raw_send_bytes(stalled[i], buf, sizeof(buf));
 	}
-	assert_server_healthy();
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
+	harness_assert_healthy(&srv);
 	for (int i = 0; i < 4; i++)
 		close(stalled[i]);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* A name cannot hold a NUL through the C API (the string ends there), so
@@ -310,7 +289,7 @@ static void nul_in_path(void **state)
 	assert_int_equal(rsp->results[0]->err, 0);
 	mcache__response__free_unpacked(rsp, NULL);
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* A relative path sent raw (the library may refuse it before sending):
@@ -337,7 +316,7 @@ static void relative_path_raw(void **state)
 	assert_int_equal(rsp->results[0]->err, EINVAL);
 	mcache__response__free_unpacked(rsp, NULL);
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* ---- path cases through the API ------------------------------------------ */
@@ -378,7 +357,7 @@ static void slash_in_name(void **state)
 	assert_null(mc_readdir(d));
 	assert_int_equal(mc_closedir(d), 0);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void empty_path(void **state)
@@ -393,7 +372,7 @@ static void empty_path(void **state)
 	assert_errno(mc_open(c, "", O_CREAT | O_WRONLY, 0644), ENOENT);
 	assert_errno(mc_rename(c, "", "/x"), ENOENT);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void long_component(void **state)
@@ -416,7 +395,7 @@ static void long_component(void **state)
 	snprintf(p + 257, sizeof(p) - 257, "/x");
 	assert_errno(mc_stat(c, p, &st), ENAMETOOLONG);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* "/" then 100-byte components: len bytes in all. */
@@ -443,7 +422,7 @@ static void long_path_4097(void **state)
 	assert_errno(stat(p, &st), ENAMETOOLONG);
 	free(p);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 static void relative_path(void **state)
@@ -456,7 +435,7 @@ static void relative_path(void **state)
 	assert_errno(mc_open(c, "rel", O_CREAT | O_WRONLY, 0644), EINVAL);
 	assert_errno(mc_rename(c, "/", "rel"), EINVAL);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* One kernel call on a fresh tmpfs directory: the oracle for the next case. */
@@ -515,7 +494,7 @@ static void dot_dotdot_last(void **state)
 	unlinkat(dfd, "a", AT_REMOVEDIR);
 	close(dfd);
 	rmdir(kdir);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 }
 
 /* ---- the group -------------------------------------------------------------- */

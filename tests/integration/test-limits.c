@@ -82,7 +82,7 @@ static void reply_cap_stops_execution(void **state)
 	assert_true(stat_u64("\"limits\"", "reply_full") >= 1);
 	close(fd);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -101,7 +101,7 @@ static void readlink_amplification(void **state)
 	mcache__response__free_unpacked(rsp, NULL);
 	check_hwm_growth(before, 8 * MiB, "4000 readlinks");
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -130,7 +130,7 @@ static void readdir_amplification(void **state)
 	mcache__response__free_unpacked(rsp, NULL);
 	check_hwm_growth(before, 32 * MiB, "1000 readdirs of 2000 entries");
 	close(fd);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -147,7 +147,7 @@ static void too_many_ops(void **state)
 	expect_error_then_close(fd, E2BIG);
 	check_hwm_growth(before, 16 * MiB, "300000 ops");
 	assert_int_equal(stat_u64("\"limits\"", "too_many_ops"), 1);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -172,7 +172,7 @@ static void max_ops_boundary(void **state)
 	struct stat st;
 	assert_int_equal(mc_stat(c, "/m", &st), -1);     /* none ran */
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -215,7 +215,7 @@ static void batch_over_max_ops(void **state)
 	assert_int_equal(errno, ENOENT);
 	assert_int_equal(mc_mkdir(c, "/still-usable", 0755), 0);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -254,7 +254,7 @@ static void batch_past_max_reply(void **state)
 		assert_int_equal(st[i].st_mode, S_IFREG | 0600);
 	mc_batch_free(b);
 	mc_disconnect(c);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 

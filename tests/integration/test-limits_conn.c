@@ -89,7 +89,7 @@ static void slow_reader_bounded(void **state)
 	size_t sent = flood_unread(fd, h, 3000);
 	print_message("# sent %zu bytes of requests without reading\n", sent);
 	check_hwm_growth(before, 24 * MiB, "a client that never reads");
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	close(fd);
 	stop();
 }
@@ -118,7 +118,7 @@ static void output_total_disconnects(void **state)
 		close(fd[i]);
 	}
 	assert_true(closed >= 1);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -133,7 +133,7 @@ static void hello_timeout(void **state)
 	expect_error_then_close(fd, ETIMEDOUT);
 	assert_true(now_ms() - t0 < 3000);
 	assert_int_equal(stat_u64("\"limits\"", "hello_timeouts"), 1);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -162,7 +162,7 @@ static void frame_timeout(void **state)
 	assert_true(now_ms() - t0 < 3000);
 	assert_int_equal(stat_u64("\"limits\"", "frame_timeouts"), 1);
 	close(slow);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -175,7 +175,7 @@ static void prehello_flood(void **state)
 	int fd[40];
 	for (int i = 0; i < 40; i++)
 		fd[i] = raw_connect_to(5);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	/* Each one past the cap closed an older one or, in a burst faster than
 	 * the workers take connections, was refused itself. */
 	uint64_t ev = stat_u64("\"limits\"", "prehello_evicted");
@@ -208,7 +208,7 @@ static void prehello_cap(void **state)
 	}
 	print_message("# %d of 10 connections without hello still open\n", open);
 	assert_int_equal(open, 4);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -254,7 +254,7 @@ static void admin_emfile(void **state)
 	assert_non_null(strstr(buf, "200"));
 	close(a);
 	assert_true(stat_u64("\"admin\"", "accept_pauses") >= 1);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
@@ -306,7 +306,7 @@ static void rlimit_lowers_cap(void **state)
 	assert_true(ready > 150 && ready < 236);
 	assert_int_equal(stat_u64("\"limits\"", "accept_pauses"), 0);
 	assert_true(stat_u64("\"limits\"", "refused") >= 1);
-	assert_server_healthy();
+	harness_assert_healthy(&srv);
 	stop();
 }
 
