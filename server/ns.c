@@ -64,7 +64,7 @@ void ns_hold_begin(struct ns *ns)
 {
 	assert(ns_held == NULL);
 	ns_lock_op(ns);
-	ns_run_short(ns, true);
+	ns_lock_short_set(ns, true);
 	ns_held = ns;
 	walk_memo_forget(ns);
 }
@@ -75,10 +75,10 @@ void ns_hold_yield(struct ns *ns)
 	if (!atomic_load_explicit(&ns->committer_waiting, memory_order_relaxed))
 		return;
 	walk_memo_forget(ns); /* before others run: none of theirs may carry it over */
-	ns_run_short(ns, false);
+	ns_lock_short_set(ns, false);
 	pthread_mutex_unlock(&ns->lock);
 	ns_lock_op(ns);
-	ns_run_short(ns, true);
+	ns_lock_short_set(ns, true);
 }
 
 void ns_hold_end(struct ns *ns)
@@ -87,7 +87,7 @@ void ns_hold_end(struct ns *ns)
 	dir_owed_flush(ns); /* the run's directory record (ns_name.c) */
 	ns_held = NULL;
 	walk_memo_forget(ns);
-	ns_run_short(ns, false);
+	ns_lock_short_set(ns, false);
 	pthread_mutex_unlock(&ns->lock);
 }
 

@@ -77,7 +77,7 @@ struct ns {
 	 * long job that drops the lock between batches lets it in first. */
 	_Atomic unsigned committer_waiting;
 	/* The lock is held for a warmer's slice, a few microseconds, or a
-	 * worker's run of operations (ns_run_short), some tens: an operation
+	 * worker's run of operations, some tens (ns_lock_short_set): an operation
 	 * that finds it taken spins for it rather than sleep (ns_lock_op). A
 	 * hint, set and cleared by the holder. */
 	_Atomic bool lock_short;
@@ -230,11 +230,11 @@ static inline bool ns_lock_is_short(struct ns *ns)
 	return atomic_load_explicit(&ns->lock_short, memory_order_relaxed);
 }
 
-/* The holder of the lock says it holds it for a run of operations (on),
- * or is about to let it go (off): a run is bounded (REQUEST_HOLD_OPS
- * operations and a slice), so another worker spins for it as it does
- * for a warmer's slice (ns_lock_op). */
-static inline void ns_run_short(struct ns *ns, bool on)
+/* The holder of the lock says it holds it for a bounded time (on): a
+ * warmer's slice (ns_warm.c note 7) or a worker's run of operations
+ * (REQUEST_HOLD_OPS operations and a slice), so that an operation spins
+ * for it (ns_lock_op); or that it is about to let it go (off). */
+static inline void ns_lock_short_set(struct ns *ns, bool on)
 {
 	atomic_store_explicit(&ns->lock_short, on, memory_order_relaxed);
 }

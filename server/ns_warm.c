@@ -313,13 +313,13 @@ static void warm_mutex_lock(struct ns *ns)
 	if (!ns_spin_for_lock(ns, NS_WARM_SPIN_NS, no_committer_waiting))
 		ns_lock_op(ns);
 	/* A slice: operations spin for it (note 7). */
-	atomic_store_explicit(&ns->lock_short, true, memory_order_relaxed);
+	ns_lock_short_set(ns, true);
 }
 
 /* Every release of the lock here: the hint goes first. */
 static void warm_mutex_unlock(struct ns *ns)
 {
-	atomic_store_explicit(&ns->lock_short, false, memory_order_relaxed);
+	ns_lock_short_set(ns, false);
 	pthread_mutex_unlock(&ns->lock);
 }
 
